@@ -1,0 +1,34 @@
+//! The hat IR core: an MLIR-style IR in Rust.
+//!
+//! A [`Context`] owns every operation, block, region and value in arenas addressed by typed
+//! handles ([`Op`], [`Block`], [`Region`], [`Value`]), and uniques types, attributes and
+//! identifiers. Dialects register [`OpDefinition`]s (traits, verifier, memory effects, custom
+//! syntax); nothing in the core names a particular dialect except `builtin.module`, the implicit
+//! top-level op. Text goes in through [`parse_source`] and out through [`print_op`]; [`verify`]
+//! checks a tree and reports every error as a [`Diagnostic`] with `file:line:col`.
+#![deny(missing_docs)]
+
+pub mod attributes;
+mod context;
+pub mod diagnostics;
+pub mod dialect;
+pub mod effects;
+mod entity;
+mod interner;
+pub mod location;
+pub mod parser;
+pub mod printer;
+pub mod types;
+pub mod verifier;
+
+pub use attributes::AttributeKind;
+pub use context::{BlockOps, Context, OperationState, ValueDef};
+pub use diagnostics::{Diagnostic, Severity};
+pub use dialect::{OpDefinition, OpTraits};
+pub use effects::{EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace};
+pub use entity::{Attribute, Block, Ident, Op, OpName, Region, Type, Value};
+pub use location::{Location, SourceMap};
+pub use parser::{parse_bytes, parse_source, OpParser, ParseError, ParseResult};
+pub use printer::{print_op, OpPrinter, PrintOptions};
+pub use types::TypeKind;
+pub use verifier::{verify, VerifyContext};

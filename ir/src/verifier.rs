@@ -1,0 +1,407 @@
+//! The verifier: separate from building, it checks a whole op tree and reports every problem it
+//! finds, not only the first.
+//!
+//! Order of checks for each op: its operands are valid handles that dominate the use (values
+//! become visible in textual order within a block, in dominator order across the blocks of a
+//! region, and never across an isolated-from-above op); then its structure (registered, region
+//! and block counts, terminators, successors, symbol tables); then its own verifier. Nested ops
+//! are checked before the op's own verifier runs, so a verifier may read its regions but must not
+//! assume they are well formed.
+
+use crate::diagnostics::Diagnostic;
+use crate::dialect::OpTraits;
+use crate::location::Location;
+use crate::printer::type_to_string;
+use crate::types::TypeKind;
+use crate::{Block, Context, Op, Region, Type, Value, ValueDef};
+use rustc_hash::FxHashMap;
+
+/// Verifies `root` and everything nested in it; returns the errors (empty when valid).
+pub fn verify(ctx: &Context, root: Op) -> Vec<Diagnostic> {
+    let mut verifier = VerifyContext {
+        ctx,
+        diagnostics: Vec::new(),
+        symbol_tables: FxHashMap::default(),
+        visible_in: vec![NOT_VISIBLE; ctx.value_count()],
+        barrier: 0,
+        next_scope: 1,
+    };
+    verifier.verify_op(root);
+    verifier.diagnostics
+}
+
+const NOT_VISIBLE: u32 = u32::MAX;
+
+/// What an op verifier sees: the context, a symbol lookup, and a sink for diagnostics.
+pub struct VerifyContext<'a> {
+    ctx: &'a Context,
+    diagnostics: Vec<Diagnostic>,
+    symbol_tables: FxHashMap<Op, FxHashMap<&'a str, Op>>,
+    /// For each value: the isolation scope it was defined in while it is visible, else NOT_VISIBLE.
+    visible_in: Vec<u32>,
+    /// The innermost isolation scope: values from scopes numbered below it are hidden.
+    barrier: u32,
+    next_scope: u32,
+}
+
+impl<'a> VerifyContext<'a> {
+    /// The context.
+    pub fn ctx(&self) -> &'a Context {
+        self.ctx
+    }
+
+    /// Reports an error on `op`.
+    pub fn error(&mut self, op: Op, message: impl Into<String>) {
+        let message = format!("'{}' op {}", self.ctx.name_str(op), message.into());
+        self.diagnostics.push(Diagnostic::error(self.ctx.location(op), message));
+    }
+
+    /// Reports a diagnostic as it is.
+    pub fn report(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+
+    /// How many errors have been reported so far.
+    pub fn error_count(&self) -> usize {
+        self.diagnostics.len()
+    }
+
+    /// A type as text, for messages.
+    pub fn type_name(&self, ty: Type) -> String {
+        type_to_string(self.ctx, ty)
+    }
+
+    /// Checks the operand count; reports and returns false if it differs.
+    pub fn expect_operand_count(&mut self, op: Op, count: usize) -> bool {
+        let actual = self.ctx.operands(op).len();
+        if actual != count {
+            self.error(op, format!("expects {count} operand(s), but has {actual}"));
+        }
+        actual == count
+    }
+
+    /// Checks the result count; reports and returns false if it differs.
+    pub fn expect_result_count(&mut self, op: Op, count: usize) -> bool {
+        let actual = self.ctx.result_count(op);
+        if actual != count {
+            self.error(op, format!("expects {count} result(s), but has {actual}"));
+        }
+        actual == count
+    }
+
+    /// Checks the region count; reports and returns false if it differs.
+    pub fn expect_region_count(&mut self, op: Op, count: usize) -> bool {
+        let actual = self.ctx.regions(op).len();
+        if actual != count {
+            self.error(op, format!("expects {count} region(s), but has {actual}"));
+        }
+        actual == count
+    }
+
+    /// The op defining symbol `name` in the nearest symbol table enclosing `from`.
+    pub fn lookup_symbol(&mut self, from: Op, name: &str) -> Option<Op> {
+        let mut table = self.ctx.parent_op(from);
+        while let Some(candidate) = table {
+            if self.ctx.has_traits(candidate, OpTraits::SYMBOL_TABLE) {
+                break;
+            }
+            table = self.ctx.parent_op(candidate);
+        }
+        let table = table?;
+        let ctx = self.ctx;
+        let symbols = self.symbol_tables.entry(table).or_insert_with(|| {
+            let mut symbols = FxHashMap::default();
+            for op in ctx.body_ops(table) {
+                if let Some(name) = symbol_name(ctx, op) {
+                    symbols.entry(name).or_insert(op);
+                }
+            }
+            symbols
+        });
+        symbols.get(name).copied()
+    }
+
+    fn is_visible(&self, value: Value) -> bool {
+        let scope = self.visible_in[value.index()];
+        scope != NOT_VISIBLE && scope >= self.barrier
+    }
+
+    fn make_visible(&mut self, values: impl Iterator<Item = Value>, scope: u32, undo: &mut Vec<Value>) {
+        for value in values {
+            self.visible_in[value.index()] = scope;
+            undo.push(value);
+        }
+    }
+
+    fn verify_op(&mut self, op: Op) {
+        stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || self.verify_op_unguarded(op));
+    }
+
+    fn verify_op_unguarded(&mut self, op: Op) {
+        let ctx = self.ctx;
+        for (index, &operand) in ctx.operands(op).iter().enumerate() {
+            if operand.index() >= self.visible_in.len() {
+                self.error(op, format!("operand #{index} is not a value of this context"));
+            } else if !self.is_visible(operand) {
+                self.report_undominated(op, index, operand);
+            }
+        }
+        let traits = ctx.traits(op);
+        let registered = ctx.is_registered(op);
+        if !registered && !ctx.allow_unregistered {
+            self.error(op, "is not registered (use --allow-unregistered-dialect to accept unknown ops)");
+        }
+        if traits.contains(OpTraits::TERMINATOR) && ctx.next_op(op).is_some() {
+            self.error(op, "must be the last operation in the parent block");
+        }
+        if traits.contains(OpTraits::SYMBOL) && symbol_name(ctx, op).is_none() {
+            self.error(op, "requires a string attribute 'sym_name'");
+        }
+        for &successor in ctx.successors(op) {
+            let same_region = ctx.parent_block(op).and_then(|b| ctx.block_parent(b)) == ctx.block_parent(successor);
+            if !same_region {
+                self.error(op, "has a successor that is not a block of the same region");
+            }
+        }
+        if !ctx.regions(op).is_empty() {
+            let isolated = traits.contains(OpTraits::ISOLATED_FROM_ABOVE);
+            let saved_barrier = self.barrier;
+            let scope = if isolated {
+                self.next_scope += 1;
+                self.barrier = self.next_scope - 1;
+                self.barrier
+            } else {
+                self.barrier
+            };
+            for &region in ctx.regions(op) {
+                self.verify_region(op, region, traits, registered, scope);
+            }
+            self.barrier = saved_barrier;
+        }
+        if traits.contains(OpTraits::SYMBOL_TABLE) {
+            self.verify_symbol_table(op);
+        }
+        if let Some(definition) = ctx.definition(ctx.name(op)) {
+            definition.verify(self, op);
+        }
+    }
+
+    fn report_undominated(&mut self, op: Op, index: usize, operand: Value) {
+        let ctx = self.ctx;
+        let definition = match ctx.value_def(operand) {
+            ValueDef::Result { op: def, .. } => ctx.parent_block(def).map(|_| ctx.location(def)),
+            ValueDef::BlockArgument { block, .. } => ctx.block_parent(block).and(ctx.block_location(block)),
+        };
+        let message = format!("'{}' op operand #{index} does not dominate this use", ctx.name_str(op));
+        let mut diagnostic = Diagnostic::error(ctx.location(op), message);
+        match definition {
+            Some(location) if location != Location::UNKNOWN => {
+                diagnostic = diagnostic.with_note(location, "operand defined here");
+            }
+            _ => diagnostic = diagnostic.with_note(Location::UNKNOWN, "the operand is not defined in this module"),
+        }
+        self.report(diagnostic);
+    }
+
+    fn verify_region(&mut self, op: Op, region: Region, traits: OpTraits, registered: bool, scope: u32) {
+        let ctx = self.ctx;
+        let blocks = ctx.region_blocks(region);
+        if traits.contains(OpTraits::SINGLE_BLOCK) && blocks.len() > 1 {
+            self.error(op, format!("expects its regions to have at most one block, but one has {}", blocks.len()));
+        }
+        let needs_terminator = registered && !traits.contains(OpTraits::NO_TERMINATOR);
+        for &block in blocks {
+            if needs_terminator {
+                self.verify_terminator(op, block);
+            }
+        }
+        let mut undo = Vec::new();
+        if traits.contains(OpTraits::GRAPH_REGION) {
+            for &block in blocks {
+                self.make_visible(ctx.block_arguments(block).iter().copied(), scope, &mut undo);
+                for child in ctx.block_ops(block) {
+                    self.make_visible(ctx.results(child), scope, &mut undo);
+                }
+            }
+            for &block in blocks {
+                for child in ctx.block_ops(block) {
+                    self.verify_op(child);
+                }
+            }
+        } else if blocks.len() <= 1 {
+            for &block in blocks {
+                self.verify_block(block, scope, &mut undo);
+            }
+        } else {
+            self.verify_cfg_region(blocks, scope);
+        }
+        for value in undo {
+            self.visible_in[value.index()] = NOT_VISIBLE;
+        }
+    }
+
+    /// Walks the blocks of a multi-block region in dominator-tree order, so each block sees the
+    /// values of the blocks that dominate it.
+    fn verify_cfg_region(&mut self, blocks: &[Block], scope: u32) {
+        let ctx = self.ctx;
+        let dominators = immediate_dominators(ctx, blocks);
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+        let mut roots = Vec::new();
+        for (i, dominator) in dominators.iter().enumerate() {
+            match dominator {
+                Some(d) if *d != i => children[*d].push(i),
+                _ => roots.push(i),
+            }
+        }
+        // Depth-first over the dominator tree; each frame undoes its block's values on exit.
+        for root in roots {
+            let mut stack: Vec<(usize, bool, Vec<Value>)> = vec![(root, false, Vec::new())];
+            while let Some((index, visited, mut undo)) = stack.pop() {
+                if visited {
+                    for value in undo {
+                        self.visible_in[value.index()] = NOT_VISIBLE;
+                    }
+                    continue;
+                }
+                self.verify_block(blocks[index], scope, &mut undo);
+                stack.push((index, true, undo));
+                for &child in children[index].iter().rev() {
+                    stack.push((child, false, Vec::new()));
+                }
+            }
+        }
+    }
+
+    fn verify_block(&mut self, block: Block, scope: u32, undo: &mut Vec<Value>) {
+        let ctx = self.ctx;
+        self.make_visible(ctx.block_arguments(block).iter().copied(), scope, undo);
+        for child in ctx.block_ops(block) {
+            self.verify_op(child);
+            self.make_visible(ctx.results(child), scope, undo);
+        }
+    }
+
+    fn verify_terminator(&mut self, op: Op, block: Block) {
+        let ctx = self.ctx;
+        match ctx.last_op(block) {
+            None => self.error(op, "has an empty block: expected at least a terminator"),
+            Some(last) if !ctx.has_traits(last, OpTraits::TERMINATOR) => {
+                if ctx.is_registered(last) || !ctx.allow_unregistered {
+                    let message = format!(
+                        "'{}' op block must end with a terminator, but ends with '{}'",
+                        ctx.name_str(op),
+                        ctx.name_str(last)
+                    );
+                    self.report(Diagnostic::error(ctx.location(last), message));
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn verify_symbol_table(&mut self, op: Op) {
+        let ctx = self.ctx;
+        let mut seen: FxHashMap<&str, Op> = FxHashMap::default();
+        for &region in ctx.regions(op) {
+            for &block in ctx.region_blocks(region) {
+                for child in ctx.block_ops(block) {
+                    let Some(name) = symbol_name(ctx, child) else { continue };
+                    if let Some(&previous) = seen.get(name) {
+                        let diagnostic = Diagnostic::error(ctx.location(child), format!("redefinition of symbol named '{name}'"))
+                            .with_note(ctx.location(previous), "see existing symbol definition here");
+                        self.report(diagnostic);
+                    } else {
+                        seen.insert(name, child);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The `sym_name` of an op, if it has a string one.
+pub fn symbol_name(ctx: &Context, op: Op) -> Option<&str> {
+    let attribute = ctx.attribute(op, "sym_name")?;
+    ctx.attribute_kind(attribute).as_str()
+}
+
+/// Immediate dominators of the blocks of a region (entry first): `None` for unreachable blocks,
+/// the entry maps to itself. Cooper, Harvey and Kennedy's iterative algorithm.
+fn immediate_dominators(ctx: &Context, blocks: &[Block]) -> Vec<Option<usize>> {
+    let position: FxHashMap<Block, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+    let successors: Vec<Vec<usize>> = blocks
+        .iter()
+        .map(|&b| {
+            ctx.last_op(b)
+                .map(|t| ctx.successors(t).iter().filter_map(|s| position.get(s).copied()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    // Reverse post-order from the entry.
+    let mut order = Vec::new();
+    let mut visited = vec![false; blocks.len()];
+    let mut stack = vec![(0usize, 0usize)];
+    visited[0] = true;
+    while let Some((block, next)) = stack.pop() {
+        if next < successors[block].len() {
+            stack.push((block, next + 1));
+            let successor = successors[block][next];
+            if !visited[successor] {
+                visited[successor] = true;
+                stack.push((successor, 0));
+            }
+        } else {
+            order.push(block);
+        }
+    }
+    order.reverse();
+    let mut rank = vec![usize::MAX; blocks.len()];
+    for (i, &b) in order.iter().enumerate() {
+        rank[b] = i;
+    }
+    let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+    for (b, list) in successors.iter().enumerate() {
+        for &s in list {
+            predecessors[s].push(b);
+        }
+    }
+    let mut dominator: Vec<Option<usize>> = vec![None; blocks.len()];
+    dominator[0] = Some(0);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().skip(1) {
+            let mut new = None;
+            for &p in &predecessors[b] {
+                if dominator[p].is_none() {
+                    continue;
+                }
+                new = Some(match new as Option<usize> {
+                    None => p,
+                    Some(current) => {
+                        let (mut x, mut y) = (current, p);
+                        while x != y {
+                            while rank[x] > rank[y] {
+                                x = dominator[x].expect("processed");
+                            }
+                            while rank[y] > rank[x] {
+                                y = dominator[y].expect("processed");
+                            }
+                        }
+                        x
+                    }
+                });
+            }
+            if new.is_some() && dominator[b] != new {
+                dominator[b] = new;
+                changed = true;
+            }
+        }
+    }
+    dominator
+}
+
+/// Whether a type is a memref.
+pub fn is_memref(ctx: &Context, ty: Type) -> bool {
+    matches!(ctx.type_kind(ty), TypeKind::MemRef { .. })
+}
