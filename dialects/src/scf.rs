@@ -1,0 +1,6 @@
+//! The `scf` dialect.
+
+/// Registers `scf`.
+pub fn register(ctx: &mut hat_ir::Context) {
+    ctx.register_dialect("scf", "");
+}
