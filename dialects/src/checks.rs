@@ -150,3 +150,169 @@ pub fn memref_parts(v: &VerifyContext<'_>, ty: Type) -> Option<(Vec<i64>, Type)>
         _ => None,
     }
 }
+
+/// Checks an op that has no regions and no successors: exactly `operands` operands and `results`
+/// results. Reports every mismatch; returns whether the op has this shape, so that a verifier can
+/// stop before indexing operands that are not there.
+pub fn plain_op(v: &mut VerifyContext<'_>, op: Op, operands: usize, results: usize) -> bool {
+    // `&`, not `&&`: report every mismatch, not only the first.
+    v.expect_operand_count(op, operands) & v.expect_result_count(op, results) & no_regions(v, op)
+}
+
+/// Checks that an op has no regions and no successors (the generic form can give any op both).
+pub fn no_regions(v: &mut VerifyContext<'_>, op: Op) -> bool {
+    let ok = v.expect_region_count(op, 0);
+    if !v.ctx().successors(op).is_empty() {
+        v.error(op, "expects no successors");
+        return false;
+    }
+    ok
+}
+
+/// The nearest op enclosing `op` (at any depth, `op` itself excluded) whose name is one of `names`.
+pub fn enclosing_op(ctx: &hat_ir::Context, op: Op, names: &[&str]) -> Option<Op> {
+    let mut current = ctx.parent_op(op);
+    while let Some(candidate) = current {
+        if names.contains(&ctx.name_str(candidate)) {
+            return Some(candidate);
+        }
+        current = ctx.parent_op(candidate);
+    }
+    None
+}
+
+/// Checks that `op` is nested, at any depth, in an op named one of `ancestors`.
+pub fn has_ancestor(v: &mut VerifyContext<'_>, op: Op, ancestors: &[&str]) -> bool {
+    let ok = enclosing_op(v.ctx(), op, ancestors).is_some();
+    if !ok {
+        v.error(op, format!("expects to be nested in one of: {}", ancestors.join(", ")));
+    }
+    ok
+}
+
+/// Checks that `op` is not nested, at any depth, in an op named one of `ancestors`.
+pub fn lacks_ancestor(v: &mut VerifyContext<'_>, op: Op, ancestors: &[&str]) -> bool {
+    let ctx = v.ctx();
+    match enclosing_op(ctx, op, ancestors) {
+        Some(ancestor) => {
+            v.error(op, format!("is not allowed inside '{}'", ctx.name_str(ancestor)));
+            false
+        }
+        None => true,
+    }
+}
+
+/// The text of a string attribute named `name`, reporting when it is missing or not a string.
+pub fn string_attribute<'a>(v: &mut VerifyContext<'a>, op: Op, name: &str) -> Option<&'a str> {
+    let ctx = v.ctx();
+    match ctx.attribute(op, name).map(|a| ctx.attribute_kind(a)) {
+        Some(AttributeKind::String(text)) => Some(text),
+        Some(_) => {
+            v.error(op, format!("attribute '{name}' must be a string"));
+            None
+        }
+        None => {
+            v.error(op, format!("requires attribute '{name}'"));
+            None
+        }
+    }
+}
+
+/// The value of an `i64` integer attribute named `name`, reporting when it is missing or of another
+/// type (custom forms that print the bare number read it back as `i64`).
+pub fn i64_attribute(v: &mut VerifyContext<'_>, op: Op, name: &str) -> Option<i64> {
+    let ctx = v.ctx();
+    match ctx.attribute(op, name).map(|a| ctx.attribute_kind(a)) {
+        Some(AttributeKind::Integer { value, ty })
+            if matches!(ctx.type_kind(*ty), TypeKind::Integer { width: 64, signedness: hat_ir::types::Signedness::Signless }) =>
+        {
+            Some(*value)
+        }
+        Some(_) => {
+            v.error(op, format!("attribute '{name}' must be an i64 integer"));
+            None
+        }
+        None => {
+            v.error(op, format!("requires attribute '{name}'"));
+            None
+        }
+    }
+}
+
+/// The values of a dense integer array attribute (`array<iN: ...>`) named `name` whose elements are
+/// `width` bits wide, reporting when it is missing or of another kind.
+pub fn dense_array_attribute<'a>(v: &mut VerifyContext<'a>, op: Op, name: &str, width: u32) -> Option<&'a [i64]> {
+    let ctx = v.ctx();
+    match ctx.attribute(op, name).map(|a| ctx.attribute_kind(a)) {
+        Some(AttributeKind::DenseArray { element, values })
+            if matches!(ctx.type_kind(*element), TypeKind::Integer { width: w, .. } if *w == width) =>
+        {
+            Some(values)
+        }
+        Some(_) => {
+            v.error(op, format!("attribute '{name}' must be an array<i{width}: ...>"));
+            None
+        }
+        None => {
+            v.error(op, format!("requires attribute '{name}'"));
+            None
+        }
+    }
+}
+
+/// Resolves the flat symbol reference in attribute `attribute` of `op` to the op it names, which
+/// must be named one of `kinds`; reports a missing attribute, an undefined symbol and a symbol of
+/// the wrong kind. Returns the target and the symbol's name.
+pub fn symbol_target<'a>(v: &mut VerifyContext<'a>, op: Op, attribute: &str, kinds: &[&str]) -> Option<(Op, &'a str)> {
+    let name = symbol_ref_attribute(v, op, attribute)?;
+    let Some(target) = v.lookup_symbol(op, name) else {
+        v.error(op, format!("'{attribute}' refers to '@{name}', which is not defined"));
+        return None;
+    };
+    let actual = v.ctx().name_str(target);
+    if !kinds.contains(&actual) {
+        v.error(op, format!("'{attribute}' refers to '@{name}', which is a '{actual}', not a '{}'", kinds.join("' or '")));
+        return None;
+    }
+    Some((target, name))
+}
+
+/// Checks a call-like op against its callee's signature: operands from `first_argument` on must have
+/// the types `inputs`, and the results the types `results`; `callee` names the callee in messages.
+pub fn matches_signature(v: &mut VerifyContext<'_>, op: Op, first_argument: usize, inputs: &[Type], results: &[Type], callee: &str) {
+    let ctx = v.ctx();
+    let arguments = ctx.operands(op).get(first_argument..).unwrap_or_default();
+    if arguments.len() != inputs.len() {
+        v.error(op, format!("has {} argument(s), but '@{callee}' takes {}", arguments.len(), inputs.len()));
+    } else {
+        for (index, (&argument, &expected)) in arguments.iter().zip(inputs).enumerate() {
+            let actual = ctx.value_type(argument);
+            if actual != expected {
+                let (actual, expected) = (v.type_name(actual), v.type_name(expected));
+                v.error(op, format!("argument #{index} has type '{actual}', but '@{callee}' expects '{expected}'"));
+            }
+        }
+    }
+    if ctx.result_count(op) != results.len() {
+        v.error(op, format!("has {} result(s), but '@{callee}' returns {}", ctx.result_count(op), results.len()));
+    } else {
+        for (index, (result, &expected)) in ctx.results(op).zip(results).enumerate() {
+            let actual = ctx.value_type(result);
+            if actual != expected {
+                let (actual, expected) = (v.type_name(actual), v.type_name(expected));
+                v.error(op, format!("result #{index} has type '{actual}', but '@{callee}' returns '{expected}'"));
+            }
+        }
+    }
+}
+
+/// Checks that a function-like op has a body: a region with at least one block (the generic form
+/// can give it an empty region, which the structural checks accept).
+pub fn has_body(v: &mut VerifyContext<'_>, op: Op) -> bool {
+    let ctx = v.ctx();
+    let ok = ctx.regions(op).first().is_some_and(|&region| !ctx.region_blocks(region).is_empty());
+    if !ok {
+        v.error(op, "requires a body");
+    }
+    ok
+}
