@@ -316,3 +316,81 @@ pub fn has_body(v: &mut VerifyContext<'_>, op: Op) -> bool {
     }
     ok
 }
+
+/// Checks an element access `%buffer[%i, %j]` among the operands of `op`: operand `buffer` is a
+/// memref, it is followed by one `index` operand per dimension, and `trailing` more operands come
+/// after the indices. Returns the memref's element type when all of that holds.
+pub fn indexed_access(v: &mut VerifyContext<'_>, op: Op, buffer: usize, trailing: usize) -> Option<Type> {
+    let ctx = v.ctx();
+    let operands = ctx.operands(op);
+    if operands.len() < buffer + 1 + trailing {
+        v.error(op, format!("expects at least {} operand(s), but has {}", buffer + 1 + trailing, operands.len()));
+        return None;
+    }
+    let memref = ctx.value_type(operands[buffer]);
+    let Some((shape, element)) = memref_parts(v, memref) else {
+        let name = v.type_name(memref);
+        v.error(op, format!("operand #{buffer} must be a memref, but got '{name}'"));
+        return None;
+    };
+    let indices = &operands[buffer + 1..operands.len() - trailing];
+    if indices.len() != shape.len() {
+        let name = v.type_name(memref);
+        v.error(op, format!("expects {} index operand(s), one per dimension of '{name}', but has {}", shape.len(), indices.len()));
+        return None;
+    }
+    let mut ok = true;
+    for (position, &index) in indices.iter().enumerate() {
+        let ty = ctx.value_type(index);
+        if !is_index(v, ty) {
+            let name = v.type_name(ty);
+            v.error(op, format!("index operand #{position} must be 'index', but got '{name}'"));
+            ok = false;
+        }
+    }
+    ok.then_some(element)
+}
+
+/// Test helpers: parse and verify text with every hat dialect registered.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// The messages of the errors that verifying `text` reports (panics if it does not parse).
+    pub fn verify_errors(text: &str) -> Vec<String> {
+        let mut ctx = crate::context();
+        let module = hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
+        hat_ir::verify(&ctx, module).into_iter().map(|d| d.message).collect()
+    }
+
+    /// Asserts that verifying `text` reports an error containing `expected`.
+    pub fn assert_verify_error(text: &str, expected: &str) {
+        let errors = verify_errors(text);
+        assert!(errors.iter().any(|e| e.contains(expected)), "expected an error containing {expected:?}, got {errors:?}");
+    }
+
+    /// The message of the parse error of `text` (panics if it parses).
+    pub fn parse_error(text: &str) -> String {
+        let mut ctx = crate::context();
+        match hat_ir::parse_source(&mut ctx, "test.hat", text) {
+            Ok(_) => panic!("expected a parse error\n{text}"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    /// Parses and verifies `text`, checks that printing it (custom and generic forms) round-trips,
+    /// and returns the custom form.
+    pub fn round_trip(text: &str) -> String {
+        let print = |text: &str, generic: bool| {
+            let mut ctx = crate::context();
+            let module = hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
+            let errors = hat_ir::verify(&ctx, module);
+            assert!(errors.is_empty(), "{errors:?}\n{text}");
+            hat_ir::print_op(&ctx, module, hat_ir::PrintOptions { generic, debug_info: false })
+        };
+        let custom = print(text, false);
+        assert_eq!(print(&custom, false), custom);
+        let generic = print(text, true);
+        assert_eq!(print(&generic, true), generic);
+        assert_eq!(print(&generic, false), custom);
+        custom
+    }
+}

@@ -207,3 +207,78 @@ pub fn function_signature(ctx: &hat_ir::Context, op: Op) -> Option<(Vec<Type>, V
         _ => None,
     }
 }
+
+/// What a custom printer writes for an op that lacks a part its custom form needs (an operand, a
+/// result, an attribute): such an op fails verification, and printing must not panic on it. Its
+/// generic form (`--mlir-print-op-generic`) shows it as it is.
+pub fn print_malformed(p: &mut OpPrinter<'_, '_>) {
+    p.write(" <<malformed: print it in the generic form>>");
+}
+
+/// The flat symbol reference `@name` held by attribute `attribute` of `op`, if it is one.
+pub fn flat_symbol_ref(ctx: &hat_ir::Context, op: Op, attribute: &str) -> Option<hat_ir::Ident> {
+    match ctx.attribute_kind(ctx.attribute(op, attribute)?) {
+        AttributeKind::SymbolRef(path) if path.len() == 1 => Some(path[0]),
+        _ => None,
+    }
+}
+
+/// The attribute `@name` for a symbol name read by [`OpParser::parse_symbol_name`].
+pub fn flat_symbol_ref_attr(ctx: &mut hat_ir::Context, name: hat_ir::Ident) -> hat_ir::Attribute {
+    ctx.intern_attribute(AttributeKind::SymbolRef(Box::new([name])))
+}
+
+/// Prints a function type, `(T, U) -> R`, `(T) -> ()` or `() -> (R, S)`, as MLIR does.
+pub fn print_function_type(p: &mut OpPrinter<'_, '_>, inputs: &[Type], results: &[Type]) {
+    p.write("(");
+    p.types(inputs);
+    p.write(") -> ");
+    if results.len() == 1 && !matches!(p.ctx().type_kind(results[0]), TypeKind::Function { .. }) {
+        p.ty(results[0]);
+    } else {
+        p.write("(");
+        p.types(results);
+        p.write(")");
+    }
+}
+
+/// A call: `@callee(%a, %b) attr-dict : (T, U) -> R`, stored as a `callee` attribute, the arguments
+/// as operands, and the function type's results as result types (MLIR's `func.call` form).
+pub fn parse_call(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
+    let callee = p.parse_symbol_name()?;
+    p.expect(TokenKind::LParen, "'(' before the call's arguments")?;
+    let arguments = p.parse_operand_list()?;
+    p.expect(TokenKind::RParen, "')' after the call's arguments")?;
+    p.parse_optional_attr_dict(&mut state.attributes)?;
+    p.expect(TokenKind::Colon, "':' before the call's function type")?;
+    let location = p.location();
+    let ty = p.parse_type()?;
+    let TypeKind::Function { inputs, results } = p.ctx().type_kind(ty).clone() else {
+        return Err(p.error_at(location, "expected a function type"));
+    };
+    state.operands = p.resolve_operands(&arguments, &inputs, location)?;
+    state.result_types = results.to_vec();
+    let ctx = p.ctx();
+    let key = ctx.ident("callee");
+    let value = flat_symbol_ref_attr(ctx, callee);
+    state.attributes.push((key, value));
+    Ok(())
+}
+
+/// Prints [`parse_call`]'s form.
+pub fn print_call(p: &mut OpPrinter<'_, '_>, op: Op) {
+    let ctx = p.ctx();
+    let Some(callee) = flat_symbol_ref(ctx, op, "callee") else {
+        return print_malformed(p);
+    };
+    p.write(" ");
+    p.symbol(callee);
+    p.write("(");
+    p.values(ctx.operands(op));
+    p.write(")");
+    p.attr_dict(&["callee"]);
+    p.write(" : ");
+    let inputs: Vec<Type> = ctx.operands(op).iter().map(|&v| ctx.value_type(v)).collect();
+    let results: Vec<Type> = ctx.results(op).map(|v| ctx.value_type(v)).collect();
+    print_function_type(p, &inputs, &results);
+}

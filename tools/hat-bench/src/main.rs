@@ -27,12 +27,34 @@ struct Cli {
 enum Command {
     /// Parse + verify + print a generated module (hat-opt against mlir-opt), in several shapes.
     Parse(parse::ParseArgs),
+    /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
+    #[command(hide = true)]
+    MeasureChild {
+        /// The program to run.
+        program: std::path::PathBuf,
+        /// Its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Parse(args) => parse::run(args),
+        Command::MeasureChild { program, args } => {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            return match measure::run_once(program, &args) {
+                Ok(run) => {
+                    println!("{}", run.to_helper_json());
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    println!("{error}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
     };
     match result {
         Ok((report, ok)) => {

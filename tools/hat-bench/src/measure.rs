@@ -1,5 +1,11 @@
 //! Measuring child processes: wall time (from spawn to reaping) and peak resident memory, which
 //! `wait4` reports for exactly that child (`ru_maxrss`, KiB on Linux).
+//!
+//! Linux folds the high-water RSS of the address space a process leaves at `exec` into its
+//! `ru_maxrss`; a child spawned by `vfork`/`posix_spawn` leaves its parent's, so it would inherit
+//! this process's peak (the generated text, the in-process runs). So the child is spawned from a
+//! fresh, small helper instead: this binary re-executed as `hat-bench measure-child -- PROGRAM
+//! ARGS...`, which runs it, reaps it with `wait4` and reports the [`Run`] as JSON on stdout.
 
 use serde_json::{json, Value};
 use std::io::Read as _;
@@ -89,6 +95,63 @@ pub fn run_once(program: &Path, args: &[&str]) -> Result<Run, String> {
     })
 }
 
+impl Run {
+    /// The run as JSON, as the helper reports it.
+    pub fn to_helper_json(&self) -> Value {
+        json!({
+            "wall_ns": self.wall.as_nanos() as u64,
+            "max_rss_kib": self.max_rss_kib,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "stderr_tail": self.stderr_tail,
+        })
+    }
+
+    fn from_helper_json(value: &Value) -> Option<Run> {
+        Some(Run {
+            wall: Duration::from_nanos(value["wall_ns"].as_u64()?),
+            max_rss_kib: value["max_rss_kib"].as_u64()?,
+            exit_code: value["exit_code"].as_i64().map(|c| c as i32),
+            signal: value["signal"].as_i64().map(|s| s as i32),
+            stderr_tail: value["stderr_tail"].as_str()?.to_string(),
+        })
+    }
+}
+
+/// Runs `program args...` once through the helper (see the module documentation), so that its
+/// peak memory is its own.
+pub fn run_isolated(program: &Path, args: &[&str]) -> Result<Run, String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot locate hat-bench itself: {e}"))?;
+    let output = Command::new(&exe)
+        .arg("measure-child")
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "measuring {} failed: {}",
+            program.display(),
+            text.trim()
+        ));
+    }
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| Run::from_helper_json(&v))
+        .ok_or_else(|| {
+            format!(
+                "measuring {}: unexpected helper output '{}'",
+                program.display(),
+                text.trim()
+            )
+        })
+}
+
 /// Every run of one command, repeated.
 #[derive(Clone, Debug)]
 pub struct Measurement {
@@ -157,7 +220,7 @@ pub fn measure(program: &Path, args: &[&str], repeat: usize) -> Measurement {
     let mut runs = Vec::new();
     let mut error = None;
     for _ in 0..repeat.max(1) {
-        match run_once(program, args) {
+        match run_isolated(program, args) {
             Ok(run) if run.ok() => runs.push(run),
             Ok(run) => {
                 let how = match (run.exit_code, run.signal) {
