@@ -23,11 +23,26 @@ pub struct PrintOptions {
 
 /// Prints `op` (normally a module) with a trailing newline.
 pub fn print_op(ctx: &Context, op: Op, options: PrintOptions) -> String {
-    let mut printer = Printer::new(ctx, options);
+    let mut printer = Printer::new(ctx, options, None);
     printer.number_isolated_scope(op, true);
     printer.print_operation(op);
     printer.out
 }
+
+/// Prints `op` into `sink` as it goes, so the whole text is never held in memory.
+pub fn print_op_to(ctx: &Context, op: Op, options: PrintOptions, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut printer = Printer::new(ctx, options, Some(sink));
+    printer.number_isolated_scope(op, true);
+    printer.print_operation(op);
+    printer.flush();
+    match printer.sink_error.take() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// How much text the printer buffers before handing it to its sink.
+const FLUSH_THRESHOLD: usize = 1 << 20;
 
 /// A type as text.
 pub fn type_to_string(ctx: &Context, ty: Type) -> String {
@@ -50,14 +65,36 @@ const ARGUMENT_FLAG: u32 = 1 << 31;
 pub struct Printer<'a> {
     ctx: &'a Context,
     out: String,
+    sink: Option<&'a mut dyn std::io::Write>,
+    sink_error: Option<std::io::Error>,
     options: PrintOptions,
     value_names: Vec<u32>,
     indent: usize,
 }
 
 impl<'a> Printer<'a> {
-    fn new(ctx: &'a Context, options: PrintOptions) -> Self {
-        Printer { ctx, out: String::new(), options, value_names: vec![UNNAMED; ctx.value_count()], indent: 0 }
+    fn new(ctx: &'a Context, options: PrintOptions, sink: Option<&'a mut dyn std::io::Write>) -> Self {
+        Printer {
+            ctx,
+            out: String::new(),
+            sink,
+            sink_error: None,
+            options,
+            value_names: vec![UNNAMED; ctx.value_count()],
+            indent: 0,
+        }
+    }
+
+    /// Hands the buffered text to the sink (if any); the first write error is kept.
+    fn flush(&mut self) {
+        if let Some(sink) = self.sink.as_mut() {
+            if self.sink_error.is_none() {
+                if let Err(error) = sink.write_all(self.out.as_bytes()) {
+                    self.sink_error = Some(error);
+                }
+            }
+            self.out.clear();
+        }
     }
 
     /// Numbers the values of `root`'s regions (not inside nested isolated ops, which are numbered
@@ -154,6 +191,9 @@ impl<'a> Printer<'a> {
             }
         }
         self.out.push('\n');
+        if self.out.len() >= FLUSH_THRESHOLD {
+            self.flush();
+        }
     }
 
     fn print_generic(&mut self, op: Op) {

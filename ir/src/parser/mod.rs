@@ -32,6 +32,18 @@ pub fn parse_source(ctx: &mut Context, name: &str, text: &str) -> ParseResult<Op
     Parser::new(ctx, &text, source).parse_top_level()
 }
 
+/// Like [`parse_bytes`], taking ownership of the bytes so that only one copy of the text is kept.
+pub fn parse_owned_bytes(ctx: &mut Context, name: &str, bytes: Vec<u8>) -> ParseResult<Op> {
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let source = ctx.sources.add(name, text);
+            let text = ctx.sources.file(source).text().clone();
+            Parser::new(ctx, &text, source).parse_top_level()
+        }
+        Err(error) => parse_bytes(ctx, name, error.as_bytes()),
+    }
+}
+
 /// Like [`parse_source`], for bytes that may not be UTF-8 (reported with the location of the first
 /// bad byte).
 pub fn parse_bytes(ctx: &mut Context, name: &str, bytes: &[u8]) -> ParseResult<Op> {
