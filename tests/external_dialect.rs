@@ -106,7 +106,7 @@ fn an_outside_dialect_verifier_and_effects_are_used() {
     let errors = verify(&ctx, module);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].message, "'toy.scale' op factor must be positive, got -2");
-    assert_eq!(ctx.sources.describe(errors[0].location), "toy.hat:3:10");
+    assert_eq!(ctx.sources.describe(errors[0].location), "toy.hat:3:5");
 
     let touch = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == "toy.touch").unwrap();
     let definition = ctx.definition(ctx.name(touch)).unwrap().clone();

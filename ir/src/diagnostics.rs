@@ -109,7 +109,7 @@ pub fn render_short(sources: &SourceMap, diagnostics: &[Diagnostic]) -> String {
 
 fn to_codespan(sources: &SourceMap, diagnostic: &Diagnostic) -> cs::Diagnostic<usize> {
     let severity = match diagnostic.severity {
-        Severity::Remark => cs::Severity::Help,
+        Severity::Remark => cs::Severity::Note,
         Severity::Note => cs::Severity::Note,
         Severity::Warning => cs::Severity::Warning,
         Severity::Error => cs::Severity::Error,
@@ -126,7 +126,13 @@ fn to_codespan(sources: &SourceMap, diagnostic: &Diagnostic) -> cs::Diagnostic<u
             None => notes.push(note.clone()),
         }
     }
-    cs::Diagnostic::new(severity).with_message(diagnostic.message.clone()).with_labels(labels).with_notes(notes)
+    let rendered = cs::Diagnostic::new(severity).with_message(diagnostic.message.clone()).with_labels(labels).with_notes(notes);
+    // codespan has no remark severity: a remark renders as `note[remark]: ...`.
+    if diagnostic.severity == Severity::Remark {
+        rendered.with_code("remark")
+    } else {
+        rendered
+    }
 }
 
 /// The range to underline: the token starting at the location (at least one character).

@@ -163,7 +163,7 @@ impl<'a> Printer<'a> {
         self.write_indent();
         let result_count = self.ctx.result_count(op);
         if result_count > 0 {
-            self.write_value(self.ctx.result(op, 0));
+            self.write_value_group(self.ctx.result(op, 0));
             if result_count > 1 {
                 let _ = write!(self.out, ":{result_count}");
             }
@@ -293,8 +293,19 @@ impl<'a> Printer<'a> {
         let _ = write!(self.out, "^bb{position}");
     }
 
-    fn write_value(&mut self, value: Value) {
+    /// The name of a value without a `#N` result number (where a result group is defined).
+    fn write_value_group(&mut self, value: Value) {
         let name = self.value_names.get(value.index()).copied().unwrap_or(UNNAMED);
+        let _ = write!(self.out, "%{name}");
+    }
+
+    fn write_value(&mut self, value: Value) {
+        // A result group is named once, by its first result.
+        let named = match self.ctx.value_def(value) {
+            ValueDef::Result { op, .. } => self.ctx.result(op, 0),
+            ValueDef::BlockArgument { .. } => value,
+        };
+        let name = self.value_names.get(named.index()).copied().unwrap_or(UNNAMED);
         if name == UNNAMED {
             let _ = write!(self.out, "%<<UNKNOWN SSA VALUE {}>>", value.index());
             return;

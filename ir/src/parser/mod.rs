@@ -372,6 +372,8 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_op_unguarded(&mut self, block: Block) -> ParseResult<Op> {
+        // As in MLIR, an op's location is where its statement starts (its results, if any).
+        let location = self.location();
         let mut results: SmallVec<[(&'a str, u32, Location); 2]> = SmallVec::new();
         if self.is(TokenKind::PercentIdent) {
             loop {
@@ -398,7 +400,6 @@ impl<'a> Parser<'a> {
             }
             self.expect(TokenKind::Equal, "'='")?;
         }
-        let location = self.location();
         let op = match self.token.kind {
             TokenKind::String => self.parse_generic_op(location)?,
             TokenKind::BareIdent => self.parse_custom_op(location)?,
