@@ -74,7 +74,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0), near enough.
     fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) * n as u64 >> 32) as usize
+        (((self.next() >> 32) * n as u64) >> 32) as usize
     }
 }
 

@@ -213,14 +213,24 @@ impl Measurement {
     }
 }
 
-/// Runs `program args...` `repeat` times (stopping at the first failure).
+/// Runs `program args...` `repeat` times through the helper (stopping at the first failure).
 pub fn measure(program: &Path, args: &[&str], repeat: usize) -> Measurement {
+    measure_with(run_isolated, program, args, repeat)
+}
+
+/// Runs `program args...` `repeat` times with `run_one` (stopping at the first failure).
+fn measure_with(
+    run_one: fn(&Path, &[&str]) -> Result<Run, String>,
+    program: &Path,
+    args: &[&str],
+    repeat: usize,
+) -> Measurement {
     let mut command = vec![program.display().to_string()];
     command.extend(args.iter().map(|a| a.to_string()));
     let mut runs = Vec::new();
     let mut error = None;
     for _ in 0..repeat.max(1) {
-        match run_isolated(program, args) {
+        match run_one(program, args) {
             Ok(run) if run.ok() => runs.push(run),
             Ok(run) => {
                 let how = match (run.exit_code, run.signal) {
@@ -300,9 +310,15 @@ mod tests {
         assert_eq!(run.exit_code, Some(3));
         assert_eq!(run.stderr_tail.trim(), "oops");
         assert!(run.max_rss_kib > 0);
-        let m = measure(sh, &["-c", "true"], 2);
+        // (`measure` itself goes through this binary's helper subcommand, which a test binary
+        // lacks; `hat-bench parse` exercises it.)
+        let m = measure_with(run_once, sh, &["-c", "true"], 2);
         assert!(m.ok());
         assert_eq!(m.runs.len(), 2);
+        let m = measure_with(run_once, sh, &["-c", "exit 1"], 3);
+        assert!(!m.ok());
+        assert_eq!(m.runs.len(), 1);
+        assert!(m.error.is_some());
     }
 
     #[test]
