@@ -30,7 +30,7 @@ fn print_module(p: &mut OpPrinter<'_, '_>, op: Op) {
     let ctx = p.ctx();
     if let Some(name) = hat_ir::verifier::symbol_name(ctx, op) {
         p.write(" ");
-        p.symbol(ctx.find_ident(name).expect("interned"));
+        p.symbol_str(name);
     }
     p.attr_dict_with_keyword(&["sym_name"]);
     p.write(" ");

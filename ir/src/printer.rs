@@ -60,6 +60,8 @@ pub fn attribute_to_string(ctx: &Context, attribute: Attribute) -> String {
 
 const UNNAMED: u32 = u32::MAX;
 const ARGUMENT_FLAG: u32 = 1 << 31;
+/// Marks the results of a multi-result op: they print as `%N#i`.
+const GROUP_FLAG: u32 = 1 << 30;
 
 /// Printer state; custom forms see it through [`OpPrinter`].
 pub struct Printer<'a> {
@@ -113,18 +115,25 @@ impl<'a> Printer<'a> {
                 }
             }
         };
-        if include_root && self.ctx.result_count(root) > 0 {
-            self.value_names[self.ctx.result(root, 0).index()] = next_value;
-            next_value += 1;
+        let name_results = |names: &mut Vec<u32>, op: Op, next_value: &mut u32| {
+            let count = self.ctx.result_count(op);
+            if count == 0 {
+                return;
+            }
+            let name = if count > 1 { *next_value | GROUP_FLAG } else { *next_value };
+            for result in self.ctx.results(op) {
+                names[result.index()] = name;
+            }
+            *next_value += 1;
+        };
+        if include_root {
+            name_results(&mut self.value_names, root, &mut next_value);
         }
         push_regions(&mut stack, self.ctx, root);
         while let Some(work) = stack.pop() {
             match work {
                 Work::Op(op) => {
-                    if self.ctx.result_count(op) > 0 {
-                        self.value_names[self.ctx.result(op, 0).index()] = next_value;
-                        next_value += 1;
-                    }
+                    name_results(&mut self.value_names, op, &mut next_value);
                     if !self.ctx.has_traits(op, OpTraits::ISOLATED_FROM_ABOVE) {
                         push_regions(&mut stack, self.ctx, op);
                     }
@@ -244,7 +253,9 @@ impl<'a> Printer<'a> {
         self.indent += 1;
         for (position, &block) in ctx.region_blocks(region).iter().enumerate() {
             let arguments = ctx.block_arguments(block);
-            if position > 0 || (print_entry_arguments && !arguments.is_empty()) {
+            // An empty entry block needs its label too, or it would read back as no block.
+            let empty = ctx.first_op(block).is_none();
+            if position > 0 || (print_entry_arguments && (!arguments.is_empty() || empty)) {
                 self.indent -= 1;
                 self.write_indent();
                 self.indent += 1;
@@ -296,29 +307,23 @@ impl<'a> Printer<'a> {
     /// The name of a value without a `#N` result number (where a result group is defined).
     fn write_value_group(&mut self, value: Value) {
         let name = self.value_names.get(value.index()).copied().unwrap_or(UNNAMED);
-        let _ = write!(self.out, "%{name}");
+        let _ = write!(self.out, "%{}", name & !GROUP_FLAG);
     }
 
     fn write_value(&mut self, value: Value) {
-        // A result group is named once, by its first result.
-        let named = match self.ctx.value_def(value) {
-            ValueDef::Result { op, .. } => self.ctx.result(op, 0),
-            ValueDef::BlockArgument { .. } => value,
-        };
-        let name = self.value_names.get(named.index()).copied().unwrap_or(UNNAMED);
+        let name = self.value_names.get(value.index()).copied().unwrap_or(UNNAMED);
         if name == UNNAMED {
             let _ = write!(self.out, "%<<UNKNOWN SSA VALUE {}>>", value.index());
-            return;
-        }
-        if name & ARGUMENT_FLAG != 0 {
+        } else if name & ARGUMENT_FLAG != 0 {
             let _ = write!(self.out, "%arg{}", name & !ARGUMENT_FLAG);
-            return;
-        }
-        let _ = write!(self.out, "%{name}");
-        if let ValueDef::Result { op, index } = self.ctx.value_def(value) {
-            if self.ctx.result_count(op) > 1 {
-                let _ = write!(self.out, "#{index}");
-            }
+        } else if name & GROUP_FLAG != 0 {
+            let index = match self.ctx.value_def(value) {
+                ValueDef::Result { index, .. } => index,
+                ValueDef::BlockArgument { .. } => 0,
+            };
+            let _ = write!(self.out, "%{}#{index}", name & !GROUP_FLAG);
+        } else {
+            let _ = write!(self.out, "%{name}");
         }
     }
 
@@ -413,6 +418,11 @@ impl<'a> OpPrinter<'_, 'a> {
     /// `@name`.
     pub fn symbol(&mut self, name: Ident) {
         write_symbol(self.printer.ctx.ident_str(name), &mut self.printer.out);
+    }
+
+    /// `@name` for a name given as text (quoted when it is not a plain identifier).
+    pub fn symbol_str(&mut self, name: &str) {
+        write_symbol(name, &mut self.printer.out);
     }
 
     /// ` {attrs}` without the `elided` ones; nothing if none remain.

@@ -114,10 +114,9 @@ impl<'a> Parser<'a> {
                         self.expect_dimension_separator()?;
                         continue;
                     }
-                    let value = parse_integer_literal(text)
+                    parse_integer_literal(text)
                         .and_then(|v| i64::try_from(v).ok())
-                        .ok_or_else(|| self.error(ParseErrorKind::Message("dimension is too large".into())))?;
-                    value
+                        .ok_or_else(|| self.error(ParseErrorKind::Message("dimension is too large".into())))?
                 }
                 _ => break,
             };

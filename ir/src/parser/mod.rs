@@ -77,9 +77,46 @@ struct BlockRef {
     location: Location,
 }
 
+/// Value names of one scope. Names of up to 8 bytes (`%0` … `%9999999`, most names) are keyed by
+/// their bytes packed into a `u64`, which hashes and compares without touching the text.
+#[derive(Default)]
+struct NameTable<'a> {
+    short: FxHashMap<u64, NamedValue>,
+    long: FxHashMap<&'a str, NamedValue>,
+}
+
+fn pack_name(name: &str) -> Option<u64> {
+    let bytes = name.as_bytes();
+    (bytes.len() <= 8).then(|| {
+        let mut packed = [0u8; 8];
+        packed[..bytes.len()].copy_from_slice(bytes);
+        u64::from_le_bytes(packed)
+    })
+}
+
+impl<'a> NameTable<'a> {
+    fn get(&self, name: &str) -> Option<&NamedValue> {
+        match pack_name(name) {
+            Some(key) => self.short.get(&key),
+            None => self.long.get(name),
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    fn insert(&mut self, name: &'a str, value: NamedValue) {
+        match pack_name(name) {
+            Some(key) => self.short.insert(key, value),
+            None => self.long.insert(name, value),
+        };
+    }
+}
+
 #[derive(Default)]
 struct NameScope<'a> {
-    values: FxHashMap<&'a str, NamedValue>,
+    values: NameTable<'a>,
     forward: FxHashMap<(&'a str, u32), ForwardRef>,
     blocks: FxHashMap<&'a str, BlockRef>,
     isolated: bool,
@@ -311,7 +348,7 @@ impl<'a> Parser<'a> {
     /// Binds `name` to `count` consecutive values starting at `first`, resolving forward references.
     fn define_value(&mut self, name: &'a str, first: Value, count: u32, location: Location) -> ParseResult<()> {
         for scope in self.visible_scopes() {
-            if scope.values.contains_key(name) {
+            if scope.values.contains(name) {
                 return Err(self.error_at(location, ParseErrorKind::RedefinedValue(name.to_string())));
             }
         }
