@@ -173,8 +173,9 @@ pub fn print_function_like(p: &mut OpPrinter<'_, '_>, op: Op, elided: &[&str], e
     let ctx = p.ctx();
     p.write(" ");
     if let Some(name) = hat_ir::verifier::symbol_name(ctx, op) {
-        let ident = ctx.find_ident(name).expect("symbol names are interned when parsed or built");
-        p.symbol(ident);
+        // Not `p.symbol(ident)`: a `sym_name` read from the generic form is a string attribute,
+        // whose text need not be an interned identifier.
+        p.symbol_str(name);
     } else {
         p.write("@<<missing sym_name>>");
     }
@@ -281,4 +282,15 @@ pub fn print_call(p: &mut OpPrinter<'_, '_>, op: Op) {
     let inputs: Vec<Type> = ctx.operands(op).iter().map(|&v| ctx.value_type(v)).collect();
     let results: Vec<Type> = ctx.results(op).map(|v| ctx.value_type(v)).collect();
     print_function_type(p, &inputs, &results);
+}
+
+/// `: memref<...>` — returns the memref type and its element type (an error for any other type).
+pub fn parse_colon_memref(p: &mut OpParser<'_, '_>) -> ParseResult<(Type, Type)> {
+    p.expect(TokenKind::Colon, "':' before the buffer type")?;
+    let location = p.location();
+    let ty = p.parse_type()?;
+    match p.ctx().type_kind(ty) {
+        TypeKind::MemRef { element, .. } => Ok((ty, *element)),
+        _ => Err(p.error_at(location, "expected a memref type")),
+    }
 }
