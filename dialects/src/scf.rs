@@ -247,18 +247,16 @@ fn verify_if(v: &mut VerifyContext<'_>, op: Op) {
 fn parse_while(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
     let mut names = Vec::new();
     let mut inits = Vec::new();
-    if p.consume_if(TokenKind::LParen) {
-        if !p.consume_if(TokenKind::RParen) {
-            loop {
-                names.push(p.parse_operand()?);
-                p.expect(TokenKind::Equal, "'='")?;
-                inits.push(p.parse_operand()?);
-                if !p.consume_if(TokenKind::Comma) {
-                    break;
-                }
+    if p.consume_if(TokenKind::LParen) && !p.consume_if(TokenKind::RParen) {
+        loop {
+            names.push(p.parse_operand()?);
+            p.expect(TokenKind::Equal, "'='")?;
+            inits.push(p.parse_operand()?);
+            if !p.consume_if(TokenKind::Comma) {
+                break;
             }
-            p.expect(TokenKind::RParen, "')'")?;
         }
+        p.expect(TokenKind::RParen, "')'")?;
     }
     p.expect(TokenKind::Colon, "':' before the loop's type")?;
     let location = p.location();

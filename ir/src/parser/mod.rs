@@ -443,8 +443,8 @@ impl<'a> Parser<'a> {
             _ => return Err(self.expected("an operation name")),
         };
         self.skip_trailing_location()?;
-        let expected: u32 = results.iter().map(|r| r.1).sum();
-        let actual = self.ctx.result_count(op) as u32;
+        let expected: u64 = results.iter().map(|r| u64::from(r.1)).sum();
+        let actual = self.ctx.result_count(op) as u64;
         if !results.is_empty() && expected != actual {
             return Err(self.error_at(
                 results[0].2,
