@@ -154,3 +154,32 @@ fn isolated_regions_do_not_see_outer_values() {
     assert_eq!(error.to_string(), "use of undeclared SSA value name '%0'");
     assert_eq!(ctx.sources.describe(error.location), "isolated.hat:4:16");
 }
+
+#[test]
+fn ops_that_fail_verification_print_in_the_generic_form() {
+    // arith.addi without a result, arith.cmpi without operands: their custom forms cannot show
+    // them, so the printer uses the generic form for exactly those ops.
+    let text = r#"module {
+  %0 = arith.constant 1 : i32
+  "arith.addi"(%0, %0) : (i32, i32) -> ()
+  %1 = "arith.cmpi"() {predicate = 0 : i64} : () -> i1
+}
+"#;
+    let mut ctx = hat_dialects::context();
+    let module = parse_source(&mut ctx, "unverified.hat", text).unwrap();
+    assert_eq!(verify(&ctx, module).len(), 2);
+    assert_eq!(print_op(&ctx, module, PrintOptions::default()), text);
+}
+
+#[test]
+fn deep_types_and_attributes_are_bounded_like_regions() {
+    for (open, close) in [("[", "]"), ("{a = ", "}")] {
+        let text = format!("\"test.op\"() {{x = {}1{}}} : () -> ()", open.repeat(100_000), close.repeat(100_000));
+        let mut ctx = unregistered_context();
+        let error = parse_source(&mut ctx, "deep.hat", &text).unwrap_err();
+        assert_eq!(error.to_string(), "input is nested deeper than 2048 levels (regions, types and attributes)");
+    }
+    let text = format!("\"test.op\"() : () -> ({}i32{})", "(() -> (".repeat(50_000), "))".repeat(50_000));
+    let mut ctx = unregistered_context();
+    assert!(parse_source(&mut ctx, "deep.hat", &text).is_err());
+}

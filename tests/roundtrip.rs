@@ -6,8 +6,8 @@ use hat_ir::{parse_source, print_op, verify, Context, Op, PrintOptions};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const CUSTOM: PrintOptions = PrintOptions { generic: false, debug_info: false };
-const GENERIC: PrintOptions = PrintOptions { generic: true, debug_info: false };
+const CUSTOM: PrintOptions = PrintOptions { generic: false, debug_info: false, assume_verified: false };
+const GENERIC: PrintOptions = PrintOptions { generic: true, debug_info: false, assume_verified: false };
 
 fn corpus_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

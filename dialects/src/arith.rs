@@ -88,6 +88,7 @@ const fn integer_binary(name: &'static str, summary: &'static str, traits: OpTra
         name,
         summary,
         traits,
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_binary, print: print_binary },
         verify: verify_integer_binary,
         effects: None,
@@ -99,6 +100,7 @@ const fn float_binary(name: &'static str, summary: &'static str, traits: OpTrait
         name,
         summary,
         traits,
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_binary, print: print_binary },
         verify: verify_float_binary,
         effects: None,
@@ -160,6 +162,13 @@ fn verify_compare(v: &mut VerifyContext<'_>, op: Op, accept: fn(&VerifyContext<'
     if let Some(predicate) = integer_attribute(v, op, "predicate") {
         if !(0..predicates as i64).contains(&predicate) {
             v.error(op, format!("predicate {predicate} is out of range"));
+        }
+        let ctx = v.ctx();
+        let typed_i64 = ctx.attribute(op, "predicate").is_some_and(|a| {
+            matches!(ctx.attribute_kind(a), AttributeKind::Integer { ty, .. } if matches!(ctx.type_kind(*ty), TypeKind::Integer { width: 64, .. }))
+        });
+        if !typed_i64 {
+            v.error(op, "attribute 'predicate' must be an i64 integer");
         }
     }
 }
@@ -315,7 +324,7 @@ fn verify_bitcast(v: &mut VerifyContext<'_>, op: Op) {
 }
 
 const fn cast(name: &'static str, summary: &'static str, verify: crate::op_spec::VerifyFn) -> OpSpec {
-    OpSpec { name, summary, traits: PURE, syntax: Syntax::Custom { parse: parse_cast, print: print_cast }, verify, effects: None }
+    OpSpec { name, summary, traits: PURE, regions: 0, syntax: Syntax::Custom { parse: parse_cast, print: print_cast }, verify, effects: None }
 }
 
 /// The ops of `arith`.
@@ -324,6 +333,7 @@ pub const OPS: &[OpSpec] = &[
         name: "arith.constant",
         summary: "An integer or float constant",
         traits: PURE.union(OpTraits::CONSTANT_LIKE),
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_constant, print: print_constant },
         verify: verify_constant,
         effects: None,
@@ -358,6 +368,7 @@ pub const OPS: &[OpSpec] = &[
         name: "arith.negf",
         summary: "Float negation",
         traits: PURE,
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_unary, print: print_unary },
         verify: verify_float_unary,
         effects: None,
@@ -366,6 +377,7 @@ pub const OPS: &[OpSpec] = &[
         name: "arith.cmpi",
         summary: "Integer comparison",
         traits: PURE,
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_cmpi, print: print_cmpi },
         verify: verify_cmpi,
         effects: None,
@@ -374,6 +386,7 @@ pub const OPS: &[OpSpec] = &[
         name: "arith.cmpf",
         summary: "Float comparison",
         traits: PURE,
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_cmpf, print: print_cmpf },
         verify: verify_cmpf,
         effects: None,
@@ -382,6 +395,7 @@ pub const OPS: &[OpSpec] = &[
         name: "arith.select",
         summary: "Chooses between two values of any type (buffers too) by an i1",
         traits: PURE,
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_select, print: print_select },
         verify: verify_select,
         effects: None,

@@ -445,6 +445,7 @@ const fn transfer_like(
         name,
         summary,
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_transfer,
             print: print_transfer,
@@ -460,6 +461,7 @@ pub const OPS: &[OpSpec] = &[
         name: "buffer.alloc",
         summary: "Allocates a buffer; one index operand per dynamic dimension",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_alloc,
             print: print_alloc,
@@ -471,6 +473,7 @@ pub const OPS: &[OpSpec] = &[
         name: "buffer.dealloc",
         summary: "Frees a buffer",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_buffer_operand,
             print: print_buffer_operand,
@@ -482,6 +485,7 @@ pub const OPS: &[OpSpec] = &[
         name: "buffer.load",
         summary: "Reads an element of the copy of wherever it runs",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_load,
             print: print_load,
@@ -493,6 +497,7 @@ pub const OPS: &[OpSpec] = &[
         name: "buffer.store",
         summary: "Writes an element of the copy of wherever it runs",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_store,
             print: print_store,
@@ -504,6 +509,7 @@ pub const OPS: &[OpSpec] = &[
         name: "buffer.dim",
         summary: "The size of one dimension of a buffer",
         traits: OpTraits::PURE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_dim,
             print: print_dim,
@@ -515,6 +521,7 @@ pub const OPS: &[OpSpec] = &[
         name: "buffer.copy",
         summary: "Copies a whole buffer into another, host copy to host copy",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_copy,
             print: print_copy,

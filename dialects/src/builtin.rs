@@ -42,8 +42,10 @@ fn verify_module(v: &mut VerifyContext<'_>, op: Op) {
     if !v.expect_region_count(op, 1) || !v.expect_operand_count(op, 0) || !v.expect_result_count(op, 0) {
         return;
     }
-    if ctx.region_blocks(ctx.regions(op)[0]).len() != 1 {
-        v.error(op, "expects a body region with exactly one block");
+    match ctx.region_blocks(ctx.regions(op)[0]) {
+        [body] if !ctx.block_arguments(*body).is_empty() => v.error(op, "expects its body block to have no arguments"),
+        [_] => {}
+        _ => v.error(op, "expects a body region with exactly one block"),
     }
     if let Some(attribute) = ctx.attribute(op, "sym_name") {
         if ctx.attribute_kind(attribute).as_str().is_none() {
@@ -61,6 +63,7 @@ pub const OPS: &[OpSpec] = &[OpSpec {
         .union(OpTraits::NO_TERMINATOR)
         .union(OpTraits::SINGLE_BLOCK)
         .union(OpTraits::GRAPH_REGION),
+    regions: 1,
     syntax: Syntax::Custom { parse: parse_module, print: print_module },
     verify: verify_module,
     effects: None,

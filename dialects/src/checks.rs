@@ -384,7 +384,7 @@ pub(crate) mod testing {
             let module = hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
             let errors = hat_ir::verify(&ctx, module);
             assert!(errors.is_empty(), "{errors:?}\n{text}");
-            hat_ir::print_op(&ctx, module, hat_ir::PrintOptions { generic, debug_info: false })
+            hat_ir::print_op(&ctx, module, hat_ir::PrintOptions { generic, debug_info: false, assume_verified: false })
         };
         let custom = print(text, false);
         assert_eq!(print(&custom, false), custom);

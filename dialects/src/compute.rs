@@ -418,6 +418,7 @@ pub const OPS: &[OpSpec] = &[
         name: "compute.func",
         summary: "A host function: the entry point of a program, or one it calls",
         traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
+        regions: 1,
         syntax: Syntax::Custom {
             parse: parse_func,
             print: print_func,
@@ -429,6 +430,7 @@ pub const OPS: &[OpSpec] = &[
         name: "compute.return",
         summary: "Returns from a compute.func",
         traits: OpTraits::TERMINATOR.union(OpTraits::RETURN_LIKE),
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_operands_colon_types,
             print: print_operands_colon_types,
@@ -440,6 +442,7 @@ pub const OPS: &[OpSpec] = &[
         name: "compute.dispatch",
         summary: "Runs a kernel.func over a 1-, 2- or 3-D grid of work items",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_dispatch,
             print: print_dispatch,
@@ -451,6 +454,7 @@ pub const OPS: &[OpSpec] = &[
         name: "compute.call",
         summary: "Calls a compute.func or a compute.host_func",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_call,
             print: print_call,
@@ -462,6 +466,7 @@ pub const OPS: &[OpSpec] = &[
         name: "compute.host_func",
         summary: "Declares an opaque host function and its effect on each argument",
         traits: OpTraits::SYMBOL,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_host_func,
             print: print_host_func,
@@ -473,6 +478,7 @@ pub const OPS: &[OpSpec] = &[
         name: "compute.sync",
         summary: "Waits until the device has finished all the work submitted to it",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_bare,
             print: print_bare,
@@ -535,6 +541,7 @@ mod tests {
             hat_ir::PrintOptions {
                 generic: true,
                 debug_info: false,
+                assume_verified: false,
             },
         );
         assert!(

@@ -221,6 +221,7 @@ const fn id_op(name: &'static str, summary: &'static str) -> OpSpec {
         name,
         summary,
         traits: OpTraits::PURE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_id,
             print: print_id,
@@ -395,6 +396,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.func",
         summary: "An entry kernel: runs once per work item of a dispatch's grid",
         traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
+        regions: 1,
         syntax: Syntax::Custom {
             parse: parse_func,
             print: print_func,
@@ -406,6 +408,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.helper",
         summary: "A device function that kernels call",
         traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
+        regions: 1,
         syntax: Syntax::Custom {
             parse: parse_helper,
             print: print_helper,
@@ -417,6 +420,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.return",
         summary: "Returns from a kernel.func or a kernel.helper",
         traits: OpTraits::TERMINATOR.union(OpTraits::RETURN_LIKE),
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_operands_colon_types,
             print: print_operands_colon_types,
@@ -428,6 +432,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.call",
         summary: "Calls a kernel.helper",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_call,
             print: print_call,
@@ -463,6 +468,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.barrier",
         summary: "Waits for every work item of the workgroup; orders workgroup and buffer memory",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_bare,
             print: print_bare,
@@ -474,6 +480,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.local_alloc",
         summary: "Workgroup-local memory of a static shape",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_local_alloc,
             print: print_local_alloc,
@@ -485,6 +492,7 @@ pub const OPS: &[OpSpec] = &[
         name: "kernel.atomic_rmw",
         summary: "Atomically combines a value into an element; returns the old element",
         traits: OpTraits::NONE,
+        regions: 0,
         syntax: Syntax::Custom {
             parse: parse_atomic_rmw,
             print: print_atomic_rmw,

@@ -36,6 +36,9 @@ pub struct OpSpec {
     pub summary: &'static str,
     /// Structural traits.
     pub traits: OpTraits,
+    /// How many regions every instance has (checked by the core verifier). No hat op has
+    /// successors: they are checked to be absent.
+    pub regions: usize,
     /// Textual forms.
     pub syntax: Syntax,
     /// Op-specific checks.
@@ -57,7 +60,18 @@ impl OpDefinition for OpSpec {
         self.traits
     }
 
+    fn region_count(&self) -> Option<usize> {
+        Some(self.regions)
+    }
+
+    fn successor_count(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn verify(&self, verifier: &mut VerifyContext<'_>, op: Op) {
+        if self.traits.contains(OpTraits::TERMINATOR) && !verifier.expect_result_count(op, 0) {
+            return;
+        }
         (self.verify)(verifier, op)
     }
 

@@ -236,6 +236,9 @@ fn verify_if(v: &mut VerifyContext<'_>, op: Op) {
         0 => {}
         _ => {
             if let Some(block) = single_block(v, op, else_region, "else") {
+                if !ctx.block_arguments(block).is_empty() {
+                    v.error(op, "expects its regions to have no arguments");
+                }
                 check_terminator(v, op, block, YIELD, 0, &results);
             }
         }
@@ -394,6 +397,7 @@ pub const OPS: &[OpSpec] = &[
         name: "scf.for",
         summary: "A counted loop with loop-carried values",
         traits: OpTraits::SINGLE_BLOCK,
+        regions: 1,
         syntax: Syntax::Custom { parse: parse_for, print: print_for },
         verify: verify_for,
         effects: None,
@@ -402,6 +406,7 @@ pub const OPS: &[OpSpec] = &[
         name: "scf.if",
         summary: "A conditional with an optional else region, yielding values",
         traits: OpTraits::SINGLE_BLOCK,
+        regions: 2,
         syntax: Syntax::Custom { parse: parse_if, print: print_if },
         verify: verify_if,
         effects: None,
@@ -410,6 +415,7 @@ pub const OPS: &[OpSpec] = &[
         name: "scf.while",
         summary: "A loop whose condition is computed in its 'before' region",
         traits: OpTraits::SINGLE_BLOCK,
+        regions: 2,
         syntax: Syntax::Custom { parse: parse_while, print: print_while },
         verify: verify_while,
         effects: None,
@@ -418,6 +424,7 @@ pub const OPS: &[OpSpec] = &[
         name: "scf.yield",
         summary: "Ends a region of scf.for, scf.if or scf.while, yielding values",
         traits: OpTraits::TERMINATOR.union(OpTraits::RETURN_LIKE).union(OpTraits::PURE),
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_operands_colon_types, print: print_operands_colon_types },
         verify: verify_yield,
         effects: None,
@@ -426,6 +433,7 @@ pub const OPS: &[OpSpec] = &[
         name: "scf.condition",
         summary: "Ends the 'before' region of scf.while: continue if true, forwarding values",
         traits: OpTraits::TERMINATOR.union(OpTraits::PURE),
+        regions: 0,
         syntax: Syntax::Custom { parse: parse_condition, print: print_condition },
         verify: verify_condition,
         effects: None,

@@ -73,6 +73,18 @@ pub trait OpDefinition: Send + Sync + 'static {
         OpTraits::NONE
     }
 
+    /// How many regions every instance has, if fixed; the core verifier checks it before
+    /// [`verify`](Self::verify) runs, which may then rely on it.
+    fn region_count(&self) -> Option<usize> {
+        None
+    }
+
+    /// How many successor blocks every instance has, if fixed; checked like
+    /// [`region_count`](Self::region_count).
+    fn successor_count(&self) -> Option<usize> {
+        None
+    }
+
     /// Op-specific checks; report problems through `verifier`. Runs after the structural checks
     /// of the op itself passed (operand handles, terminators, dominance of its operands).
     fn verify(&self, verifier: &mut VerifyContext<'_>, op: Op) {

@@ -31,4 +31,4 @@ pub use location::{Location, SourceMap};
 pub use parser::{parse_bytes, parse_owned_bytes, parse_source, OpParser, ParseError, ParseResult};
 pub use printer::{print_op, print_op_to, OpPrinter, PrintOptions};
 pub use types::TypeKind;
-pub use verifier::{verify, VerifyContext};
+pub use verifier::{verify, verify_detailed, Verification, VerifyContext};

@@ -10,6 +10,7 @@ use crate::dialect::OpTraits;
 use crate::parser::escape_into;
 use crate::types::{FloatKind, Signedness, TypeKind, DYNAMIC};
 use crate::{Attribute, Block, Context, Ident, Op, Region, Type, Value, ValueDef};
+use rustc_hash::FxHashSet;
 use std::fmt::Write;
 
 /// How to print.
@@ -19,11 +20,14 @@ pub struct PrintOptions {
     pub generic: bool,
     /// Print `loc(...)` after every op (`--mlir-print-debuginfo`).
     pub debug_info: bool,
+    /// Skip the verification that otherwise runs first: ops that fail it are printed in the
+    /// generic form, which shows any shape, while a custom form may rely on a verified op.
+    pub assume_verified: bool,
 }
 
 /// Prints `op` (normally a module) with a trailing newline.
 pub fn print_op(ctx: &Context, op: Op, options: PrintOptions) -> String {
-    let mut printer = Printer::new(ctx, options, None);
+    let mut printer = Printer::new(ctx, op, options, None);
     printer.number_isolated_scope(op, true);
     printer.print_operation(op);
     printer.out
@@ -31,7 +35,7 @@ pub fn print_op(ctx: &Context, op: Op, options: PrintOptions) -> String {
 
 /// Prints `op` into `sink` as it goes, so the whole text is never held in memory.
 pub fn print_op_to(ctx: &Context, op: Op, options: PrintOptions, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let mut printer = Printer::new(ctx, options, Some(sink));
+    let mut printer = Printer::new(ctx, op, options, Some(sink));
     printer.number_isolated_scope(op, true);
     printer.print_operation(op);
     printer.flush();
@@ -70,18 +74,26 @@ pub struct Printer<'a> {
     sink: Option<&'a mut dyn std::io::Write>,
     sink_error: Option<std::io::Error>,
     options: PrintOptions,
+    /// Ops printed in the generic form because they failed verification.
+    unverified: FxHashSet<Op>,
     value_names: Vec<u32>,
     indent: usize,
 }
 
 impl<'a> Printer<'a> {
-    fn new(ctx: &'a Context, options: PrintOptions, sink: Option<&'a mut dyn std::io::Write>) -> Self {
+    fn new(ctx: &'a Context, root: Op, options: PrintOptions, sink: Option<&'a mut dyn std::io::Write>) -> Self {
+        let unverified = if options.assume_verified || options.generic {
+            FxHashSet::default()
+        } else {
+            crate::verifier::verify_detailed(ctx, root).failed_ops
+        };
         Printer {
             ctx,
             out: String::new(),
             sink,
             sink_error: None,
             options,
+            unverified,
             value_names: vec![UNNAMED; ctx.value_count()],
             indent: 0,
         }
@@ -181,7 +193,8 @@ impl<'a> Printer<'a> {
         if self.ctx.has_traits(op, OpTraits::ISOLATED_FROM_ABOVE) {
             self.number_isolated_scope(op, false);
         }
-        let definition = self.ctx.definition(self.ctx.name(op)).filter(|d| d.has_custom_syntax() && !self.options.generic).cloned();
+        let custom = !self.options.generic && !self.unverified.contains(&op);
+        let definition = self.ctx.definition(self.ctx.name(op)).filter(|d| custom && d.has_custom_syntax()).cloned();
         match definition {
             Some(definition) => {
                 let name = self.ctx.name_str(op);
@@ -454,6 +467,10 @@ impl<'a> OpPrinter<'_, 'a> {
 
 /// Writes a type.
 pub fn write_type(ctx: &Context, ty: Type, out: &mut String) {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || write_type_unguarded(ctx, ty, out))
+}
+
+fn write_type_unguarded(ctx: &Context, ty: Type, out: &mut String) {
     match ctx.type_kind(ty) {
         TypeKind::Integer { width, signedness } => {
             let prefix = match signedness {
@@ -575,6 +592,10 @@ pub fn write_float(value: f64, kind: FloatKind, out: &mut String) {
 
 /// Writes an attribute.
 pub fn write_attribute(ctx: &Context, attribute: Attribute, out: &mut String) {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || write_attribute_unguarded(ctx, attribute, out))
+}
+
+fn write_attribute_unguarded(ctx: &Context, attribute: Attribute, out: &mut String) {
     match ctx.attribute_kind(attribute) {
         AttributeKind::Unit => out.push_str("unit"),
         AttributeKind::Integer { value, ty } => {

@@ -14,20 +14,37 @@ use crate::location::Location;
 use crate::printer::type_to_string;
 use crate::types::TypeKind;
 use crate::{Block, Context, Op, Region, Type, Value, ValueDef};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Verifies `root` and everything nested in it; returns the errors (empty when valid).
 pub fn verify(ctx: &Context, root: Op) -> Vec<Diagnostic> {
+    verify_detailed(ctx, root).diagnostics
+}
+
+/// What [`verify_detailed`] found.
+#[derive(Debug, Default)]
+pub struct Verification {
+    /// Every error, in the order found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The ops that have an error of their own (not counting errors nested inside them).
+    pub failed_ops: FxHashSet<Op>,
+}
+
+/// Verifies like [`verify`], also telling which ops failed (the printer prints those in the
+/// generic form, whose shape needs no checking).
+pub fn verify_detailed(ctx: &Context, root: Op) -> Verification {
     let mut verifier = VerifyContext {
         ctx,
         diagnostics: Vec::new(),
+        failed_ops: FxHashSet::default(),
+        current: None,
         symbol_tables: FxHashMap::default(),
         visible_in: vec![NOT_VISIBLE; ctx.value_count()],
         barrier: 0,
         next_scope: 1,
     };
     verifier.verify_op(root);
-    verifier.diagnostics
+    Verification { diagnostics: verifier.diagnostics, failed_ops: verifier.failed_ops }
 }
 
 const NOT_VISIBLE: u32 = u32::MAX;
@@ -36,6 +53,9 @@ const NOT_VISIBLE: u32 = u32::MAX;
 pub struct VerifyContext<'a> {
     ctx: &'a Context,
     diagnostics: Vec<Diagnostic>,
+    failed_ops: FxHashSet<Op>,
+    /// The op whose checks are running: a reported diagnostic marks it failed.
+    current: Option<Op>,
     symbol_tables: FxHashMap<Op, FxHashMap<&'a str, Op>>,
     /// For each value: the isolation scope it was defined in while it is visible, else NOT_VISIBLE.
     visible_in: Vec<u32>,
@@ -53,11 +73,15 @@ impl<'a> VerifyContext<'a> {
     /// Reports an error on `op`.
     pub fn error(&mut self, op: Op, message: impl Into<String>) {
         let message = format!("'{}' op {}", self.ctx.name_str(op), message.into());
+        self.failed_ops.insert(op);
         self.diagnostics.push(Diagnostic::error(self.ctx.location(op), message));
     }
 
-    /// Reports a diagnostic as it is.
+    /// Reports a diagnostic as it is (it counts against the op being checked).
     pub fn report(&mut self, diagnostic: Diagnostic) {
+        if let Some(op) = self.current {
+            self.failed_ops.insert(op);
+        }
         self.diagnostics.push(diagnostic);
     }
 
@@ -139,6 +163,7 @@ impl<'a> VerifyContext<'a> {
 
     fn verify_op_unguarded(&mut self, op: Op) {
         let ctx = self.ctx;
+        self.current = Some(op);
         for (index, &operand) in ctx.operands(op).iter().enumerate() {
             if operand.index() >= self.visible_in.len() {
                 self.error(op, format!("operand #{index} is not a value of this context"));
@@ -156,6 +181,20 @@ impl<'a> VerifyContext<'a> {
         }
         if traits.contains(OpTraits::SYMBOL) && symbol_name(ctx, op).is_none() {
             self.error(op, "requires a string attribute 'sym_name'");
+        }
+        let definition = ctx.definition(ctx.name(op));
+        let mut shape_ok = true;
+        if let Some(expected) = definition.and_then(|d| d.region_count()) {
+            if ctx.regions(op).len() != expected {
+                self.error(op, format!("expects {expected} region(s), but has {}", ctx.regions(op).len()));
+                shape_ok = false;
+            }
+        }
+        if let Some(expected) = definition.and_then(|d| d.successor_count()) {
+            if ctx.successors(op).len() != expected {
+                self.error(op, format!("expects {expected} successor(s), but has {}", ctx.successors(op).len()));
+                shape_ok = false;
+            }
         }
         for &successor in ctx.successors(op) {
             let same_region = ctx.parent_block(op).and_then(|b| ctx.block_parent(b)) == ctx.block_parent(successor);
@@ -178,10 +217,11 @@ impl<'a> VerifyContext<'a> {
             }
             self.barrier = saved_barrier;
         }
+        self.current = Some(op);
         if traits.contains(OpTraits::SYMBOL_TABLE) {
             self.verify_symbol_table(op);
         }
-        if let Some(definition) = ctx.definition(ctx.name(op)) {
+        if let Some(definition) = definition.filter(|_| shape_ok) {
             definition.verify(self, op);
         }
     }

@@ -8,6 +8,10 @@ use crate::{Attribute, Ident, Type};
 impl<'a> Parser<'a> {
     /// A type.
     pub(crate) fn parse_type(&mut self) -> ParseResult<Type> {
+        self.nested(|parser| parser.parse_type_unguarded())
+    }
+
+    fn parse_type_unguarded(&mut self) -> ParseResult<Type> {
         match self.token.kind {
             TokenKind::LParen => self.parse_function_type(),
             TokenKind::BangIdent => {
@@ -174,6 +178,10 @@ impl<'a> Parser<'a> {
 
     /// An attribute.
     pub(crate) fn parse_attribute(&mut self) -> ParseResult<Attribute> {
+        self.nested(|parser| parser.parse_attribute_unguarded())
+    }
+
+    fn parse_attribute_unguarded(&mut self) -> ParseResult<Attribute> {
         match self.token.kind {
             TokenKind::Integer | TokenKind::Float | TokenKind::Minus => self.parse_number_attribute(),
             TokenKind::String => {

@@ -63,7 +63,7 @@ pub enum ParseErrorKind {
     #[error("unregistered operation '{0}' found in dialect '{1}' that does not allow unknown operations")]
     UnregisteredOp(String, String),
     /// Regions nested deeper than the parser allows.
-    #[error("regions are nested deeper than {0} levels")]
+    #[error("input is nested deeper than {0} levels (regions, types and attributes)")]
     TooDeep(usize),
     /// Any other message.
     #[error("{0}")]

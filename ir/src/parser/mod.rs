@@ -634,15 +634,21 @@ impl<'a> Parser<'a> {
     fn parse_region(&mut self, region: Region, entry_arguments: &[Argument<'a>], isolated: bool) -> ParseResult<()> {
         let open = self.location();
         self.expect(TokenKind::LBrace, "'{' to begin a region")?;
-        self.depth += 1;
-        if self.depth > MAX_NESTING {
-            return Err(self.error_at(open, ParseErrorKind::TooDeep(MAX_NESTING)));
-        }
         self.push_scope(isolated);
-        let result = self.parse_region_body(region, entry_arguments, open);
-        self.depth -= 1;
-        result?;
+        self.nested(|parser| parser.parse_region_body(region, entry_arguments, open))?;
         self.finish_scope()
+    }
+
+    /// Runs a recursive step one nesting level deeper: bounded by [`MAX_NESTING`] (regions, types
+    /// and attributes together), with the stack grown on demand.
+    fn nested<T>(&mut self, step: impl FnOnce(&mut Self) -> ParseResult<T>) -> ParseResult<T> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.error_at(self.location(), ParseErrorKind::TooDeep(MAX_NESTING)));
+        }
+        self.depth += 1;
+        let result = stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || step(self));
+        self.depth -= 1;
+        result
     }
 
     fn parse_region_body(&mut self, region: Region, entry_arguments: &[Argument<'a>], open: Location) -> ParseResult<()> {

@@ -248,6 +248,7 @@ mod tests {
             hat_ir::PrintOptions {
                 generic: true,
                 debug_info: false,
+                assume_verified: false,
             },
         );
         assert!(printed.contains("\"arith.select\""));

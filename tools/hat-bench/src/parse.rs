@@ -128,6 +128,7 @@ fn phases(name: &str, text: &str, repeat: usize) -> Result<Value, String> {
             hat_ir::PrintOptions {
                 generic: true,
                 debug_info: false,
+                assume_verified: true,
             },
         );
         let t3 = Instant::now();

@@ -49,7 +49,9 @@ fn process_chunk(options: &Options, name: &str, bytes: Vec<u8>, sink: &mut dyn W
     if has_errors(&diagnostics) {
         return Err(render(&ctx.sources, &diagnostics));
     }
-    let print_options = PrintOptions { generic: options.print_generic, debug_info: options.print_debug_info };
+    // Verified just above.
+    let print_options =
+        PrintOptions { generic: options.print_generic, debug_info: options.print_debug_info, assume_verified: true };
     print_op_to(&ctx, module, print_options, sink).map_err(|e| format!("error: cannot write output: {e}"))
 }
 
