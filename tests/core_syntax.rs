@@ -13,7 +13,8 @@ fn unregistered_context() -> Context {
 
 fn round_trip(text: &str) -> String {
     let mut ctx = unregistered_context();
-    let module = parse_source(&mut ctx, "input.hat", text).unwrap_or_else(|e| panic!("{e} at {}", ctx.sources.describe(e.location)));
+    let module = parse_source(&mut ctx, "input.hat", text)
+        .unwrap_or_else(|e| panic!("{e} at {}", ctx.sources.describe(e.location)));
     assert_eq!(verify(&ctx, module), vec![]);
     let printed = print_op(&ctx, module, PrintOptions::default());
     let mut again = unregistered_context();
@@ -108,7 +109,8 @@ fn the_verifier_reports_every_error_not_just_the_first() {
     let mut ctx = hat_dialects::context();
     let module = parse_source(&mut ctx, "many.hat", text).unwrap();
     let errors = verify(&ctx, module);
-    let described: Vec<String> = errors.iter().map(|d| format!("{}: {}", ctx.sources.describe(d.location), d.message)).collect();
+    let described: Vec<String> =
+        errors.iter().map(|d| format!("{}: {}", ctx.sources.describe(d.location), d.message)).collect();
     assert_eq!(
         described,
         [

@@ -3,8 +3,8 @@
 
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
-    parse_source, print_op, verify, Context, EffectKind, MemoryEffect, MemoryEffects, Op, OpDefinition, OpParser, OpPrinter,
-    OpTraits, OperationState, PrintOptions, VerifyContext,
+    parse_source, print_op, verify, Context, EffectKind, MemoryEffect, MemoryEffects, Op, OpDefinition, OpParser,
+    OpPrinter, OpTraits, OperationState, PrintOptions, VerifyContext,
 };
 
 /// `%r = toy.scale %x by 3 : f32` — multiplies by a constant factor kept in the `factor` attribute.
@@ -110,7 +110,10 @@ fn an_outside_dialect_verifier_and_effects_are_used() {
 
     let touch = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == "toy.touch").unwrap();
     let definition = ctx.definition(ctx.name(touch)).unwrap().clone();
-    assert_eq!(definition.memory_effects(&ctx, touch), MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Write, 0)]));
+    assert_eq!(
+        definition.memory_effects(&ctx, touch),
+        MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Write, 0)])
+    );
     let scale = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == "toy.scale").unwrap();
     assert!(ctx.definition(ctx.name(scale)).unwrap().memory_effects(&ctx, scale).is_none());
 }

@@ -24,16 +24,8 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-const CUSTOM: PrintOptions = PrintOptions {
-    generic: false,
-    debug_info: false,
-    assume_verified: false,
-};
-const GENERIC: PrintOptions = PrintOptions {
-    generic: true,
-    debug_info: false,
-    assume_verified: false,
-};
+const CUSTOM: PrintOptions = PrintOptions { generic: false, debug_info: false, assume_verified: false };
+const GENERIC: PrintOptions = PrintOptions { generic: true, debug_info: false, assume_verified: false };
 
 /// The programs to mutate: `(name, bytes)` of every `.hat` file in the corpus directories.
 fn corpus() -> Vec<(String, Vec<u8>)> {
@@ -48,10 +40,7 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
             if path.extension().is_some_and(|e| e == "hat") {
                 if let Ok(bytes) = std::fs::read(&path) {
                     files.push((
-                        format!(
-                            "{directory}/{}",
-                            path.file_name().unwrap_or_default().to_string_lossy()
-                        ),
+                        format!("{directory}/{}", path.file_name().unwrap_or_default().to_string_lossy()),
                         bytes,
                     ));
                 }
@@ -198,50 +187,17 @@ const IDENTIFIERS: &[&str] = &[
 
 #[derive(Clone, Debug)]
 enum Mutation {
-    DeleteRange {
-        at: Index,
-        length: usize,
-    },
-    DuplicateRange {
-        at: Index,
-        length: usize,
-        to: Index,
-    },
-    SwapLines {
-        a: Index,
-        b: Index,
-    },
-    SwapTokens {
-        a: Index,
-        b: Index,
-    },
-    InsertFragment {
-        at: Index,
-        fragment: Index,
-    },
-    InsertRandomBytes {
-        at: Index,
-        bytes: Vec<u8>,
-    },
-    Truncate {
-        at: Index,
-    },
-    DeleteLine {
-        which: Index,
-    },
-    DuplicateLine {
-        which: Index,
-        to: Index,
-    },
-    ReplaceNumber {
-        which: Index,
-        replacement: Index,
-    },
-    ReplaceIdentifier {
-        which: Index,
-        replacement: Index,
-        from_input: bool,
-    },
+    DeleteRange { at: Index, length: usize },
+    DuplicateRange { at: Index, length: usize, to: Index },
+    SwapLines { a: Index, b: Index },
+    SwapTokens { a: Index, b: Index },
+    InsertFragment { at: Index, fragment: Index },
+    InsertRandomBytes { at: Index, bytes: Vec<u8> },
+    Truncate { at: Index },
+    DeleteLine { which: Index },
+    DuplicateLine { which: Index, to: Index },
+    ReplaceNumber { which: Index, replacement: Index },
+    ReplaceIdentifier { which: Index, replacement: Index, from_input: bool },
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -307,8 +263,7 @@ fn identifiers(text: &[u8]) -> Vec<(usize, usize)> {
     tokens(text)
         .into_iter()
         .filter(|&(s, _)| {
-            text[s].is_ascii_alphabetic()
-                || (matches!(text[s], b'%' | b'@' | b'^') && s + 1 < text.len())
+            text[s].is_ascii_alphabetic() || (matches!(text[s], b'%' | b'@' | b'^') && s + 1 < text.len())
         })
         .collect()
 }
@@ -347,29 +302,18 @@ fn apply(text: &mut Vec<u8>, mutation: &Mutation) {
         Mutation::SwapLines { a, b } => {
             let ranges = lines(text);
             if ranges.len() >= 2 {
-                swap_ranges(
-                    text,
-                    ranges[a.index(ranges.len())],
-                    ranges[b.index(ranges.len())],
-                );
+                swap_ranges(text, ranges[a.index(ranges.len())], ranges[b.index(ranges.len())]);
             }
         }
         Mutation::SwapTokens { a, b } => {
             let ranges = tokens(text);
             if ranges.len() >= 2 {
-                swap_ranges(
-                    text,
-                    ranges[a.index(ranges.len())],
-                    ranges[b.index(ranges.len())],
-                );
+                swap_ranges(text, ranges[a.index(ranges.len())], ranges[b.index(ranges.len())]);
             }
         }
         Mutation::InsertFragment { at, fragment } => {
             let at = position(at, text);
-            text.splice(
-                at..at,
-                FRAGMENTS[fragment.index(FRAGMENTS.len())].iter().copied(),
-            );
+            text.splice(at..at, FRAGMENTS[fragment.index(FRAGMENTS.len())].iter().copied());
         }
         Mutation::InsertRandomBytes { at, bytes } => {
             let at = position(at, text);
@@ -399,24 +343,15 @@ fn apply(text: &mut Vec<u8>, mutation: &Mutation) {
             }
         }
         Mutation::ReplaceNumber { which, replacement } => {
-            let ranges: Vec<(usize, usize)> = tokens(text)
-                .into_iter()
-                .filter(|&(s, _)| text[s].is_ascii_digit())
-                .collect();
+            let ranges: Vec<(usize, usize)> =
+                tokens(text).into_iter().filter(|&(s, _)| text[s].is_ascii_digit()).collect();
             if !ranges.is_empty() {
                 let (start, end) = ranges[which.index(ranges.len())];
-                let new = NUMBERS[replacement.index(NUMBERS.len())]
-                    .as_bytes()
-                    .iter()
-                    .copied();
+                let new = NUMBERS[replacement.index(NUMBERS.len())].as_bytes().iter().copied();
                 text.splice(start..end, new);
             }
         }
-        Mutation::ReplaceIdentifier {
-            which,
-            replacement,
-            from_input,
-        } => {
+        Mutation::ReplaceIdentifier { which, replacement, from_input } => {
             let ranges = identifiers(text);
             if ranges.is_empty() {
                 return;
@@ -426,9 +361,7 @@ fn apply(text: &mut Vec<u8>, mutation: &Mutation) {
                 let (s, e) = ranges[replacement.index(ranges.len())];
                 text[s..e].to_vec()
             } else {
-                IDENTIFIERS[replacement.index(IDENTIFIERS.len())]
-                    .as_bytes()
-                    .to_vec()
+                IDENTIFIERS[replacement.index(IDENTIFIERS.len())].as_bytes().to_vec()
             };
             text.splice(start..end, new);
         }
@@ -444,13 +377,17 @@ fn reparse(form: &str, printed: &str) -> Result<(Context, Op), String> {
         Ok(module) => module,
         Err(error) => {
             let rendered = hat_ir::diagnostics::render(&ctx.sources, &[error.into()]);
-            return Err(format!("the {form} form of a valid module does not parse:\n{rendered}\n--- printed ---\n{printed}"));
+            return Err(format!(
+                "the {form} form of a valid module does not parse:\n{rendered}\n--- printed ---\n{printed}"
+            ));
         }
     };
     let diagnostics = verify(&ctx, module);
     if !diagnostics.is_empty() {
         let rendered = hat_ir::diagnostics::render(&ctx.sources, &diagnostics);
-        return Err(format!("the {form} form of a valid module does not verify:\n{rendered}\n--- printed ---\n{printed}"));
+        return Err(format!(
+            "the {form} form of a valid module does not verify:\n{rendered}\n--- printed ---\n{printed}"
+        ));
     }
     Ok((ctx, module))
 }
@@ -516,10 +453,7 @@ fn show(bytes: &[u8]) -> String {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256)
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
 }
 
 #[test]
@@ -529,19 +463,14 @@ fn mutated_programs_never_panic_and_valid_ones_round_trip() {
         eprintln!("no .hat files in examples/ or tests/roundtrip/: nothing to mutate");
         return;
     }
-    let config = Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
-    };
+    let config = Config { cases: cases(), failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     // Mutating the generic form too reaches the verifiers more often: its explicit operand and
     // type lists, once mutated, still parse but no longer agree with what the op needs.
     let starts: Vec<(String, Vec<u8>)> = corpus
         .iter()
         .flat_map(|(name, bytes)| {
-            let generic = generic_form(name, bytes)
-                .map(|text| (format!("{name} (generic form)"), text.into_bytes()));
+            let generic = generic_form(name, bytes).map(|text| (format!("{name} (generic form)"), text.into_bytes()));
             std::iter::once((name.clone(), bytes.clone())).chain(generic)
         })
         .collect();
@@ -553,10 +482,7 @@ fn mutated_programs_never_panic_and_valid_ones_round_trip() {
             apply(&mut text, mutation);
         }
         check_without_panic(name, &text).map_err(|problem| {
-            TestCaseError::fail(format!(
-                "{name} mutated by {mutations:?}:\n{problem}\n--- input ---\n{}",
-                show(&text)
-            ))
+            TestCaseError::fail(format!("{name} mutated by {mutations:?}:\n{problem}\n--- input ---\n{}", show(&text)))
         })
     });
     if let Err(error) = result {

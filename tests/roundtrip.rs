@@ -69,17 +69,22 @@ fn the_corpora_use_every_registered_op() {
         let (ctx, module) = load(&path.display().to_string(), &source);
         used.extend(ops_used(&ctx, module));
     }
-    let registered: BTreeSet<String> = hat_dialects::context().registered_ops().iter().map(|d| d.name().to_string()).collect();
+    let registered: BTreeSet<String> =
+        hat_dialects::context().registered_ops().iter().map(|d| d.name().to_string()).collect();
     let missing: Vec<&String> = registered.difference(&used).collect();
     assert!(missing.is_empty(), "ops with no round-trip coverage: {missing:?}");
 }
 
 /// Where `mlir-opt` is, if installed. With `HAT_REQUIRE_MLIR_OPT=1` (CI) its absence is a failure.
 fn mlir_opt() -> Option<PathBuf> {
-    let candidates = [std::env::var_os("MLIR_OPT").map(PathBuf::from), Some(PathBuf::from("/usr/lib/llvm-22/bin/mlir-opt"))];
+    let candidates =
+        [std::env::var_os("MLIR_OPT").map(PathBuf::from), Some(PathBuf::from("/usr/lib/llvm-22/bin/mlir-opt"))];
     let found = candidates.into_iter().flatten().find(|p| p.exists());
     if found.is_none() {
-        assert!(std::env::var("HAT_REQUIRE_MLIR_OPT").is_err(), "HAT_REQUIRE_MLIR_OPT is set but mlir-opt was not found");
+        assert!(
+            std::env::var("HAT_REQUIRE_MLIR_OPT").is_err(),
+            "HAT_REQUIRE_MLIR_OPT is set but mlir-opt was not found"
+        );
         eprintln!("skipping: mlir-opt not found (install mlir-22-tools)");
     }
     found
@@ -95,8 +100,13 @@ fn mlir_opt_accepts_the_generic_form_of_every_corpus_file() {
         let generic = reprint(&name, &std::fs::read_to_string(&path).unwrap(), GENERIC);
         let file = scratch.join(path.file_name().unwrap()).with_extension("mlir");
         std::fs::write(&file, &generic).unwrap();
-        let output = std::process::Command::new(&mlir_opt).arg("--allow-unregistered-dialect").arg(&file).output().unwrap();
-        assert!(output.status.success(), "mlir-opt rejects the generic form of {name}:\n{}", String::from_utf8_lossy(&output.stderr));
+        let output =
+            std::process::Command::new(&mlir_opt).arg("--allow-unregistered-dialect").arg(&file).output().unwrap();
+        assert!(
+            output.status.success(),
+            "mlir-opt rejects the generic form of {name}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         // And what MLIR prints back (its own custom and generic forms) reads in hat.
         let again = std::process::Command::new(&mlir_opt)
             .args(["--allow-unregistered-dialect", "--mlir-print-op-generic"])

@@ -10,17 +10,23 @@
 //! - `%r = arith.select %p, %a, %b : T` (any type, buffers included)
 //! - casts: `%r = arith.index_cast %a : index to i32`, ...
 
-use crate::checks::{integer_attribute, is_float, is_i1, is_signless_integer_like, operand_type, result_type, uniform_operands_and_result};
+use crate::checks::{
+    integer_attribute, is_float, is_i1, is_signless_integer_like, operand_type, result_type,
+    uniform_operands_and_result,
+};
 use crate::op_spec::{register_specs, OpSpec, Syntax};
 use crate::syntax::{parse_binary, parse_cast, parse_unary, print_binary, print_cast, print_unary};
 use hat_ir::parser::{ParseResult, TokenKind};
-use hat_ir::{AttributeKind, Context, Op, OpParser, OpPrinter, OpTraits, OperationState, Type, TypeKind, VerifyContext};
+use hat_ir::{
+    AttributeKind, Context, Op, OpParser, OpPrinter, OpTraits, OperationState, Type, TypeKind, VerifyContext,
+};
 
 /// Predicates of `arith.cmpi`, in MLIR's numbering.
 pub const CMPI_PREDICATES: &[&str] = &["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"];
 /// Predicates of `arith.cmpf`, in MLIR's numbering.
-pub const CMPF_PREDICATES: &[&str] =
-    &["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"];
+pub const CMPF_PREDICATES: &[&str] = &[
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+];
 
 const PURE: OpTraits = OpTraits::PURE;
 const PURE_COMMUTATIVE: OpTraits = OpTraits::PURE.union(OpTraits::COMMUTATIVE);
@@ -135,7 +141,11 @@ fn parse_compare(p: &mut OpParser<'_, '_>, state: &mut OperationState, predicate
 fn print_compare(p: &mut OpPrinter<'_, '_>, op: Op, predicates: &[&str]) {
     let ctx = p.ctx();
     let predicate = ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64());
-    let name = predicate.and_then(|i| usize::try_from(i).ok()).and_then(|i| predicates.get(i)).copied().unwrap_or("<<invalid>>");
+    let name = predicate
+        .and_then(|i| usize::try_from(i).ok())
+        .and_then(|i| predicates.get(i))
+        .copied()
+        .unwrap_or("<<invalid>>");
     p.write(" ");
     p.write(name);
     p.write(", ");
@@ -145,7 +155,13 @@ fn print_compare(p: &mut OpPrinter<'_, '_>, op: Op, predicates: &[&str]) {
     p.ty(ctx.value_type(ctx.operand(op, 0)));
 }
 
-fn verify_compare(v: &mut VerifyContext<'_>, op: Op, accept: fn(&VerifyContext<'_>, Type) -> bool, predicates: usize, what: &str) {
+fn verify_compare(
+    v: &mut VerifyContext<'_>,
+    op: Op,
+    accept: fn(&VerifyContext<'_>, Type) -> bool,
+    predicates: usize,
+    what: &str,
+) {
     if !v.expect_operand_count(op, 2) || !v.expect_result_count(op, 1) {
         return;
     }
@@ -204,7 +220,8 @@ fn parse_select(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseRe
     p.expect(TokenKind::Colon, "':'")?;
     let ty = p.parse_type()?;
     let i1 = p.ctx().integer_type(1);
-    state.operands = vec![p.resolve_operand(&condition, i1)?, p.resolve_operand(&on_true, ty)?, p.resolve_operand(&on_false, ty)?];
+    state.operands =
+        vec![p.resolve_operand(&condition, i1)?, p.resolve_operand(&on_true, ty)?, p.resolve_operand(&on_false, ty)?];
     state.result_types = vec![ty];
     Ok(())
 }
@@ -324,7 +341,15 @@ fn verify_bitcast(v: &mut VerifyContext<'_>, op: Op) {
 }
 
 const fn cast(name: &'static str, summary: &'static str, verify: crate::op_spec::VerifyFn) -> OpSpec {
-    OpSpec { name, summary, traits: PURE, regions: 0, syntax: Syntax::Custom { parse: parse_cast, print: print_cast }, verify, effects: None }
+    OpSpec {
+        name,
+        summary,
+        traits: PURE,
+        regions: 0,
+        syntax: Syntax::Custom { parse: parse_cast, print: print_cast },
+        verify,
+        effects: None,
+    }
 }
 
 /// The ops of `arith`.

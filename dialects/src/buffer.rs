@@ -9,31 +9,20 @@
 use crate::checks::{self, memref_parts};
 use crate::kernel::KERNEL_CODE;
 use crate::op_spec::{OpSpec, Syntax};
-use crate::syntax::{
-    parse_colon_memref, parse_indexed, print_indexed, print_malformed, resolve_indices,
-};
+use crate::syntax::{parse_colon_memref, parse_indexed, print_indexed, print_malformed, resolve_indices};
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
-    Context, EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace, Op, OpParser,
-    OpPrinter, OpTraits, OperationState, Type, VerifyContext,
+    Context, EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace, Op, OpParser, OpPrinter, OpTraits,
+    OperationState, Type, VerifyContext,
 };
 
 /// An effect on operand `operand` in memory space `space`.
 fn effect(kind: EffectKind, operand: usize, space: MemorySpace) -> MemoryEffect {
-    MemoryEffect {
-        kind,
-        target: EffectTarget::Operand(operand),
-        space,
-    }
+    MemoryEffect { kind, target: EffectTarget::Operand(operand), space }
 }
 
 /// Checks that a memref-typed operand is a memref; reports `what` it is otherwise.
-fn expect_memref(
-    v: &mut VerifyContext<'_>,
-    op: Op,
-    operand: usize,
-    what: &str,
-) -> Option<(Vec<i64>, Type)> {
+fn expect_memref(v: &mut VerifyContext<'_>, op: Op, operand: usize, what: &str) -> Option<(Vec<i64>, Type)> {
     let ty = checks::operand_type(v, op, operand);
     let parts = memref_parts(v, ty);
     if parts.is_none() {
@@ -90,18 +79,10 @@ fn verify_alloc(v: &mut VerifyContext<'_>, op: Op) {
         let name = v.type_name(ty);
         return v.error(op, format!("result must be a memref, but got '{name}'"));
     };
-    let dynamic = shape
-        .iter()
-        .filter(|&&d| d == hat_ir::types::DYNAMIC)
-        .count();
+    let dynamic = shape.iter().filter(|&&d| d == hat_ir::types::DYNAMIC).count();
     let sizes = ctx.operands(op).len();
     if sizes != dynamic {
-        return v.error(
-            op,
-            format!(
-                "expects {dynamic} size operand(s), one per dynamic dimension, but has {sizes}"
-            ),
-        );
+        return v.error(op, format!("expects {dynamic} size operand(s), one per dynamic dimension, but has {sizes}"));
     }
     for index in 0..sizes {
         expect_index(v, op, index, &format!("size operand #{index}"));
@@ -183,10 +164,7 @@ fn verify_load(v: &mut VerifyContext<'_>, op: Op) {
     let result = checks::result_type(v, op, 0);
     if result != element {
         let (result, element) = (v.type_name(result), v.type_name(element));
-        v.error(
-            op,
-            format!("result type '{result}' does not match the element type '{element}'"),
-        );
+        v.error(op, format!("result type '{result}' does not match the element type '{element}'"));
     }
 }
 
@@ -201,10 +179,7 @@ fn parse_store(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseRes
     let (buffer, indices) = parse_indexed(p)?;
     p.parse_optional_attr_dict(&mut state.attributes)?;
     let (ty, element) = parse_colon_memref(p)?;
-    state.operands = vec![
-        p.resolve_operand(&value, element)?,
-        p.resolve_operand(&buffer, ty)?,
-    ];
+    state.operands = vec![p.resolve_operand(&value, element)?, p.resolve_operand(&buffer, ty)?];
     state.operands.extend(resolve_indices(p, &indices)?);
     Ok(())
 }
@@ -233,10 +208,7 @@ fn verify_store(v: &mut VerifyContext<'_>, op: Op) {
     let value = checks::operand_type(v, op, 0);
     if value != element {
         let (value, element) = (v.type_name(value), v.type_name(element));
-        v.error(
-            op,
-            format!("value type '{value}' does not match the element type '{element}'"),
-        );
+        v.error(op, format!("value type '{value}' does not match the element type '{element}'"));
     }
 }
 
@@ -263,9 +235,7 @@ fn parse_dim(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResul
 
 fn print_dim(p: &mut OpPrinter<'_, '_>, op: Op) {
     let ctx = p.ctx();
-    let dimension = ctx
-        .attribute(op, "dimension")
-        .and_then(|a| ctx.attribute_kind(a).as_i64());
+    let dimension = ctx.attribute(op, "dimension").and_then(|a| ctx.attribute_kind(a).as_i64());
     let ([buffer], Some(dimension)) = (ctx.operands(op), dimension) else {
         return print_malformed(p);
     };
@@ -293,13 +263,7 @@ fn verify_dim(v: &mut VerifyContext<'_>, op: Op) {
     if let Some(dimension) = dimension {
         if dimension < 0 || dimension >= shape.len() as i64 {
             let name = v.type_name(checks::operand_type(v, op, 0));
-            v.error(
-                op,
-                format!(
-                    "dimension {dimension} is out of range for '{name}' of rank {}",
-                    shape.len()
-                ),
-            );
+            v.error(op, format!("dimension {dimension} is out of range for '{name}' of rank {}", shape.len()));
         }
     }
 }
@@ -309,17 +273,11 @@ fn verify_dim(v: &mut VerifyContext<'_>, op: Op) {
 /// `%src, %dst attr-dict : memref<...>`: both operands have the one type.
 fn parse_copy(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
     let source = p.parse_operand()?;
-    p.expect(
-        TokenKind::Comma,
-        "',' between the source and the destination",
-    )?;
+    p.expect(TokenKind::Comma, "',' between the source and the destination")?;
     let destination = p.parse_operand()?;
     p.parse_optional_attr_dict(&mut state.attributes)?;
     let (ty, _) = parse_colon_memref(p)?;
-    state.operands = vec![
-        p.resolve_operand(&source, ty)?,
-        p.resolve_operand(&destination, ty)?,
-    ];
+    state.operands = vec![p.resolve_operand(&source, ty)?, p.resolve_operand(&destination, ty)?];
     Ok(())
 }
 
@@ -343,24 +301,15 @@ fn verify_copy(v: &mut VerifyContext<'_>, op: Op) {
     if expect_memref(v, op, 0, "source").is_none() {
         return;
     }
-    let (source, destination) = (
-        checks::operand_type(v, op, 0),
-        checks::operand_type(v, op, 1),
-    );
+    let (source, destination) = (checks::operand_type(v, op, 0), checks::operand_type(v, op, 1));
     if source != destination {
         let (source, destination) = (v.type_name(source), v.type_name(destination));
-        v.error(
-            op,
-            format!("source '{source}' and destination '{destination}' must have the same type"),
-        );
+        v.error(op, format!("source '{source}' and destination '{destination}' must have the same type"));
     }
 }
 
 fn copy_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([
-        effect(EffectKind::Read, 0, MemorySpace::Host),
-        effect(EffectKind::Write, 1, MemorySpace::Host),
-    ])
+    MemoryEffects::of([effect(EffectKind::Read, 0, MemorySpace::Host), effect(EffectKind::Write, 1, MemorySpace::Host)])
 }
 
 // ----- transfers and hooks ---------------------------------------------------------------------
@@ -409,7 +358,10 @@ fn verify_transfer(v: &mut VerifyContext<'_>, op: Op) {
     let ok = checks::no_regions(v, op) & v.expect_result_count(op, 0);
     let count = v.ctx().operands(op).len();
     if count != 1 && count != 3 {
-        return v.error(op, format!("expects a buffer and an optional element range (offset, count): 1 or 3 operands, but has {count}"));
+        return v.error(
+            op,
+            format!("expects a buffer and an optional element range (offset, count): 1 or 3 operands, but has {count}"),
+        );
     }
     if !ok {
         return;
@@ -446,10 +398,7 @@ const fn transfer_like(
         summary,
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_transfer,
-            print: print_transfer,
-        },
+        syntax: Syntax::Custom { parse: parse_transfer, print: print_transfer },
         verify: verify_transfer,
         effects,
     }
@@ -462,10 +411,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Allocates a buffer; one index operand per dynamic dimension",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_alloc,
-            print: print_alloc,
-        },
+        syntax: Syntax::Custom { parse: parse_alloc, print: print_alloc },
         verify: verify_alloc,
         effects: Some(alloc_effects),
     },
@@ -474,10 +420,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Frees a buffer",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_buffer_operand,
-            print: print_buffer_operand,
-        },
+        syntax: Syntax::Custom { parse: parse_buffer_operand, print: print_buffer_operand },
         verify: verify_dealloc,
         effects: Some(dealloc_effects),
     },
@@ -486,10 +429,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Reads an element of the copy of wherever it runs",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_load,
-            print: print_load,
-        },
+        syntax: Syntax::Custom { parse: parse_load, print: print_load },
         verify: verify_load,
         effects: Some(load_effects),
     },
@@ -498,10 +438,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Writes an element of the copy of wherever it runs",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_store,
-            print: print_store,
-        },
+        syntax: Syntax::Custom { parse: parse_store, print: print_store },
         verify: verify_store,
         effects: Some(store_effects),
     },
@@ -510,10 +447,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "The size of one dimension of a buffer",
         traits: OpTraits::PURE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_dim,
-            print: print_dim,
-        },
+        syntax: Syntax::Custom { parse: parse_dim, print: print_dim },
         verify: verify_dim,
         effects: None,
     },
@@ -522,10 +456,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Copies a whole buffer into another, host copy to host copy",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_copy,
-            print: print_copy,
-        },
+        syntax: Syntax::Custom { parse: parse_copy, print: print_copy },
         verify: verify_copy,
         effects: Some(copy_effects),
     },
@@ -539,34 +470,15 @@ pub const OPS: &[OpSpec] = &[
         "Copies a buffer, or an element range, from device to host",
         Some(from_device_effects),
     ),
-    transfer_like(
-        "buffer.before_host_read",
-        "Runtime-tracking hook before the host reads a buffer",
-        None,
-    ),
-    transfer_like(
-        "buffer.after_host_read",
-        "Runtime-tracking hook after the host reads a buffer",
-        None,
-    ),
-    transfer_like(
-        "buffer.before_host_write",
-        "Runtime-tracking hook before the host writes a buffer",
-        None,
-    ),
-    transfer_like(
-        "buffer.after_host_write",
-        "Runtime-tracking hook after the host writes a buffer",
-        None,
-    ),
+    transfer_like("buffer.before_host_read", "Runtime-tracking hook before the host reads a buffer", None),
+    transfer_like("buffer.after_host_read", "Runtime-tracking hook after the host reads a buffer", None),
+    transfer_like("buffer.before_host_write", "Runtime-tracking hook before the host writes a buffer", None),
+    transfer_like("buffer.after_host_write", "Runtime-tracking hook after the host writes a buffer", None),
 ];
 
 /// Registers `buffer`.
 pub fn register(ctx: &mut Context) {
-    ctx.register_dialect(
-        "buffer",
-        "Buffers: allocation, element access, host-side copies, transfers, tracking hooks",
-    );
+    ctx.register_dialect("buffer", "Buffers: allocation, element access, host-side copies, transfers, tracking hooks");
     crate::op_spec::register_specs(ctx, OPS);
 }
 
@@ -593,14 +505,8 @@ mod tests {
              buffer.dealloc %0 : memref<4xi32>",
         );
         let printed = round_trip(&text);
-        assert!(
-            printed.contains("buffer.dim %1, 2 : memref<?x2x?xf32>"),
-            "{printed}"
-        );
-        assert!(
-            printed.contains("buffer.alloc(%arg2, %arg2) {tag} : memref<?x2x?xf32>"),
-            "{printed}"
-        );
+        assert!(printed.contains("buffer.dim %1, 2 : memref<?x2x?xf32>"), "{printed}");
+        assert!(printed.contains("buffer.alloc(%arg2, %arg2) {tag} : memref<?x2x?xf32>"), "{printed}");
     }
 
     #[test]
@@ -637,10 +543,7 @@ mod tests {
 
     #[test]
     fn store_with_no_operands_does_not_panic() {
-        assert_verify_error(
-            &host(r#"  "buffer.store"() : () -> ()"#),
-            "expects at least 2 operand(s), but has 0",
-        );
+        assert_verify_error(&host(r#"  "buffer.store"() : () -> ()"#), "expects at least 2 operand(s), but has 0");
     }
 
     #[test]
@@ -649,10 +552,7 @@ mod tests {
             &host(r#"  %0 = "buffer.alloc"(%i) : (index) -> memref<?x?xf32>"#),
             "expects 2 size operand(s), one per dynamic dimension, but has 1",
         );
-        assert_verify_error(
-            &host(r#"  %0 = "buffer.alloc"() : () -> i32"#),
-            "result must be a memref, but got 'i32'",
-        );
+        assert_verify_error(&host(r#"  %0 = "buffer.alloc"() : () -> i32"#), "result must be a memref, but got 'i32'");
     }
 
     #[test]
@@ -688,27 +588,19 @@ mod tests {
     #[test]
     fn transfer_inside_a_kernel_helper() {
         let text = "kernel.helper @h(%a: memref<4xi32>) {\n  buffer.to_device %a : memref<4xi32>\n  kernel.return\n}";
-        assert_verify_error(
-            text,
-            "'buffer.to_device' op is not allowed inside 'kernel.helper'",
-        );
+        assert_verify_error(text, "'buffer.to_device' op is not allowed inside 'kernel.helper'");
     }
 
     #[test]
     fn transfer_range_must_have_two_operands() {
         let error = parse_error(&host("  buffer.to_device %v[%i] : memref<64xf32>"));
-        assert!(
-            error.contains("expected an element range '[%offset, %count]'"),
-            "{error}"
-        );
+        assert!(error.contains("expected an element range '[%offset, %count]'"), "{error}");
         assert_verify_error(
             &host(r#"  "buffer.from_device"(%v, %i) : (memref<64xf32>, index) -> ()"#),
             "1 or 3 operands, but has 2",
         );
         assert_verify_error(
-            &host(
-                r#"  "buffer.after_host_write"(%v, %x, %i) : (memref<64xf32>, i32, index) -> ()"#,
-            ),
+            &host(r#"  "buffer.after_host_write"(%v, %x, %i) : (memref<64xf32>, i32, index) -> ()"#),
             "the range's offset must be 'index', but got 'i32'",
         );
     }
@@ -729,20 +621,10 @@ mod tests {
         );
         let module = hat_ir::parse_source(&mut ctx, "test.hat", &text).unwrap();
         let effects = |name: &str| {
-            let op = ctx
-                .walk(module)
-                .into_iter()
-                .find(|&op| ctx.name_str(op) == name)
-                .unwrap();
-            ctx.definition(ctx.name(op))
-                .unwrap()
-                .memory_effects(&ctx, op)
+            let op = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == name).unwrap();
+            ctx.definition(ctx.name(op)).unwrap().memory_effects(&ctx, op)
         };
-        let on = |kind, operand, space| MemoryEffect {
-            kind,
-            target: EffectTarget::Operand(operand),
-            space,
-        };
+        let on = |kind, operand, space| MemoryEffect { kind, target: EffectTarget::Operand(operand), space };
         assert_eq!(
             effects("buffer.to_device"),
             MemoryEffects::of([
@@ -764,10 +646,7 @@ mod tests {
                 on(EffectKind::Write, 1, MemorySpace::Host)
             ])
         );
-        assert_eq!(
-            effects("buffer.store"),
-            MemoryEffects::of([on(EffectKind::Write, 1, MemorySpace::Current)])
-        );
+        assert_eq!(effects("buffer.store"), MemoryEffects::of([on(EffectKind::Write, 1, MemorySpace::Current)]));
         assert_eq!(effects("buffer.before_host_read"), MemoryEffects::Unknown);
         assert!(effects("buffer.dim").is_none());
     }

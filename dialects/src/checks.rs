@@ -15,7 +15,10 @@ pub fn result_type(v: &VerifyContext<'_>, op: Op, index: usize) -> Type {
 
 /// Whether a type is a signless integer or `index` (what arith's integer ops take).
 pub fn is_signless_integer_like(v: &VerifyContext<'_>, ty: Type) -> bool {
-    matches!(v.ctx().type_kind(ty), TypeKind::Index | TypeKind::Integer { signedness: hat_ir::types::Signedness::Signless, .. })
+    matches!(
+        v.ctx().type_kind(ty),
+        TypeKind::Index | TypeKind::Integer { signedness: hat_ir::types::Signedness::Signless, .. }
+    )
 }
 
 /// Whether a type is a float.
@@ -224,7 +227,10 @@ pub fn i64_attribute(v: &mut VerifyContext<'_>, op: Op, name: &str) -> Option<i6
     let ctx = v.ctx();
     match ctx.attribute(op, name).map(|a| ctx.attribute_kind(a)) {
         Some(AttributeKind::Integer { value, ty })
-            if matches!(ctx.type_kind(*ty), TypeKind::Integer { width: 64, signedness: hat_ir::types::Signedness::Signless }) =>
+            if matches!(
+                ctx.type_kind(*ty),
+                TypeKind::Integer { width: 64, signedness: hat_ir::types::Signedness::Signless }
+            ) =>
         {
             Some(*value)
         }
@@ -244,9 +250,7 @@ pub fn i64_attribute(v: &mut VerifyContext<'_>, op: Op, name: &str) -> Option<i6
 pub fn dense_array_attribute<'a>(v: &mut VerifyContext<'a>, op: Op, name: &str, width: u32) -> Option<&'a [i64]> {
     let ctx = v.ctx();
     match ctx.attribute(op, name).map(|a| ctx.attribute_kind(a)) {
-        Some(AttributeKind::DenseArray { element, values })
-            if matches!(ctx.type_kind(*element), TypeKind::Integer { width: w, .. } if *w == width) =>
-        {
+        Some(AttributeKind::DenseArray { element, values }) if matches!(ctx.type_kind(*element), TypeKind::Integer { width: w, .. } if *w == width) => {
             Some(values)
         }
         Some(_) => {
@@ -271,7 +275,10 @@ pub fn symbol_target<'a>(v: &mut VerifyContext<'a>, op: Op, attribute: &str, kin
     };
     let actual = v.ctx().name_str(target);
     if !kinds.contains(&actual) {
-        v.error(op, format!("'{attribute}' refers to '@{name}', which is a '{actual}', not a '{}'", kinds.join("' or '")));
+        v.error(
+            op,
+            format!("'{attribute}' refers to '@{name}', which is a '{actual}', not a '{}'", kinds.join("' or '")),
+        );
         return None;
     }
     Some((target, name))
@@ -279,7 +286,14 @@ pub fn symbol_target<'a>(v: &mut VerifyContext<'a>, op: Op, attribute: &str, kin
 
 /// Checks a call-like op against its callee's signature: operands from `first_argument` on must have
 /// the types `inputs`, and the results the types `results`; `callee` names the callee in messages.
-pub fn matches_signature(v: &mut VerifyContext<'_>, op: Op, first_argument: usize, inputs: &[Type], results: &[Type], callee: &str) {
+pub fn matches_signature(
+    v: &mut VerifyContext<'_>,
+    op: Op,
+    first_argument: usize,
+    inputs: &[Type],
+    results: &[Type],
+    callee: &str,
+) {
     let ctx = v.ctx();
     let arguments = ctx.operands(op).get(first_argument..).unwrap_or_default();
     if arguments.len() != inputs.len() {
@@ -336,7 +350,14 @@ pub fn indexed_access(v: &mut VerifyContext<'_>, op: Op, buffer: usize, trailing
     let indices = &operands[buffer + 1..operands.len() - trailing];
     if indices.len() != shape.len() {
         let name = v.type_name(memref);
-        v.error(op, format!("expects {} index operand(s), one per dimension of '{name}', but has {}", shape.len(), indices.len()));
+        v.error(
+            op,
+            format!(
+                "expects {} index operand(s), one per dimension of '{name}', but has {}",
+                shape.len(),
+                indices.len()
+            ),
+        );
         return None;
     }
     let mut ok = true;
@@ -357,14 +378,18 @@ pub(crate) mod testing {
     /// The messages of the errors that verifying `text` reports (panics if it does not parse).
     pub fn verify_errors(text: &str) -> Vec<String> {
         let mut ctx = crate::context();
-        let module = hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
+        let module =
+            hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
         hat_ir::verify(&ctx, module).into_iter().map(|d| d.message).collect()
     }
 
     /// Asserts that verifying `text` reports an error containing `expected`.
     pub fn assert_verify_error(text: &str, expected: &str) {
         let errors = verify_errors(text);
-        assert!(errors.iter().any(|e| e.contains(expected)), "expected an error containing {expected:?}, got {errors:?}");
+        assert!(
+            errors.iter().any(|e| e.contains(expected)),
+            "expected an error containing {expected:?}, got {errors:?}"
+        );
     }
 
     /// The message of the parse error of `text` (panics if it parses).
@@ -381,7 +406,8 @@ pub(crate) mod testing {
     pub fn round_trip(text: &str) -> String {
         let print = |text: &str, generic: bool| {
             let mut ctx = crate::context();
-            let module = hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
+            let module =
+                hat_ir::parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("parse error: {e}\n{text}"));
             let errors = hat_ir::verify(&ctx, module);
             assert!(errors.is_empty(), "{errors:?}\n{text}");
             hat_ir::print_op(&ctx, module, hat_ir::PrintOptions { generic, debug_info: false, assume_verified: false })

@@ -7,14 +7,13 @@ use crate::checks;
 use crate::kernel::KERNEL_CODE;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{
-    flat_symbol_ref, flat_symbol_ref_attr, function_signature, parse_bare, parse_call,
-    parse_function_like, parse_operands_colon_types, print_bare, print_call, print_function_like,
-    print_malformed, print_operands_colon_types,
+    flat_symbol_ref, flat_symbol_ref_attr, function_signature, parse_bare, parse_call, parse_function_like,
+    parse_operands_colon_types, print_bare, print_call, print_function_like, print_malformed,
+    print_operands_colon_types,
 };
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
-    AttributeKind, Context, MemoryEffects, Op, OpParser, OpPrinter, OpTraits, OperationState, Type,
-    VerifyContext,
+    AttributeKind, Context, MemoryEffects, Op, OpParser, OpPrinter, OpTraits, OperationState, Type, VerifyContext,
 };
 
 // ----- func, return ----------------------------------------------------------------------------
@@ -52,18 +51,13 @@ fn no_effects(_: &Context, _: Op) -> MemoryEffects {
 /// The grid and argument operand counts of a dispatch, from `operandSegmentSizes`, when they are
 /// well formed (two non-negative counts adding up to the operand count).
 pub fn dispatch_segments(ctx: &Context, op: Op) -> Option<(usize, usize)> {
-    let AttributeKind::DenseArray { values, .. } =
-        ctx.attribute_kind(ctx.attribute(op, "operandSegmentSizes")?)
-    else {
+    let AttributeKind::DenseArray { values, .. } = ctx.attribute_kind(ctx.attribute(op, "operandSegmentSizes")?) else {
         return None;
     };
     let [grid, arguments] = **values else {
         return None;
     };
-    let (grid, arguments) = (
-        usize::try_from(grid).ok()?,
-        usize::try_from(arguments).ok()?,
-    );
+    let (grid, arguments) = (usize::try_from(grid).ok()?, usize::try_from(arguments).ok()?);
     (grid + arguments == ctx.operands(op).len()).then_some((grid, arguments))
 }
 
@@ -85,9 +79,7 @@ fn parse_dispatch(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> Parse
         p.parse_parenthesized_type_list()?
     };
     state.operands = crate::syntax::resolve_indices(p, &grid)?;
-    state
-        .operands
-        .extend(p.resolve_operands(&arguments, &types, location)?);
+    state.operands.extend(p.resolve_operands(&arguments, &types, location)?);
     let ctx = p.ctx();
     let key = ctx.ident("kernel");
     let value = flat_symbol_ref_attr(ctx, kernel);
@@ -104,10 +96,7 @@ fn parse_dispatch(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> Parse
 
 fn print_dispatch(p: &mut OpPrinter<'_, '_>, op: Op) {
     let ctx = p.ctx();
-    let (Some(kernel), Some((grid, _))) = (
-        flat_symbol_ref(ctx, op, "kernel"),
-        dispatch_segments(ctx, op),
-    ) else {
+    let (Some(kernel), Some((grid, _))) = (flat_symbol_ref(ctx, op, "kernel"), dispatch_segments(ctx, op)) else {
         return print_malformed(p);
     };
     let (grid, arguments) = ctx.operands(op).split_at(grid);
@@ -143,19 +132,13 @@ fn verify_dispatch(v: &mut VerifyContext<'_>, op: Op) {
         );
     };
     if !(1..=3).contains(&grid) {
-        v.error(
-            op,
-            format!("expects a grid of 1 to 3 dimensions, but has {grid}"),
-        );
+        v.error(op, format!("expects a grid of 1 to 3 dimensions, but has {grid}"));
     }
     for index in 0..grid {
         let ty = checks::operand_type(v, op, index);
         if !checks::is_index(v, ty) {
             let name = v.type_name(ty);
-            v.error(
-                op,
-                format!("grid operand #{index} must be 'index', but got '{name}'"),
-            );
+            v.error(op, format!("grid operand #{index} must be 'index', but got '{name}'"));
         }
     }
     let Some((kernel, name)) = checks::symbol_target(v, op, "kernel", &["kernel.func"]) else {
@@ -174,9 +157,7 @@ fn verify_call(v: &mut VerifyContext<'_>, op: Op) {
     if !checks::no_regions(v, op) {
         return;
     }
-    let Some((callee, name)) =
-        checks::symbol_target(v, op, "callee", &["compute.func", "compute.host_func"])
-    else {
+    let Some((callee, name)) = checks::symbol_target(v, op, "callee", &["compute.func", "compute.host_func"]) else {
         return;
     };
     if let Some((inputs, results)) = function_signature(v.ctx(), callee) {
@@ -212,14 +193,9 @@ impl ArgEffect {
 
     /// The effect a keyword names.
     pub fn from_keyword(keyword: &str) -> Option<ArgEffect> {
-        [
-            ArgEffect::None,
-            ArgEffect::Read,
-            ArgEffect::Write,
-            ArgEffect::ReadWrite,
-        ]
-        .into_iter()
-        .find(|e| e.keyword() == keyword)
+        [ArgEffect::None, ArgEffect::Read, ArgEffect::Write, ArgEffect::ReadWrite]
+            .into_iter()
+            .find(|e| e.keyword() == keyword)
     }
 
     /// Whether this effect may be declared on an input of type `ty`: `none` on scalars, the others
@@ -233,8 +209,7 @@ impl ArgEffect {
 /// formed (one valid effect per input, fitting its type).
 pub fn host_func_arg_effects(ctx: &Context, op: Op) -> Option<Vec<ArgEffect>> {
     let (inputs, _) = function_signature(ctx, op)?;
-    let AttributeKind::Array(entries) = ctx.attribute_kind(ctx.attribute(op, "arg_effects")?)
-    else {
+    let AttributeKind::Array(entries) = ctx.attribute_kind(ctx.attribute(op, "arg_effects")?) else {
         return None;
     };
     if entries.len() != inputs.len() {
@@ -244,10 +219,7 @@ pub fn host_func_arg_effects(ctx: &Context, op: Op) -> Option<Vec<ArgEffect>> {
         .iter()
         .zip(&inputs)
         .map(|(&entry, &ty)| {
-            ctx.attribute_kind(entry)
-                .as_str()
-                .and_then(ArgEffect::from_keyword)
-                .filter(|e| e.fits(ctx, ty))
+            ctx.attribute_kind(entry).as_str().and_then(ArgEffect::from_keyword).filter(|e| e.fits(ctx, ty))
         })
         .collect()
 }
@@ -272,9 +244,7 @@ fn parse_host_func(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> Pars
                 // error further in, such as a bad memref shape, is kept as it is).
                 None if is_word && error.location == location => p.error_at(
                     location,
-                    format!(
-                        "expected an effect (read, write, readwrite) or a type, found '{found}'"
-                    ),
+                    format!("expected an effect (read, write, readwrite) or a type, found '{found}'"),
                 ),
                 _ => error,
             })?;
@@ -283,10 +253,7 @@ fn parse_host_func(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> Pars
                 Some(effect) if !is_memref => {
                     return Err(p.error_at(
                         location,
-                        format!(
-                            "effect '{}' is only allowed on a memref input",
-                            effect.keyword()
-                        ),
+                        format!("effect '{}' is only allowed on a memref input", effect.keyword()),
                     ))
                 }
                 Some(effect) => effect,
@@ -312,10 +279,7 @@ fn parse_host_func(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> Pars
             ctx.type_attr(ty)
         }),
         ("arg_effects", {
-            let strings: Vec<_> = effects
-                .iter()
-                .map(|e| ctx.string_attr(e.keyword()))
-                .collect();
+            let strings: Vec<_> = effects.iter().map(|e| ctx.string_attr(e.keyword())).collect();
             ctx.array_attr(&strings)
         }),
     ];
@@ -329,11 +293,9 @@ fn parse_host_func(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> Pars
 fn print_host_func(p: &mut OpPrinter<'_, '_>, op: Op) {
     let ctx = p.ctx();
     let name = hat_ir::verifier::symbol_name(ctx, op);
-    let (Some(name), Some((inputs, results)), Some(effects)) = (
-        name,
-        function_signature(ctx, op),
-        host_func_arg_effects(ctx, op),
-    ) else {
+    let (Some(name), Some((inputs, results)), Some(effects)) =
+        (name, function_signature(ctx, op), host_func_arg_effects(ctx, op))
+    else {
         return print_malformed(p);
     };
     p.write(" ");
@@ -364,10 +326,7 @@ fn verify_host_func(v: &mut VerifyContext<'_>, op: Op) {
     let Some((inputs, _)) = function_signature(ctx, op) else {
         return v.error(op, "requires a function type attribute 'function_type'");
     };
-    let entries = match ctx
-        .attribute(op, "arg_effects")
-        .map(|a| ctx.attribute_kind(a))
-    {
+    let entries = match ctx.attribute(op, "arg_effects").map(|a| ctx.attribute_kind(a)) {
         Some(AttributeKind::Array(entries)) => entries,
         Some(_) => return v.error(op, "attribute 'arg_effects' must be an array of strings"),
         None => return v.error(op, "requires attribute 'arg_effects'"),
@@ -390,17 +349,8 @@ fn verify_host_func(v: &mut VerifyContext<'_>, op: Op) {
         let effect = ArgEffect::from_keyword(text);
         if !effect.is_some_and(|e| e.fits(ctx, ty)) {
             let name = v.type_name(ty);
-            let allowed = if ctx.type_kind(ty).is_memref() {
-                "read, write or readwrite"
-            } else {
-                "none"
-            };
-            v.error(
-                op,
-                format!(
-                    "effect #{index} is '{text}', but an input of type '{name}' takes {allowed}"
-                ),
-            );
+            let allowed = if ctx.type_kind(ty).is_memref() { "read, write or readwrite" } else { "none" };
+            v.error(op, format!("effect #{index} is '{text}', but an input of type '{name}' takes {allowed}"));
         }
     }
 }
@@ -419,10 +369,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "A host function: the entry point of a program, or one it calls",
         traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
         regions: 1,
-        syntax: Syntax::Custom {
-            parse: parse_func,
-            print: print_func,
-        },
+        syntax: Syntax::Custom { parse: parse_func, print: print_func },
         verify: verify_func,
         effects: None,
     },
@@ -431,10 +378,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Returns from a compute.func",
         traits: OpTraits::TERMINATOR.union(OpTraits::RETURN_LIKE),
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_operands_colon_types,
-            print: print_operands_colon_types,
-        },
+        syntax: Syntax::Custom { parse: parse_operands_colon_types, print: print_operands_colon_types },
         verify: verify_return,
         effects: Some(no_effects),
     },
@@ -443,10 +387,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Runs a kernel.func over a 1-, 2- or 3-D grid of work items",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_dispatch,
-            print: print_dispatch,
-        },
+        syntax: Syntax::Custom { parse: parse_dispatch, print: print_dispatch },
         verify: verify_dispatch,
         effects: None,
     },
@@ -455,10 +396,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Calls a compute.func or a compute.host_func",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_call,
-            print: print_call,
-        },
+        syntax: Syntax::Custom { parse: parse_call, print: print_call },
         verify: verify_call,
         effects: None,
     },
@@ -467,10 +405,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Declares an opaque host function and its effect on each argument",
         traits: OpTraits::SYMBOL,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_host_func,
-            print: print_host_func,
-        },
+        syntax: Syntax::Custom { parse: parse_host_func, print: print_host_func },
         verify: verify_host_func,
         effects: None,
     },
@@ -479,10 +414,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "Waits until the device has finished all the work submitted to it",
         traits: OpTraits::NONE,
         regions: 0,
-        syntax: Syntax::Custom {
-            parse: parse_bare,
-            print: print_bare,
-        },
+        syntax: Syntax::Custom { parse: parse_bare, print: print_bare },
         verify: verify_sync,
         effects: None,
     },
@@ -490,10 +422,7 @@ pub const OPS: &[OpSpec] = &[
 
 /// Registers `compute`.
 pub fn register(ctx: &mut Context) {
-    ctx.register_dialect(
-        "compute",
-        "Host code: functions, kernel dispatches, calls, host functions, sync",
-    );
+    ctx.register_dialect("compute", "Host code: functions, kernel dispatches, calls, host functions, sync");
     crate::op_spec::register_specs(ctx, OPS);
 }
 
@@ -520,10 +449,7 @@ mod tests {
              compute.dispatch @k[%n, %n, %n](%a, %n) {{tag}} : (memref<64xi32>, index)\n  compute.dispatch @none[%n, %n]()\n  compute.return\n}}"
         );
         let printed = round_trip(&text);
-        assert!(
-            printed.contains("compute.dispatch @none[%arg1, %arg1]()\n"),
-            "{printed}"
-        );
+        assert!(printed.contains("compute.dispatch @none[%arg1, %arg1]()\n"), "{printed}");
     }
 
     #[test]
@@ -538,16 +464,9 @@ mod tests {
         let generic = hat_ir::print_op(
             &ctx,
             module,
-            hat_ir::PrintOptions {
-                generic: true,
-                debug_info: false,
-                assume_verified: false,
-            },
+            hat_ir::PrintOptions { generic: true, debug_info: false, assume_verified: false },
         );
-        assert!(
-            generic.contains("{kernel = @k, operandSegmentSizes = array<i32: 2, 2>}"),
-            "{generic}"
-        );
+        assert!(generic.contains("{kernel = @k, operandSegmentSizes = array<i32: 2, 2>}"), "{generic}");
     }
 
     #[test]
@@ -560,14 +479,8 @@ mod tests {
 
     #[test]
     fn dispatch_to_something_else_than_a_kernel() {
-        let text = format!(
-            "kernel.helper @h() {{\n  kernel.return\n}}\n{}",
-            program("  compute.dispatch @h[%n]()")
-        );
-        assert_verify_error(
-            &text,
-            "'kernel' refers to '@h', which is a 'kernel.helper', not a 'kernel.func'",
-        );
+        let text = format!("kernel.helper @h() {{\n  kernel.return\n}}\n{}", program("  compute.dispatch @h[%n]()"));
+        assert_verify_error(&text, "'kernel' refers to '@h', which is a 'kernel.helper', not a 'kernel.func'");
     }
 
     #[test]
@@ -588,10 +501,7 @@ mod tests {
             &program("  compute.dispatch @k[%n, %n, %n, %n](%a, %n) : (memref<64xi32>, index)"),
             "expects a grid of 1 to 3 dimensions, but has 4",
         );
-        assert_verify_error(
-            &program("  compute.dispatch @k[](%a, %n) : (memref<64xi32>, index)"),
-            "but has 0",
-        );
+        assert_verify_error(&program("  compute.dispatch @k[](%a, %n) : (memref<64xi32>, index)"), "but has 0");
     }
 
     #[test]
@@ -618,26 +528,18 @@ mod tests {
 
     #[test]
     fn dispatch_inside_a_kernel() {
-        let text = format!("{KERNEL}kernel.func @outer(%n: index) {{\n  compute.dispatch @k[%n]()\n  kernel.return\n}}");
-        assert_verify_error(
-            &text,
-            "'compute.dispatch' op is not allowed inside 'kernel.func'",
-        );
+        let text =
+            format!("{KERNEL}kernel.func @outer(%n: index) {{\n  compute.dispatch @k[%n]()\n  kernel.return\n}}");
+        assert_verify_error(&text, "'compute.dispatch' op is not allowed inside 'kernel.func'");
     }
 
     #[test]
     fn call_checks_the_callee() {
         let callee = "compute.func @f(%x: i32) -> i32 {\n  compute.return %x : i32\n}\n";
-        let ok = format!(
-            "{callee}{}",
-            program("  %0 = compute.call @f(%x) : (i32) -> i32")
-        );
+        let ok = format!("{callee}{}", program("  %0 = compute.call @f(%x) : (i32) -> i32"));
         assert!(verify_errors(&ok).is_empty(), "{:?}", verify_errors(&ok));
         assert_verify_error(
-            &format!(
-                "{callee}{}",
-                program("  %0 = compute.call @f(%n) : (index) -> i32")
-            ),
+            &format!("{callee}{}", program("  %0 = compute.call @f(%n) : (index) -> i32")),
             "argument #0 has type 'index', but '@f' expects 'i32'",
         );
         assert_verify_error(
@@ -665,30 +567,18 @@ mod tests {
         let mut ctx = crate::context();
         let module = hat_ir::parse_source(&mut ctx, "t.hat", text).unwrap();
         let op = ctx.body_ops(module)[0];
-        let expected = [
-            ArgEffect::Read,
-            ArgEffect::Write,
-            ArgEffect::ReadWrite,
-            ArgEffect::ReadWrite,
-            ArgEffect::None,
-        ];
+        let expected = [ArgEffect::Read, ArgEffect::Write, ArgEffect::ReadWrite, ArgEffect::ReadWrite, ArgEffect::None];
         assert_eq!(host_func_arg_effects(&ctx, op).unwrap(), expected);
     }
 
     #[test]
     fn host_func_with_a_bad_effect_keyword() {
         let error = parse_error("compute.host_func @d(reed memref<4xi32>)");
-        assert!(
-            error.contains("expected an effect (read, write, readwrite) or a type, found 'reed'"),
-            "{error}"
-        );
+        assert!(error.contains("expected an effect (read, write, readwrite) or a type, found 'reed'"), "{error}");
         let error = parse_error("compute.host_func @d(memref<4xbad>)");
         assert!(!error.contains("expected an effect"), "{error}");
         let error = parse_error("compute.host_func @d(read index)");
-        assert!(
-            error.contains("effect 'read' is only allowed on a memref input"),
-            "{error}"
-        );
+        assert!(error.contains("effect 'read' is only allowed on a memref input"), "{error}");
         assert_verify_error(
             r#""compute.host_func"() {arg_effects = ["reed"], function_type = (memref<4xi32>) -> (), sym_name = "d"} : () -> ()"#,
             "effect #0 is 'reed', but an input of type 'memref<4xi32>' takes read, write or readwrite",
@@ -738,9 +628,6 @@ mod tests {
     #[test]
     fn sync_round_trips() {
         let printed = round_trip(&program("  compute.sync\n  compute.sync {tag}"));
-        assert!(
-            printed.contains("  compute.sync\n    compute.sync {tag}\n"),
-            "{printed}"
-        );
+        assert!(printed.contains("  compute.sync\n    compute.sync {tag}\n"), "{printed}");
     }
 }

@@ -45,8 +45,11 @@ fn check_terminator(v: &mut VerifyContext<'_>, op: Op, block: Block, terminator:
     }
     let actual = types_of(ctx, &operands[skip..]);
     if actual != expected {
-        let message =
-            format!("'{terminator}' op types ({}) do not match the parent's expected types ({})", type_list(v, &actual), type_list(v, expected));
+        let message = format!(
+            "'{terminator}' op types ({}) do not match the parent's expected types ({})",
+            type_list(v, &actual),
+            type_list(v, expected)
+        );
         v.report(hat_ir::Diagnostic::error(ctx.location(last), message));
     }
 }
@@ -150,16 +153,29 @@ fn verify_for(v: &mut VerifyContext<'_>, op: Op) {
     let ctx = v.ctx();
     let operands = ctx.operands(op);
     if operands.len() < 3 {
-        return v.error(op, format!("expects at least 3 operands (lower bound, upper bound, step), but has {}", operands.len()));
+        return v.error(
+            op,
+            format!("expects at least 3 operands (lower bound, upper bound, step), but has {}", operands.len()),
+        );
     }
     let induction_type = operand_type(v, op, 0);
-    if !is_signless_integer_like(v, induction_type) || operand_type(v, op, 1) != induction_type || operand_type(v, op, 2) != induction_type {
+    if !is_signless_integer_like(v, induction_type)
+        || operand_type(v, op, 1) != induction_type
+        || operand_type(v, op, 2) != induction_type
+    {
         v.error(op, "expects the bounds and step to have one signless integer or index type");
     }
     let inits = types_of(ctx, &operands[3..]);
     let results: Vec<Type> = ctx.results(op).map(|r| ctx.value_type(r)).collect();
     if inits != results {
-        v.error(op, format!("expects its results ({}) to match its iter_args ({})", type_list(v, &results), type_list(v, &inits)));
+        v.error(
+            op,
+            format!(
+                "expects its results ({}) to match its iter_args ({})",
+                type_list(v, &results),
+                type_list(v, &inits)
+            ),
+        );
     }
     if !v.expect_region_count(op, 1) {
         return;

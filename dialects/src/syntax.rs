@@ -169,7 +169,12 @@ pub fn parse_function_like(
 }
 
 /// Prints [`parse_function_like`]'s form; `extra` prints between the signature and the attributes.
-pub fn print_function_like(p: &mut OpPrinter<'_, '_>, op: Op, elided: &[&str], extra: impl FnOnce(&mut OpPrinter<'_, '_>)) {
+pub fn print_function_like(
+    p: &mut OpPrinter<'_, '_>,
+    op: Op,
+    elided: &[&str],
+    extra: impl FnOnce(&mut OpPrinter<'_, '_>),
+) {
     let ctx = p.ctx();
     p.write(" ");
     if let Some(name) = hat_ir::verifier::symbol_name(ctx, op) {
@@ -184,7 +189,9 @@ pub fn print_function_like(p: &mut OpPrinter<'_, '_>, op: Op, elided: &[&str], e
     let entry = region.and_then(|r| ctx.region_blocks(r).first().copied());
     p.write("(");
     match entry {
-        Some(block) if ctx.block_arguments(block).len() == inputs.len() => p.typed_arguments(ctx.block_arguments(block)),
+        Some(block) if ctx.block_arguments(block).len() == inputs.len() => {
+            p.typed_arguments(ctx.block_arguments(block))
+        }
         _ => p.types(&inputs),
     }
     p.write(")");

@@ -88,7 +88,8 @@ pub fn render(sources: &SourceMap, diagnostics: &[Diagnostic]) -> String {
         let rendered = to_codespan(sources, diagnostic);
         if term::emit(&mut out, &config, &files, &rendered).is_err() {
             // A location outside its file cannot be drawn: fall back to a plain line.
-            let plain = format!("{}: {}: {}\n", sources.describe(diagnostic.location), diagnostic.severity, diagnostic.message);
+            let plain =
+                format!("{}: {}: {}\n", sources.describe(diagnostic.location), diagnostic.severity, diagnostic.message);
             out.get_mut().extend_from_slice(plain.as_bytes());
         }
     }
@@ -126,7 +127,8 @@ fn to_codespan(sources: &SourceMap, diagnostic: &Diagnostic) -> cs::Diagnostic<u
             None => notes.push(note.clone()),
         }
     }
-    let rendered = cs::Diagnostic::new(severity).with_message(diagnostic.message.clone()).with_labels(labels).with_notes(notes);
+    let rendered =
+        cs::Diagnostic::new(severity).with_message(diagnostic.message.clone()).with_labels(labels).with_notes(notes);
     // codespan has no remark severity: a remark renders as `note[remark]: ...`.
     if diagnostic.severity == Severity::Remark {
         rendered.with_code("remark")
@@ -176,7 +178,8 @@ impl<'a> Files<'a> for RenderFiles<'a> {
     fn line_range(&'a self, id: usize, line_index: usize) -> Result<Range<usize>, FilesError> {
         let file = self.0.files().get(id).ok_or(FilesError::FileMissing)?;
         let starts = file.line_starts();
-        let start = *starts.get(line_index).ok_or(FilesError::LineTooLarge { given: line_index, max: starts.len() - 1 })?;
+        let start =
+            *starts.get(line_index).ok_or(FilesError::LineTooLarge { given: line_index, max: starts.len() - 1 })?;
         let end = starts.get(line_index + 1).map_or(file.text().len(), |&e| e as usize);
         Ok(start as usize..end)
     }

@@ -537,7 +537,8 @@ fn is_bare_identifier(text: &str) -> bool {
 
 fn write_symbol(name: &str, out: &mut String) {
     out.push('@');
-    let plain = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-'));
+    let plain =
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-'));
     if plain {
         out.push_str(name);
     } else {

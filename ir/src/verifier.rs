@@ -347,8 +347,9 @@ impl<'a> VerifyContext<'a> {
                 for child in ctx.block_ops(block) {
                     let Some(name) = symbol_name(ctx, child) else { continue };
                     if let Some(&previous) = seen.get(name) {
-                        let diagnostic = Diagnostic::error(ctx.location(child), format!("redefinition of symbol named '{name}'"))
-                            .with_note(ctx.location(previous), "see existing symbol definition here");
+                        let diagnostic =
+                            Diagnostic::error(ctx.location(child), format!("redefinition of symbol named '{name}'"))
+                                .with_note(ctx.location(previous), "see existing symbol definition here");
                         self.report(diagnostic);
                     } else {
                         seen.insert(name, child);

@@ -60,11 +60,10 @@ impl<'a> Parser<'a> {
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return Ok(None);
                 }
-                let width: u32 = digits
-                    .parse()
-                    .ok()
-                    .filter(|&w| (1..=(1 << 24)).contains(&w))
-                    .ok_or_else(|| self.error(ParseErrorKind::Message(format!("invalid integer width in '{text}'"))))?;
+                let width: u32 =
+                    digits.parse().ok().filter(|&w| (1..=(1 << 24)).contains(&w)).ok_or_else(|| {
+                        self.error(ParseErrorKind::Message(format!("invalid integer width in '{text}'")))
+                    })?;
                 TypeKind::Integer { width, signedness }
             }
         };
@@ -133,7 +132,9 @@ impl<'a> Parser<'a> {
             return Err(self.error(ParseErrorKind::Message("memref elements must be integers, floats or index".into())));
         }
         if self.is(TokenKind::Comma) {
-            return Err(self.error(ParseErrorKind::Message("memref layouts and memory spaces are not supported".into())));
+            return Err(
+                self.error(ParseErrorKind::Message("memref layouts and memory spaces are not supported".into()))
+            );
         }
         self.expect(TokenKind::Greater, "'>' to end the memref type")?;
         Ok(self.ctx.memref_type(&shape, element))
@@ -279,37 +280,63 @@ impl<'a> Parser<'a> {
         match kind {
             TypeKind::Float(format) => {
                 let value = if is_float {
-                    text.parse::<f64>().map_err(|_| self.error_at(location, ParseErrorKind::Message("invalid float literal".into())))?
+                    text.parse::<f64>()
+                        .map_err(|_| self.error_at(location, ParseErrorKind::Message("invalid float literal".into())))?
                 } else if text.starts_with("0x") {
-                    let bits = parse_integer_literal(text)
-                        .ok_or_else(|| self.error_at(location, ParseErrorKind::Message("invalid hexadecimal float".into())))?;
-                    float_from_bits(format, bits)
-                        .ok_or_else(|| self.error_at(location, ParseErrorKind::Message("hexadecimal float does not fit its type".into())))?
+                    let bits = parse_integer_literal(text).ok_or_else(|| {
+                        self.error_at(location, ParseErrorKind::Message("invalid hexadecimal float".into()))
+                    })?;
+                    float_from_bits(format, bits).ok_or_else(|| {
+                        self.error_at(
+                            location,
+                            ParseErrorKind::Message("hexadecimal float does not fit its type".into()),
+                        )
+                    })?
                 } else {
-                    text.parse::<f64>().map_err(|_| self.error_at(location, ParseErrorKind::Message("invalid float literal".into())))?
+                    text.parse::<f64>()
+                        .map_err(|_| self.error_at(location, ParseErrorKind::Message("invalid float literal".into())))?
                 };
                 Ok(self.ctx.float_attr(if negative { -value } else { value }, ty))
             }
             TypeKind::Integer { width, signedness } => {
                 if is_float {
-                    return Err(self.error_at(location, ParseErrorKind::Message("floating point value not valid for an integer type".into())));
+                    return Err(self.error_at(
+                        location,
+                        ParseErrorKind::Message("floating point value not valid for an integer type".into()),
+                    ));
                 }
-                let magnitude = parse_integer_literal(text)
-                    .ok_or_else(|| self.error_at(location, ParseErrorKind::Message("integer literal is too large".into())))?;
-                let value = integer_value(magnitude, negative, width, signedness)
-                    .ok_or_else(|| self.error_at(location, ParseErrorKind::Message(format!("integer constant out of range for its type ({width} bits)"))))?;
+                let magnitude = parse_integer_literal(text).ok_or_else(|| {
+                    self.error_at(location, ParseErrorKind::Message("integer literal is too large".into()))
+                })?;
+                let value = integer_value(magnitude, negative, width, signedness).ok_or_else(|| {
+                    self.error_at(
+                        location,
+                        ParseErrorKind::Message(format!("integer constant out of range for its type ({width} bits)")),
+                    )
+                })?;
                 Ok(self.ctx.integer_attr(value, ty))
             }
             TypeKind::Index => {
                 if is_float {
-                    return Err(self.error_at(location, ParseErrorKind::Message("floating point value not valid for 'index'".into())));
+                    return Err(self.error_at(
+                        location,
+                        ParseErrorKind::Message("floating point value not valid for 'index'".into()),
+                    ));
                 }
                 let value = parse_integer_literal(text)
                     .and_then(|m| integer_value(m, negative, 64, Signedness::Signed))
-                    .ok_or_else(|| self.error_at(location, ParseErrorKind::Message("integer constant out of range for 'index'".into())))?;
+                    .ok_or_else(|| {
+                        self.error_at(
+                            location,
+                            ParseErrorKind::Message("integer constant out of range for 'index'".into()),
+                        )
+                    })?;
                 Ok(self.ctx.integer_attr(value, ty))
             }
-            _ => Err(self.error_at(location, ParseErrorKind::Message("a number's type must be an integer, index or float type".into()))),
+            _ => Err(self.error_at(
+                location,
+                ParseErrorKind::Message("a number's type must be an integer, index or float type".into()),
+            )),
         }
     }
 
@@ -318,7 +345,8 @@ impl<'a> Parser<'a> {
         self.advance();
         self.expect(TokenKind::Less, "'<' after 'array'")?;
         let element = self.parse_type()?;
-        let Some(width) = self.ctx.type_kind(element).bit_width().filter(|_| self.ctx.type_kind(element).is_integer()) else {
+        let Some(width) = self.ctx.type_kind(element).bit_width().filter(|_| self.ctx.type_kind(element).is_integer())
+        else {
             return Err(self.error(ParseErrorKind::Message("only integer dense arrays are supported".into())));
         };
         let mut values = Vec::new();
@@ -331,7 +359,12 @@ impl<'a> Parser<'a> {
                 }
                 let value = parse_integer_literal(self.token_text())
                     .and_then(|m| integer_value(m, negative, width, Signedness::Signless))
-                    .ok_or_else(|| self.error_at(location, ParseErrorKind::Message("integer out of range for the array's type".into())))?;
+                    .ok_or_else(|| {
+                        self.error_at(
+                            location,
+                            ParseErrorKind::Message("integer out of range for the array's type".into()),
+                        )
+                    })?;
                 self.advance();
                 values.push(crate::attributes::sign_extend(value, width));
                 if !self.consume_if(TokenKind::Comma) {
@@ -362,7 +395,10 @@ impl<'a> Parser<'a> {
             self.advance();
             let ident = self.ctx.ident(&name);
             if entries.iter().any(|(n, _)| *n == ident) {
-                return Err(self.error_at(location, ParseErrorKind::Message(format!("duplicate key '{name}' in dictionary attribute"))));
+                return Err(self.error_at(
+                    location,
+                    ParseErrorKind::Message(format!("duplicate key '{name}' in dictionary attribute")),
+                ));
             }
             let value = if self.consume_if(TokenKind::Equal) { self.parse_attribute()? } else { self.ctx.unit_attr() };
             entries.push((ident, value));

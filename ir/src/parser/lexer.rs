@@ -239,7 +239,10 @@ impl<'a> Lexer<'a> {
         if self.position == begin {
             return TokenKind::Error(LexError::EmptyIdentifier);
         }
-        if allow_result_number && self.peek_byte(0) == Some(b'#') && self.peek_byte(1).is_some_and(|b| b.is_ascii_digit()) {
+        if allow_result_number
+            && self.peek_byte(0) == Some(b'#')
+            && self.peek_byte(1).is_some_and(|b| b.is_ascii_digit())
+        {
             self.position += 1;
             while self.peek_byte(0).is_some_and(|b| b.is_ascii_digit()) {
                 self.position += 1;
@@ -249,7 +252,8 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_number(&mut self, first: u8) -> TokenKind {
-        if first == b'0' && self.peek_byte(0) == Some(b'x') && self.peek_byte(1).is_some_and(|b| b.is_ascii_hexdigit()) {
+        if first == b'0' && self.peek_byte(0) == Some(b'x') && self.peek_byte(1).is_some_and(|b| b.is_ascii_hexdigit())
+        {
             self.position += 1;
             while self.peek_byte(0).is_some_and(|b| b.is_ascii_hexdigit()) {
                 self.position += 1;
@@ -286,18 +290,16 @@ impl<'a> Lexer<'a> {
                     self.position += 1;
                     return TokenKind::String;
                 }
-                Some(b'\\') => {
-                    match self.peek_byte(1) {
-                        Some(b'"' | b'\\' | b'n' | b't') => self.position += 2,
-                        Some(a) if a.is_ascii_hexdigit() && self.peek_byte(2).is_some_and(|b| b.is_ascii_hexdigit()) => {
-                            self.position += 3
-                        }
-                        _ => {
-                            self.position += 1;
-                            return TokenKind::Error(LexError::InvalidEscape);
-                        }
+                Some(b'\\') => match self.peek_byte(1) {
+                    Some(b'"' | b'\\' | b'n' | b't') => self.position += 2,
+                    Some(a) if a.is_ascii_hexdigit() && self.peek_byte(2).is_some_and(|b| b.is_ascii_hexdigit()) => {
+                        self.position += 3
                     }
-                }
+                    _ => {
+                        self.position += 1;
+                        return TokenKind::Error(LexError::InvalidEscape);
+                    }
+                },
                 Some(_) => self.position += 1,
             }
         }
@@ -371,8 +373,26 @@ mod tests {
         assert_eq!(
             kinds("%0:2 = \"x.y\"(%a#1) {k = 1.5e-3} : (i32) -> () // comment"),
             vec![
-                PercentIdent, Colon, Integer, Equal, String, LParen, PercentIdent, RParen, LBrace, BareIdent, Equal, Float,
-                RBrace, Colon, LParen, BareIdent, RParen, Arrow, LParen, RParen
+                PercentIdent,
+                Colon,
+                Integer,
+                Equal,
+                String,
+                LParen,
+                PercentIdent,
+                RParen,
+                LBrace,
+                BareIdent,
+                Equal,
+                Float,
+                RBrace,
+                Colon,
+                LParen,
+                BareIdent,
+                RParen,
+                Arrow,
+                LParen,
+                RParen
             ]
         );
     }

@@ -139,16 +139,7 @@ impl<'a> Parser<'a> {
     fn new(ctx: &'a mut Context, text: &'a str, source: SourceId) -> Self {
         let mut lexer = Lexer::new(text);
         let token = lexer.next_token();
-        Parser {
-            ctx,
-            text,
-            source,
-            lexer,
-            token,
-            scopes: Vec::new(),
-            placeholder_uses: FxHashMap::default(),
-            depth: 0,
-        }
+        Parser { ctx, text, source, lexer, token, scopes: Vec::new(), placeholder_uses: FxHashMap::default(), depth: 0 }
     }
 
     // ----- tokens ---------------------------------------------------------------------------
@@ -264,7 +255,9 @@ impl<'a> Parser<'a> {
     /// references move out to the enclosing scope, or are errors at an isolation boundary.
     fn finish_scope(&mut self) -> ParseResult<()> {
         let scope = self.scopes.pop().expect("scope stack underflow");
-        if let Some((name, block_ref)) = scope.blocks.iter().filter(|(_, b)| !b.defined).min_by_key(|(_, b)| b.location.offset()) {
+        if let Some((name, block_ref)) =
+            scope.blocks.iter().filter(|(_, b)| !b.defined).min_by_key(|(_, b)| b.location.offset())
+        {
             return Err(self.error_at(block_ref.location, ParseErrorKind::UndefinedBlock(name.to_string())));
         }
         if scope.forward.is_empty() {
@@ -339,7 +332,11 @@ impl<'a> Parser<'a> {
             let shown = if number == 0 { name.to_string() } else { format!("{name}#{number}") };
             return Err(self.error_at(
                 location,
-                ParseErrorKind::ValueTypeMismatch { name: shown, expected: self.type_string(ty), previous: self.type_string(previous) },
+                ParseErrorKind::ValueTypeMismatch {
+                    name: shown,
+                    expected: self.type_string(ty),
+                    previous: self.type_string(previous),
+                },
             ));
         }
         Ok(value)
@@ -417,14 +414,19 @@ impl<'a> Parser<'a> {
                 let location = self.location();
                 let name = self.token_text();
                 if name.contains('#') {
-                    return Err(self.error(ParseErrorKind::Message(format!("result name '{name}' cannot have a '#' number"))));
+                    return Err(
+                        self.error(ParseErrorKind::Message(format!("result name '{name}' cannot have a '#' number")))
+                    );
                 }
                 self.expect(TokenKind::PercentIdent, "a result name")?;
                 let mut count = 1;
                 if self.consume_if(TokenKind::Colon) {
                     count = self.parse_u32("a result count")?;
                     if count == 0 {
-                        return Err(self.error_at(location, ParseErrorKind::Message("a result group needs at least one result".into())));
+                        return Err(self.error_at(
+                            location,
+                            ParseErrorKind::Message("a result group needs at least one result".into()),
+                        ));
                     }
                 }
                 results.push((name, count, location));
@@ -448,7 +450,9 @@ impl<'a> Parser<'a> {
         if !results.is_empty() && expected != actual {
             return Err(self.error_at(
                 results[0].2,
-                ParseErrorKind::Message(format!("operation defines {actual} results but was provided {expected} to bind")),
+                ParseErrorKind::Message(format!(
+                    "operation defines {actual} results but was provided {expected} to bind"
+                )),
             ));
         }
         let mut next = 0usize;
@@ -546,7 +550,11 @@ impl<'a> Parser<'a> {
         if inputs.len() != operands.len() {
             return Err(self.error_at(
                 type_location,
-                ParseErrorKind::Message(format!("expected {} operand type(s) but had {}", operands.len(), inputs.len())),
+                ParseErrorKind::Message(format!(
+                    "expected {} operand type(s) but had {}",
+                    operands.len(),
+                    inputs.len()
+                )),
             ));
         }
         for (operand, &ty) in operands.iter().zip(inputs.iter()) {
@@ -559,7 +567,9 @@ impl<'a> Parser<'a> {
 
     fn parse_custom_op(&mut self, location: Location) -> ParseResult<Op> {
         let text = self.token_text();
-        let lookup = |ctx: &Context, name: &str| ctx.find_op_name(name).filter(|&n| ctx.definition(n).is_some_and(|d| d.has_custom_syntax()));
+        let lookup = |ctx: &Context, name: &str| {
+            ctx.find_op_name(name).filter(|&n| ctx.definition(n).is_some_and(|d| d.has_custom_syntax()))
+        };
         let name = lookup(self.ctx, text).or_else(|| lookup(self.ctx, &format!("builtin.{text}")));
         let Some(name) = name else {
             return Err(self.error(ParseErrorKind::UnknownCustomOp(text.to_string())));
@@ -608,7 +618,9 @@ impl<'a> Parser<'a> {
         self.advance();
         let (name, number) = match text.split_once('#') {
             Some((name, number)) => {
-                let number = number.parse::<u32>().map_err(|_| self.error_at(location, ParseErrorKind::Message("invalid result number".into())))?;
+                let number = number
+                    .parse::<u32>()
+                    .map_err(|_| self.error_at(location, ParseErrorKind::Message("invalid result number".into())))?;
                 (name, number)
             }
             None => (text, 0),
@@ -651,14 +663,21 @@ impl<'a> Parser<'a> {
         result
     }
 
-    fn parse_region_body(&mut self, region: Region, entry_arguments: &[Argument<'a>], open: Location) -> ParseResult<()> {
+    fn parse_region_body(
+        &mut self,
+        region: Region,
+        entry_arguments: &[Argument<'a>],
+        open: Location,
+    ) -> ParseResult<()> {
         if self.is(TokenKind::RBrace) && entry_arguments.is_empty() {
             self.advance();
             return Ok(());
         }
         if !self.is(TokenKind::CaretIdent) || !entry_arguments.is_empty() {
             if self.is(TokenKind::CaretIdent) {
-                return Err(self.error(ParseErrorKind::Message("invalid block name in region with named arguments".into())));
+                return Err(
+                    self.error(ParseErrorKind::Message("invalid block name in region with named arguments".into()))
+                );
             }
             let types: SmallVec<[Type; 4]> = entry_arguments.iter().map(|a| a.ty).collect();
             let block = self.ctx.create_block(&types);

@@ -151,9 +151,16 @@ impl<'p, 'a> OpParser<'p, 'a> {
     }
 
     /// Resolves operands against types, one to one.
-    pub fn resolve_operands(&mut self, operands: &[OperandRef<'a>], types: &[Type], location: Location) -> ParseResult<Vec<Value>> {
+    pub fn resolve_operands(
+        &mut self,
+        operands: &[OperandRef<'a>],
+        types: &[Type],
+        location: Location,
+    ) -> ParseResult<Vec<Value>> {
         if operands.len() != types.len() {
-            return Err(self.error_at(location, format!("{} operands present, but expected {}", operands.len(), types.len())));
+            return Err(
+                self.error_at(location, format!("{} operands present, but expected {}", operands.len(), types.len()))
+            );
         }
         operands.iter().zip(types).map(|(operand, &ty)| self.resolve_operand(operand, ty)).collect()
     }
@@ -204,7 +211,10 @@ impl<'p, 'a> OpParser<'p, 'a> {
     }
 
     /// `attributes {...}` if next, appended to `attributes`.
-    pub fn parse_optional_attr_dict_with_keyword(&mut self, attributes: &mut Vec<(Ident, Attribute)>) -> ParseResult<()> {
+    pub fn parse_optional_attr_dict_with_keyword(
+        &mut self,
+        attributes: &mut Vec<(Ident, Attribute)>,
+    ) -> ParseResult<()> {
         if self.parser.consume_keyword("attributes") {
             self.parser.parse_attribute_dict(attributes)?;
         }

@@ -29,27 +29,17 @@ impl Shape {
             let s = s.trim().replace('_', "");
             match s.parse::<usize>() {
                 Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!(
-                    "bad number '{s}' in shape '{text}' (expected BLOCKSxOPS or BLOCKS)"
-                )),
+                _ => Err(format!("bad number '{s}' in shape '{text}' (expected BLOCKSxOPS or BLOCKS)")),
             }
         };
         match text.split_once(['x', 'X']) {
-            Some((b, k)) => Ok(Shape {
-                blocks: number(b)?,
-                ops_per_block: number(k)?,
-            }),
+            Some((b, k)) => Ok(Shape { blocks: number(b)?, ops_per_block: number(k)? }),
             None => {
                 let blocks = number(text)?;
                 if total_ops < blocks {
-                    return Err(format!(
-                        "shape '{text}': {blocks} blocks is more than --ops {total_ops}"
-                    ));
+                    return Err(format!("shape '{text}': {blocks} blocks is more than --ops {total_ops}"));
                 }
-                Ok(Shape {
-                    blocks,
-                    ops_per_block: total_ops / blocks,
-                })
+                Ok(Shape { blocks, ops_per_block: total_ops / blocks })
             }
         }
     }
@@ -128,10 +118,7 @@ pub fn generate(shape: Shape) -> String {
                 0..=19 => {
                     let value = rng.below(1000) as i64 - 500;
                     ints.push(result);
-                    writeln!(
-                        out,
-                        "    {result} = \"arith.constant\"() {{value = {value} : i32}} : () -> i32"
-                    )
+                    writeln!(out, "    {result} = \"arith.constant\"() {{value = {value} : i32}} : () -> i32")
                 }
                 20..=79 => {
                     let op = match roll {
@@ -142,10 +129,7 @@ pub fn generate(shape: Shape) -> String {
                     };
                     let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
                     ints.push(result);
-                    writeln!(
-                        out,
-                        "    {result} = \"arith.{op}\"({a}, {b}) : (i32, i32) -> i32"
-                    )
+                    writeln!(out, "    {result} = \"arith.{op}\"({a}, {b}) : (i32, i32) -> i32")
                 }
                 80..=89 => {
                     let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
@@ -165,10 +149,7 @@ pub fn generate(shape: Shape) -> String {
                     let c = pick(&mut rng, &bools);
                     let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
                     ints.push(result);
-                    writeln!(
-                        out,
-                        "    {result} = \"arith.select\"({c}, {a}, {b}) : (i1, i32, i32) -> i32"
-                    )
+                    writeln!(out, "    {result} = \"arith.select\"({c}, {a}, {b}) : (i1, i32, i32) -> i32")
                 }
             };
             line.expect("writing to a String");
@@ -176,11 +157,8 @@ pub fn generate(shape: Shape) -> String {
         if shape.ops_per_block > 0 {
             out.push_str("    \"compute.return\"() : () -> ()\n");
         }
-        writeln!(
-            out,
-            "  }}) {{function_type = (i32, i32) -> (), sym_name = \"f{f}\"}} : () -> ()"
-        )
-        .expect("writing to a String");
+        writeln!(out, "  }}) {{function_type = (i32, i32) -> (), sym_name = \"f{f}\"}} : () -> ()")
+            .expect("writing to a String");
     }
     out.push_str("}) : () -> ()\n");
     out
@@ -192,30 +170,15 @@ mod tests {
 
     #[test]
     fn shapes_parse() {
-        assert_eq!(
-            Shape::parse("1000x1000", 0),
-            Ok(Shape {
-                blocks: 1000,
-                ops_per_block: 1000
-            })
-        );
-        assert_eq!(
-            Shape::parse("10", 1_000_000),
-            Ok(Shape {
-                blocks: 10,
-                ops_per_block: 100_000
-            })
-        );
+        assert_eq!(Shape::parse("1000x1000", 0), Ok(Shape { blocks: 1000, ops_per_block: 1000 }));
+        assert_eq!(Shape::parse("10", 1_000_000), Ok(Shape { blocks: 10, ops_per_block: 100_000 }));
         assert!(Shape::parse("0x5", 0).is_err());
         assert!(Shape::parse("ax5", 0).is_err());
     }
 
     #[test]
     fn generated_module_parses_and_verifies() {
-        let shape = Shape {
-            blocks: 3,
-            ops_per_block: 200,
-        };
+        let shape = Shape { blocks: 3, ops_per_block: 200 };
         let text = generate(shape);
         let mut ctx = hat_dialects::context();
         ctx.allow_unregistered = true;
@@ -223,10 +186,7 @@ mod tests {
             Ok(module) => module,
             Err(error) => {
                 let diagnostic = hat_ir::Diagnostic::from(error);
-                panic!(
-                    "{}",
-                    hat_ir::diagnostics::render(&ctx.sources, &[diagnostic])
-                );
+                panic!("{}", hat_ir::diagnostics::render(&ctx.sources, &[diagnostic]));
             }
         };
         let diagnostics = hat_ir::verify(&ctx, module);
@@ -237,19 +197,12 @@ mod tests {
         );
         // Every function holds exactly `ops_per_block` ops.
         assert_eq!(text.matches("\"compute.func\"").count(), shape.blocks);
-        assert_eq!(
-            text.matches(" = \"arith.").count(),
-            shape.blocks * (shape.ops_per_block - 1)
-        );
+        assert_eq!(text.matches(" = \"arith.").count(), shape.blocks * (shape.ops_per_block - 1));
         // And the printer gives it back in generic form.
         let printed = hat_ir::print_op(
             &ctx,
             module,
-            hat_ir::PrintOptions {
-                generic: true,
-                debug_info: false,
-                assume_verified: false,
-            },
+            hat_ir::PrintOptions { generic: true, debug_info: false, assume_verified: false },
         );
         assert!(printed.contains("\"arith.select\""));
     }

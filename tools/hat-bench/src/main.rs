@@ -13,11 +13,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "hat-bench",
-    version,
-    about = "Benchmarks for hat, printing JSON"
-)]
+#[command(name = "hat-bench", version, about = "Benchmarks for hat, printing JSON")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -58,10 +54,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok((report, ok)) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report).expect("JSON values serialize")
-            );
+            println!("{}", serde_json::to_string_pretty(&report).expect("JSON values serialize"));
             if ok {
                 ExitCode::SUCCESS
             } else {

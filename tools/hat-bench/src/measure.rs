@@ -67,11 +67,7 @@ pub fn run_once(program: &Path, args: &[&str]) -> Result<Run, String> {
     };
     let wall = start.elapsed();
     if reaped != pid {
-        return Err(format!(
-            "wait4 on {}: {}",
-            program.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("wait4 on {}: {}", program.display(), std::io::Error::last_os_error()));
     }
     let bytes = reader.join().unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes);
@@ -86,13 +82,7 @@ pub fn run_once(program: &Path, args: &[&str]) -> Result<Run, String> {
     } else {
         (None, None)
     };
-    Ok(Run {
-        wall,
-        max_rss_kib: usage.ru_maxrss.max(0) as u64,
-        exit_code,
-        signal,
-        stderr_tail: tail,
-    })
+    Ok(Run { wall, max_rss_kib: usage.ru_maxrss.max(0) as u64, exit_code, signal, stderr_tail: tail })
 }
 
 impl Run {
@@ -121,8 +111,7 @@ impl Run {
 /// Runs `program args...` once through the helper (see the module documentation), so that its
 /// peak memory is its own.
 pub fn run_isolated(program: &Path, args: &[&str]) -> Result<Run, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot locate hat-bench itself: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate hat-bench itself: {e}"))?;
     let output = Command::new(&exe)
         .arg("measure-child")
         .arg("--")
@@ -134,22 +123,12 @@ pub fn run_isolated(program: &Path, args: &[&str]) -> Result<Run, String> {
         .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
     let text = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
-        return Err(format!(
-            "measuring {} failed: {}",
-            program.display(),
-            text.trim()
-        ));
+        return Err(format!("measuring {} failed: {}", program.display(), text.trim()));
     }
     serde_json::from_str::<Value>(&text)
         .ok()
         .and_then(|v| Run::from_helper_json(&v))
-        .ok_or_else(|| {
-            format!(
-                "measuring {}: unexpected helper output '{}'",
-                program.display(),
-                text.trim()
-            )
-        })
+        .ok_or_else(|| format!("measuring {}: unexpected helper output '{}'", program.display(), text.trim()))
 }
 
 /// Every run of one command, repeated.
@@ -171,10 +150,7 @@ impl Measurement {
 
     /// The fastest wall time, in seconds.
     pub fn best_seconds(&self) -> Option<f64> {
-        self.runs
-            .iter()
-            .map(|r| r.wall.as_secs_f64())
-            .min_by(f64::total_cmp)
+        self.runs.iter().map(|r| r.wall.as_secs_f64()).min_by(f64::total_cmp)
     }
 
     /// The median wall time, in seconds.
@@ -184,11 +160,7 @@ impl Measurement {
 
     /// The largest peak RSS over the runs, in MiB.
     pub fn peak_rss_mib(&self) -> Option<f64> {
-        self.runs
-            .iter()
-            .map(|r| r.max_rss_kib)
-            .max()
-            .map(|kib| kib as f64 / 1024.0)
+        self.runs.iter().map(|r| r.max_rss_kib).max().map(|kib| kib as f64 / 1024.0)
     }
 
     /// The JSON report.
@@ -238,11 +210,7 @@ fn measure_with(
                     (None, Some(signal)) => format!("signal {signal}"),
                     _ => "unknown status".to_string(),
                 };
-                error = Some(format!(
-                    "{} failed ({how}): {}",
-                    program.display(),
-                    run.stderr_tail.trim_end()
-                ));
+                error = Some(format!("{} failed ({how}): {}", program.display(), run.stderr_tail.trim_end()));
                 runs.push(run);
                 break;
             }
@@ -252,11 +220,7 @@ fn measure_with(
             }
         }
     }
-    Measurement {
-        command,
-        runs,
-        error,
-    }
+    Measurement { command, runs, error }
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
@@ -266,11 +230,7 @@ pub fn median(mut values: Vec<f64>) -> Option<f64> {
     }
     values.sort_by(f64::total_cmp);
     let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    })
+    Some(if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 })
 }
 
 /// Rounded to milliseconds.
@@ -286,17 +246,13 @@ pub fn round1(x: f64) -> f64 {
 /// Whether `path` is an executable file.
 pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
-    path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 /// `name` on `PATH`, if there.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| is_executable(p))
 }
 
 #[cfg(test)]

@@ -63,38 +63,21 @@ fn find_mlir_opt(args: &ParseArgs) -> Option<PathBuf> {
     if let Some(path) = &args.mlir_opt {
         return Some(path.clone());
     }
-    find_on_path("mlir-opt")
-        .or_else(|| Some(PathBuf::from(MLIR_OPT_FALLBACK)).filter(|p| is_executable(p)))
+    find_on_path("mlir-opt").or_else(|| Some(PathBuf::from(MLIR_OPT_FALLBACK)).filter(|p| is_executable(p)))
 }
 
 fn shapes(args: &ParseArgs) -> Result<Vec<Shape>, String> {
     if args.shapes.is_empty() {
         let n = args.ops.max(1);
         let wide = if n >= 1000 {
-            Shape {
-                blocks: n / 1000,
-                ops_per_block: 1000,
-            }
+            Shape { blocks: n / 1000, ops_per_block: 1000 }
         } else {
-            Shape {
-                blocks: 1,
-                ops_per_block: n,
-            }
+            Shape { blocks: 1, ops_per_block: n }
         };
-        let long = Shape {
-            blocks: 10.min(n),
-            ops_per_block: n / 10.min(n),
-        };
-        return Ok(if wide == long {
-            vec![wide]
-        } else {
-            vec![wide, long]
-        });
+        let long = Shape { blocks: 10.min(n), ops_per_block: n / 10.min(n) };
+        return Ok(if wide == long { vec![wide] } else { vec![wide, long] });
     }
-    args.shapes
-        .iter()
-        .map(|s| Shape::parse(s, args.ops))
-        .collect()
+    args.shapes.iter().map(|s| Shape::parse(s, args.ops)).collect()
 }
 
 /// Best-of-`repeat` times of each phase, in process, for `text`, with every hat dialect registered
@@ -107,39 +90,26 @@ fn phases(name: &str, text: &str, repeat: usize) -> Result<Value, String> {
         let t0 = Instant::now();
         let module = hat_ir::parse_source(&mut ctx, name, text).map_err(|error| {
             let diagnostic = hat_ir::Diagnostic::from(error);
-            format!(
-                "parse: {}",
-                hat_ir::diagnostics::render_short(&ctx.sources, &[diagnostic]).trim_end()
-            )
+            format!("parse: {}", hat_ir::diagnostics::render_short(&ctx.sources, &[diagnostic]).trim_end())
         })?;
         let t1 = Instant::now();
         let diagnostics = hat_ir::verify(&ctx, module);
         let t2 = Instant::now();
         if hat_ir::diagnostics::has_errors(&diagnostics) {
             let shown = &diagnostics[..diagnostics.len().min(5)];
-            return Err(format!(
-                "verify: {}",
-                hat_ir::diagnostics::render_short(&ctx.sources, shown).trim_end()
-            ));
+            return Err(format!("verify: {}", hat_ir::diagnostics::render_short(&ctx.sources, shown).trim_end()));
         }
         let out = hat_ir::print_op(
             &ctx,
             module,
-            hat_ir::PrintOptions {
-                generic: true,
-                debug_info: false,
-                assume_verified: true,
-            },
+            hat_ir::PrintOptions { generic: true, debug_info: false, assume_verified: true },
         );
         let t3 = Instant::now();
         printed_bytes = out.len();
         drop(out);
         drop(ctx);
         let t4 = Instant::now();
-        for (slot, (a, b)) in best
-            .iter_mut()
-            .zip([(t0, t1), (t1, t2), (t2, t3), (t3, t4)])
-        {
+        for (slot, (a, b)) in best.iter_mut().zip([(t0, t1), (t1, t2), (t2, t3), (t3, t4)]) {
             *slot = slot.min((b - a).as_secs_f64());
         }
     }
@@ -161,11 +131,7 @@ fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> Value {
 }
 
 fn measure_tool(label: &str, program: &Path, args: &[&str], repeat: usize) -> Measurement {
-    progress(format!(
-        "  {label}: {} {}",
-        program.display(),
-        args.join(" ")
-    ));
+    progress(format!("  {label}: {} {}", program.display(), args.join(" ")));
     let m = measure::measure(program, args, repeat);
     match (&m.error, m.best_seconds(), m.peak_rss_mib()) {
         (Some(error), _, _) => progress(format!("  {label}: FAILED: {error}")),
@@ -178,16 +144,11 @@ fn measure_tool(label: &str, program: &Path, args: &[&str], repeat: usize) -> Me
 /// Runs the benchmark; returns the report and whether hat succeeded throughout.
 pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
     let shapes = shapes(args)?;
-    let hat_opt = args
-        .hat_opt
-        .clone()
-        .or_else(default_hat_opt)
-        .ok_or("cannot locate hat-opt")?;
+    let hat_opt = args.hat_opt.clone().or_else(default_hat_opt).ok_or("cannot locate hat-opt")?;
     let mlir_opt = find_mlir_opt(args);
     let dir = match &args.keep {
         Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             dir.clone()
         }
         None => std::env::temp_dir(),
@@ -204,39 +165,24 @@ pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
     let mut hat_best_overall: Option<f64> = None;
     let mut mlir_best_overall: Option<f64> = None;
     for shape in &shapes {
-        progress(format!(
-            "shape {shape}: {} blocks of {} ops, generating",
-            shape.blocks, shape.ops_per_block
-        ));
+        progress(format!("shape {shape}: {} blocks of {} ops, generating", shape.blocks, shape.ops_per_block));
         let text = generate(*shape);
         let bytes = text.len();
         let file = match &args.keep {
             Some(_) => dir.join(format!("parse-{shape}.mlir")),
             None => dir.join(format!("hat-bench-{}-{shape}.mlir", std::process::id())),
         };
-        std::fs::write(&file, &text)
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-        let file_arg = file
-            .to_str()
-            .ok_or("temporary path is not UTF-8")?
-            .to_string();
+        std::fs::write(&file, &text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        let file_arg = file.to_str().ok_or("temporary path is not UTF-8")?.to_string();
         progress(format!("  {} bytes in {}", text.len(), file.display()));
 
         let hat = if is_executable(&hat_opt) {
-            measure_tool(
-                "hat-opt",
-                &hat_opt,
-                &[&file_arg, "--mlir-print-op-generic", "-o", "/dev/null"],
-                args.repeat,
-            )
+            measure_tool("hat-opt", &hat_opt, &[&file_arg, "--mlir-print-op-generic", "-o", "/dev/null"], args.repeat)
         } else {
             Measurement {
                 command: vec![hat_opt.display().to_string()],
                 runs: Vec::new(),
-                error: Some(format!(
-                    "{} not found (build it: cargo build --release -p hat-opt)",
-                    hat_opt.display()
-                )),
+                error: Some(format!("{} not found (build it: cargo build --release -p hat-opt)", hat_opt.display())),
             }
         };
         if !hat.ok() {
@@ -246,13 +192,7 @@ pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
             measure_tool(
                 "mlir-opt",
                 path,
-                &[
-                    "--allow-unregistered-dialect",
-                    "--mlir-print-op-generic",
-                    &file_arg,
-                    "-o",
-                    "/dev/null",
-                ],
+                &["--allow-unregistered-dialect", "--mlir-print-op-generic", &file_arg, "-o", "/dev/null"],
                 args.repeat,
             )
         });
@@ -278,15 +218,8 @@ pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
         }
 
         let mlir_ok = mlir.as_ref().filter(|m| m.ok());
-        let (hat_s, hat_mib) = if hat.ok() {
-            (hat.best_seconds(), hat.peak_rss_mib())
-        } else {
-            (None, None)
-        };
-        let (mlir_s, mlir_mib) = (
-            mlir_ok.and_then(|m| m.best_seconds()),
-            mlir_ok.and_then(|m| m.peak_rss_mib()),
-        );
+        let (hat_s, hat_mib) = if hat.ok() { (hat.best_seconds(), hat.peak_rss_mib()) } else { (None, None) };
+        let (mlir_s, mlir_mib) = (mlir_ok.and_then(|m| m.best_seconds()), mlir_ok.and_then(|m| m.peak_rss_mib()));
         if let Some(s) = hat_s {
             hat_times.push(s);
             hat_best_overall = Some(hat_best_overall.map_or(s, |b: f64| b.max(s)));
@@ -313,20 +246,15 @@ pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
 
     // Nothing may grow with the square of a block's length: the same ops in fewer, longer blocks
     // must cost about the same.
-    let spread = match (
-        hat_times.iter().copied().max_by(f64::total_cmp),
-        hat_times.iter().copied().min_by(f64::total_cmp),
-    ) {
-        (Some(max), Some(min)) if hat_times.len() > 1 && min > 0.0 => {
-            json!((max / min * 100.0).round() / 100.0)
-        }
-        _ => Value::Null,
-    };
+    let spread =
+        match (hat_times.iter().copied().max_by(f64::total_cmp), hat_times.iter().copied().min_by(f64::total_cmp)) {
+            (Some(max), Some(min)) if hat_times.len() > 1 && min > 0.0 => {
+                json!((max / min * 100.0).round() / 100.0)
+            }
+            _ => Value::Null,
+        };
     let at_reference_size = shapes.iter().all(|s| s.ops() == REFERENCE_OPS);
-    let peak_hat_mib = reports
-        .iter()
-        .filter_map(|r| r["hat"]["peak_rss_mib"].as_f64())
-        .max_by(f64::total_cmp);
+    let peak_hat_mib = reports.iter().filter_map(|r| r["hat"]["peak_rss_mib"].as_f64()).max_by(f64::total_cmp);
     let targets = if at_reference_size {
         json!({
             "faster_than_mlir_opt_reference": hat_best_overall.map(|s| s < MLIR_OPT_SECONDS),

@@ -111,7 +111,8 @@ impl Output {
         let directory = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
         let temporary = directory.join(format!(".{file_name}.hat-opt-{}", std::process::id()));
-        let file = std::fs::File::create(&temporary).map_err(|e| format!("error: cannot write '{}': {e}", path.display()))?;
+        let file =
+            std::fs::File::create(&temporary).map_err(|e| format!("error: cannot write '{}': {e}", path.display()))?;
         Ok(Output::File { writer: std::io::BufWriter::new(file), temporary, target: path.to_path_buf() })
     }
 

@@ -57,9 +57,7 @@ fn has_location(text: &str, name: &str) -> bool {
         let rest = &text[at + prefix.len()..];
         let line_digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let rest = &rest[line_digits..];
-        line_digits > 0
-            && rest.starts_with(':')
-            && rest[1..].bytes().next().is_some_and(|b| b.is_ascii_digit())
+        line_digits > 0 && rest.starts_with(':') && rest[1..].bytes().next().is_some_and(|b| b.is_ascii_digit())
     })
 }
 
@@ -70,10 +68,7 @@ fn clean_failure_problem(name: &str, output: &Output) -> Option<String> {
     match output.status.code() {
         Some(1) => {}
         Some(code) => problems.push(format!("exit status {code}, expected 1")),
-        None => problems.push(format!(
-            "killed by a signal ({:?}): a crash or a stack overflow",
-            output.status
-        )),
+        None => problems.push(format!("killed by a signal ({:?}): a crash or a stack overflow", output.status)),
     }
     if stderr.contains("panicked") || stderr.contains("overflowed its stack") {
         problems.push("stderr reports a panic or a stack overflow".to_string());
@@ -88,18 +83,14 @@ fn clean_failure_problem(name: &str, output: &Output) -> Option<String> {
         return None;
     }
     let shown: String = stderr.chars().take(2000).collect();
-    Some(format!(
-        "{name}: {}\n--- stderr ---\n{shown}",
-        problems.join("; ")
-    ))
+    Some(format!("{name}: {}\n--- stderr ---\n{shown}", problems.join("; ")))
 }
 
 /// The expected diagnostic written on the file's first line, after `// error:`.
 fn expected_diagnostic(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let first_line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    let first_line =
-        std::str::from_utf8(first_line).map_err(|_| "the first line is not UTF-8".to_string())?;
+    let first_line = std::str::from_utf8(first_line).map_err(|_| "the first line is not UTF-8".to_string())?;
     match first_line.strip_prefix("// error:") {
         Some(text) if !text.trim().is_empty() => Ok(text.trim().to_string()),
         _ => Err("the first line must be '// error: <expected diagnostic>'".to_string()),
@@ -107,9 +98,7 @@ fn expected_diagnostic(path: &Path) -> Result<String, String> {
 }
 
 fn file_name(path: &Path) -> &str {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .expect("a UTF-8 file name")
+    path.file_name().and_then(|n| n.to_str()).expect("a UTF-8 file name")
 }
 
 #[test]
@@ -138,16 +127,12 @@ fn every_malformed_file_fails_with_its_diagnostic() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         match expected_diagnostic(&path) {
             Ok(expected) if stderr.contains(&expected) => {}
-            Ok(expected) => failures.push(format!("{name}: stderr lacks the expected diagnostic '{expected}'\n--- stderr ---\n{stderr}")),
+            Ok(expected) => failures
+                .push(format!("{name}: stderr lacks the expected diagnostic '{expected}'\n--- stderr ---\n{stderr}")),
             Err(problem) => failures.push(format!("{name}: {problem}")),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} malformed input(s) misbehaved:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    assert!(failures.is_empty(), "{} malformed input(s) misbehaved:\n\n{}", failures.len(), failures.join("\n\n"));
 }
 
 /// The rendered diagnostics of every malformed file, one snapshot each.
@@ -156,10 +141,7 @@ fn malformed_diagnostics_snapshots() {
     for path in malformed_files() {
         let name = file_name(&path);
         let output = hat_opt_on_file(name, &[]);
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .expect("a UTF-8 file stem");
+        let stem = path.file_stem().and_then(|s| s.to_str()).expect("a UTF-8 file stem");
         let stderr = String::from_utf8_lossy(&output.stderr);
         insta::assert_snapshot!(stem, stderr);
     }
@@ -215,20 +197,12 @@ fn assert_fails_cleanly(name: &str, text: &str, extra_args: &[&str]) {
 
 #[test]
 fn regions_nested_5000_deep_give_a_diagnostic() {
-    assert_fails_cleanly(
-        "nested-5000.hat",
-        &nested_regions(5000, true),
-        &["--allow-unregistered-dialect"],
-    );
+    assert_fails_cleanly("nested-5000.hat", &nested_regions(5000, true), &["--allow-unregistered-dialect"]);
 }
 
 #[test]
 fn regions_nested_100000_deep_give_a_diagnostic() {
-    assert_fails_cleanly(
-        "nested-100000.hat",
-        &nested_regions(100_000, true),
-        &["--allow-unregistered-dialect"],
-    );
+    assert_fails_cleanly("nested-100000.hat", &nested_regions(100_000, true), &["--allow-unregistered-dialect"]);
 }
 
 #[test]
@@ -238,11 +212,7 @@ fn regions_nested_deep_without_the_flag_give_a_diagnostic() {
 
 #[test]
 fn truncated_deep_nesting_gives_a_diagnostic() {
-    assert_fails_cleanly(
-        "nested-truncated.hat",
-        &nested_regions(100_000, false),
-        &["--allow-unregistered-dialect"],
-    );
+    assert_fails_cleanly("nested-truncated.hat", &nested_regions(100_000, false), &["--allow-unregistered-dialect"]);
 }
 
 #[test]
@@ -252,34 +222,18 @@ fn scf_if_nested_5000_deep_gives_a_diagnostic() {
 
 #[test]
 fn regions_nested_500_deep_are_accepted() {
-    let output = hat_opt_on_generated(
-        "nested-500.hat",
-        &nested_regions(500, true),
-        &["--allow-unregistered-dialect"],
-    );
+    let output = hat_opt_on_generated("nested-500.hat", &nested_regions(500, true), &["--allow-unregistered-dialect"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "500 nested regions must be accepted; stderr:\n{stderr}"
-    );
+    assert_eq!(output.status.code(), Some(0), "500 nested regions must be accepted; stderr:\n{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        stdout.matches("\"test.op\"").count(),
-        500,
-        "every nested op is printed"
-    );
+    assert_eq!(stdout.matches("\"test.op\"").count(), 500, "every nested op is printed");
 }
 
 #[test]
 fn scf_if_nested_500_deep_is_accepted() {
     let output = hat_opt_on_generated("nested-if-500.hat", &nested_ifs(500), &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "500 nested scf.if must be accepted; stderr:\n{stderr}"
-    );
+    assert_eq!(output.status.code(), Some(0), "500 nested scf.if must be accepted; stderr:\n{stderr}");
 }
 
 /// Attributes and types nest without regions: `{a = {a = ...}}`, `[[...]]`, `((...) -> i32)`,
@@ -290,40 +244,15 @@ fn deeply_nested_attributes_and_types_give_a_diagnostic() {
     let cases = [
         (
             "nested-dictionary.hat",
-            format!(
-                "\"test.op\"() {{a = {}1{}}} : () -> ()\n",
-                "{a = ".repeat(DEPTH),
-                "}".repeat(DEPTH)
-            ),
+            format!("\"test.op\"() {{a = {}1{}}} : () -> ()\n", "{a = ".repeat(DEPTH), "}".repeat(DEPTH)),
         ),
-        (
-            "nested-array.hat",
-            format!(
-                "\"test.op\"() {{a = {}1{}}} : () -> ()\n",
-                "[".repeat(DEPTH),
-                "]".repeat(DEPTH)
-            ),
-        ),
+        ("nested-array.hat", format!("\"test.op\"() {{a = {}1{}}} : () -> ()\n", "[".repeat(DEPTH), "]".repeat(DEPTH))),
         (
             "nested-function-type.hat",
-            format!(
-                "\"test.op\"() : () -> {}){}\n",
-                "(".repeat(DEPTH),
-                " -> i32)".repeat(DEPTH)
-            ),
+            format!("\"test.op\"() : () -> {}){}\n", "(".repeat(DEPTH), " -> i32)".repeat(DEPTH)),
         ),
-        (
-            "nested-memref.hat",
-            format!(
-                "\"test.op\"() : () -> {}i32{}\n",
-                "memref<".repeat(DEPTH),
-                ">".repeat(DEPTH)
-            ),
-        ),
-        (
-            "nested-unclosed-array.hat",
-            format!("\"test.op\"() {{a = {}", "[".repeat(DEPTH)),
-        ),
+        ("nested-memref.hat", format!("\"test.op\"() : () -> {}i32{}\n", "memref<".repeat(DEPTH), ">".repeat(DEPTH))),
+        ("nested-unclosed-array.hat", format!("\"test.op\"() {{a = {}", "[".repeat(DEPTH))),
     ];
     let mut failures = Vec::new();
     for (name, text) in &cases {
@@ -345,23 +274,13 @@ fn diagnostic_for_standard_input() {
         panic!("{problem}");
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("<stdin>:2:21"),
-        "the diagnostic points at the use of %missing:\n{stderr}"
-    );
-    assert!(
-        stderr.contains("use of undeclared SSA value name '%missing'"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("<stdin>:2:21"), "the diagnostic points at the use of %missing:\n{stderr}");
+    assert!(stderr.contains("use of undeclared SSA value name '%missing'"), "{stderr}");
 }
 
 #[test]
 fn diagnostic_for_invalid_utf8_on_standard_input() {
-    let output = hat_opt(
-        &malformed_dir(),
-        &["-"],
-        b"%a = arith.constant 1 : i32\n%b = \xff\xfe\n",
-    );
+    let output = hat_opt(&malformed_dir(), &["-"], b"%a = arith.constant 1 : i32\n%b = \xff\xfe\n");
     if let Some(problem) = clean_failure_problem("<stdin>", &output) {
         panic!("{problem}");
     }
@@ -373,10 +292,5 @@ fn diagnostic_for_invalid_utf8_on_standard_input() {
 #[test]
 fn empty_standard_input_is_an_empty_module() {
     let output = hat_opt(&malformed_dir(), &["-"], b"");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }
