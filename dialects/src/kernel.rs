@@ -579,7 +579,14 @@ mod tests {
         );
         let mut ctx = crate::context();
         let module = hat_ir::parse_source(&mut ctx, "t.hat", &text).unwrap();
+        // By default the printer verifies first and prints failing ops in the generic form.
         let printed = hat_ir::print_op(&ctx, module, hat_ir::PrintOptions::default());
+        assert!(printed.contains(r#"%0 = "kernel.atomic_rmw"() : () -> i32"#), "{printed}");
+        assert!(printed.contains(r#""kernel.call"() : () -> ()"#), "{printed}");
+        assert!(!printed.contains("<<malformed"), "{printed}");
+        // Told the IR is verified when it is not, the custom printers still do not panic.
+        let options = hat_ir::PrintOptions { assume_verified: true, ..Default::default() };
+        let printed = hat_ir::print_op(&ctx, module, options);
         assert_eq!(printed.matches("<<malformed").count(), 3, "{printed}");
     }
 }
