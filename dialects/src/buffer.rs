@@ -71,7 +71,7 @@ fn print_alloc(p: &mut OpPrinter<'_, '_>, op: Op) {
 fn verify_alloc(v: &mut VerifyContext<'_>, op: Op) {
     checks::lacks_ancestor(v, op, KERNEL_CODE);
     let ctx = v.ctx();
-    if !checks::no_regions(v, op) || !v.expect_result_count(op, 1) {
+    if !v.expect_result_count(op, 1) {
         return;
     }
     let ty = checks::result_type(v, op, 0);
@@ -155,7 +155,7 @@ fn print_load(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_load(v: &mut VerifyContext<'_>, op: Op) {
-    if !checks::no_regions(v, op) || !v.expect_result_count(op, 1) {
+    if !v.expect_result_count(op, 1) {
         return;
     }
     let Some(element) = checks::indexed_access(v, op, 0, 0) else {
@@ -199,7 +199,7 @@ fn print_store(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_store(v: &mut VerifyContext<'_>, op: Op) {
-    if !checks::no_regions(v, op) || !v.expect_result_count(op, 0) {
+    if !v.expect_result_count(op, 0) {
         return;
     }
     let Some(element) = checks::indexed_access(v, op, 1, 0) else {
@@ -355,7 +355,7 @@ fn print_transfer(p: &mut OpPrinter<'_, '_>, op: Op) {
 
 fn verify_transfer(v: &mut VerifyContext<'_>, op: Op) {
     checks::lacks_ancestor(v, op, KERNEL_CODE);
-    let ok = checks::no_regions(v, op) & v.expect_result_count(op, 0);
+    let ok = v.expect_result_count(op, 0);
     let count = v.ctx().operands(op).len();
     if count != 1 && count != 3 {
         return v.error(

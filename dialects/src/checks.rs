@@ -154,22 +154,12 @@ pub fn memref_parts(v: &VerifyContext<'_>, ty: Type) -> Option<(Vec<i64>, Type)>
     }
 }
 
-/// Checks an op that has no regions and no successors: exactly `operands` operands and `results`
-/// results. Reports every mismatch; returns whether the op has this shape, so that a verifier can
+/// Checks an op's counts (its region and successor counts are checked by the core, from its
+/// [`OpSpec`](crate::op_spec::OpSpec)): exactly `operands` operands and `results` results. Reports every mismatch; returns whether the op has this shape, so that a verifier can
 /// stop before indexing operands that are not there.
 pub fn plain_op(v: &mut VerifyContext<'_>, op: Op, operands: usize, results: usize) -> bool {
     // `&`, not `&&`: report every mismatch, not only the first.
-    v.expect_operand_count(op, operands) & v.expect_result_count(op, results) & no_regions(v, op)
-}
-
-/// Checks that an op has no regions and no successors (the generic form can give any op both).
-pub fn no_regions(v: &mut VerifyContext<'_>, op: Op) -> bool {
-    let ok = v.expect_region_count(op, 0);
-    if !v.ctx().successors(op).is_empty() {
-        v.error(op, "expects no successors");
-        return false;
-    }
-    ok
+    v.expect_operand_count(op, operands) & v.expect_result_count(op, results)
 }
 
 /// The nearest op enclosing `op` (at any depth, `op` itself excluded) whose name is one of `names`.
@@ -318,6 +308,14 @@ pub fn matches_signature(
             }
         }
     }
+}
+
+/// Checks a function-like op that is defined here: no operands or results of its own, a valid
+/// signature whose returns (`return_name`) match it, and a body.
+pub fn function_definition(v: &mut VerifyContext<'_>, op: Op, return_name: &str) -> bool {
+    v.expect_operand_count(op, 0);
+    v.expect_result_count(op, 0);
+    function_like(v, op, return_name).is_some() && has_body(v, op)
 }
 
 /// Checks that a function-like op has a body: a region with at least one block (the generic form

@@ -7,9 +7,8 @@ use crate::checks;
 use crate::kernel::KERNEL_CODE;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{
-    flat_symbol_ref, flat_symbol_ref_attr, function_signature, parse_bare, parse_call, parse_function_like,
-    parse_operands_colon_types, print_bare, print_call, print_function_like, print_malformed,
-    print_operands_colon_types,
+    flat_symbol_ref, flat_symbol_ref_attr, function_signature, parse_bare, parse_call, parse_operands_colon_types,
+    parse_plain_function, print_bare, print_call, print_malformed, print_operands_colon_types, print_plain_function,
 };
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
@@ -18,26 +17,13 @@ use hat_ir::{
 
 // ----- func, return ----------------------------------------------------------------------------
 
-fn parse_func(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
-    parse_function_like(p, state, |_, _| Ok(()))
-}
-
-fn print_func(p: &mut OpPrinter<'_, '_>, op: Op) {
-    print_function_like(p, op, &[], |_| {})
-}
-
 fn verify_func(v: &mut VerifyContext<'_>, op: Op) {
-    v.expect_operand_count(op, 0);
-    v.expect_result_count(op, 0);
-    if checks::function_like(v, op, "compute.return").is_some() {
-        checks::has_body(v, op);
-    }
+    checks::function_definition(v, op, "compute.return");
 }
 
 fn verify_return(v: &mut VerifyContext<'_>, op: Op) {
     // The operand types are checked against the function's results by the function's verifier.
     checks::has_parent(v, op, &["compute.func"]);
-    checks::no_regions(v, op);
     v.expect_result_count(op, 0);
 }
 
@@ -118,7 +104,7 @@ fn print_dispatch(p: &mut OpPrinter<'_, '_>, op: Op) {
 
 fn verify_dispatch(v: &mut VerifyContext<'_>, op: Op) {
     checks::lacks_ancestor(v, op, KERNEL_CODE);
-    if !(checks::no_regions(v, op) & v.expect_result_count(op, 0)) {
+    if !v.expect_result_count(op, 0) {
         return;
     }
     let Some(sizes) = checks::dense_array_attribute(v, op, "operandSegmentSizes", 32) else {
@@ -154,9 +140,6 @@ fn verify_dispatch(v: &mut VerifyContext<'_>, op: Op) {
 
 fn verify_call(v: &mut VerifyContext<'_>, op: Op) {
     checks::lacks_ancestor(v, op, KERNEL_CODE);
-    if !checks::no_regions(v, op) {
-        return;
-    }
     let Some((callee, name)) = checks::symbol_target(v, op, "callee", &["compute.func", "compute.host_func"]) else {
         return;
     };
@@ -369,7 +352,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "A host function: the entry point of a program, or one it calls",
         traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
         regions: 1,
-        syntax: Syntax::Custom { parse: parse_func, print: print_func },
+        syntax: Syntax::Custom { parse: parse_plain_function, print: print_plain_function },
         verify: verify_func,
         effects: None,
     },

@@ -6,7 +6,8 @@ use crate::checks;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{
     parse_bare, parse_call, parse_colon_memref, parse_function_like, parse_indexed, parse_operands_colon_types,
-    print_bare, print_call, print_function_like, print_malformed, print_operands_colon_types, resolve_indices,
+    parse_plain_function, print_bare, print_call, print_function_like, print_malformed, print_operands_colon_types,
+    print_plain_function, resolve_indices,
 };
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
@@ -95,26 +96,13 @@ fn verify_func(v: &mut VerifyContext<'_>, op: Op) {
     }
 }
 
-fn parse_helper(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
-    parse_function_like(p, state, |_, _| Ok(()))
-}
-
-fn print_helper(p: &mut OpPrinter<'_, '_>, op: Op) {
-    print_function_like(p, op, &[], |_| {})
-}
-
 fn verify_helper(v: &mut VerifyContext<'_>, op: Op) {
-    v.expect_operand_count(op, 0);
-    v.expect_result_count(op, 0);
-    if checks::function_like(v, op, "kernel.return").is_some() {
-        checks::has_body(v, op);
-    }
+    checks::function_definition(v, op, "kernel.return");
 }
 
 fn verify_return(v: &mut VerifyContext<'_>, op: Op) {
     // The operand types are checked against the function's results by the function's verifier.
     checks::has_parent(v, op, KERNEL_CODE);
-    checks::no_regions(v, op);
     v.expect_result_count(op, 0);
 }
 
@@ -127,9 +115,6 @@ fn no_effects(_: &Context, _: Op) -> MemoryEffects {
 
 fn verify_call(v: &mut VerifyContext<'_>, op: Op) {
     checks::has_ancestor(v, op, KERNEL_CODE);
-    if !checks::no_regions(v, op) {
-        return;
-    }
     let Some((callee, name)) = checks::symbol_target(v, op, "callee", &["kernel.helper"]) else {
         return;
     };
@@ -300,7 +285,7 @@ fn print_atomic_rmw(p: &mut OpPrinter<'_, '_>, op: Op) {
 
 fn verify_atomic_rmw(v: &mut VerifyContext<'_>, op: Op) {
     checks::has_ancestor(v, op, KERNEL_CODE);
-    if !(checks::no_regions(v, op) & v.expect_result_count(op, 1)) {
+    if !v.expect_result_count(op, 1) {
         return;
     }
     let kind = checks::string_attribute(v, op, "kind");
@@ -357,7 +342,7 @@ pub const OPS: &[OpSpec] = &[
         summary: "A device function that kernels call",
         traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
         regions: 1,
-        syntax: Syntax::Custom { parse: parse_helper, print: print_helper },
+        syntax: Syntax::Custom { parse: parse_plain_function, print: print_plain_function },
         verify: verify_helper,
         effects: None,
     },

@@ -168,6 +168,16 @@ pub fn parse_function_like(
     Ok(())
 }
 
+/// [`parse_function_like`] with nothing between the signature and the attributes.
+pub fn parse_plain_function(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
+    parse_function_like(p, state, |_, _| Ok(()))
+}
+
+/// Prints [`parse_plain_function`]'s form.
+pub fn print_plain_function(p: &mut OpPrinter<'_, '_>, op: Op) {
+    print_function_like(p, op, &[], |_| {})
+}
+
 /// Prints [`parse_function_like`]'s form; `extra` prints between the signature and the attributes.
 pub fn print_function_like(
     p: &mut OpPrinter<'_, '_>,
