@@ -17,6 +17,7 @@ mod entity;
 mod interner;
 pub mod location;
 pub mod parser;
+pub mod pass;
 pub mod printer;
 pub mod types;
 pub mod verifier;
