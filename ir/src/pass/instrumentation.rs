@@ -139,6 +139,11 @@ impl Timing {
         Self::default()
     }
 
+    /// Every run in order: nesting depth (0 for passes on the root op), pass, wall time.
+    pub fn runs(&self) -> &[(usize, String, Duration)] {
+        &self.runs
+    }
+
     /// Each pass's total time, in order of first run.
     pub fn totals(&self) -> Vec<(String, Duration, usize)> {
         let mut totals: Vec<(String, Duration, usize)> = Vec::new();

@@ -96,7 +96,12 @@ impl PassManager {
     }
 
     /// Appends one pass with `key=value` options.
-    pub fn add_pass(&mut self, registry: &PassRegistry, name: &str, options: &[(String, String)]) -> Result<(), PipelineError> {
+    pub fn add_pass(
+        &mut self,
+        registry: &PassRegistry,
+        name: &str,
+        options: &[(String, String)],
+    ) -> Result<(), PipelineError> {
         let element = PipelineElement::Pass { name: name.to_string(), options: options.to_vec() };
         let built = build(registry, std::slice::from_ref(&element))?;
         self.root.elements.extend(built);

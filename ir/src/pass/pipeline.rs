@@ -123,7 +123,8 @@ impl PipelineParser<'_> {
         match self.peek() {
             Some('(') => {
                 if !name.contains('.') {
-                    return Err(self.error(&format!("'{name}' is a pass name, not an op name: it cannot hold a nested pipeline")));
+                    return Err(self
+                        .error(&format!("'{name}' is a pass name, not an op name: it cannot hold a nested pipeline")));
                 }
                 self.position += 1;
                 let elements = self.list()?;
@@ -178,7 +179,8 @@ impl PipelineParser<'_> {
         match self.peek() {
             Some('"') => {
                 self.position += 1;
-                let end = self.text[self.position..].find('"').ok_or_else(|| self.error("unterminated quoted value"))?;
+                let end =
+                    self.text[self.position..].find('"').ok_or_else(|| self.error("unterminated quoted value"))?;
                 let value = self.text[self.position..self.position + end].to_string();
                 self.position += end + 1;
                 Ok(value)
@@ -219,8 +221,12 @@ mod tests {
 
     #[test]
     fn parses_nested_pipelines_with_options() {
-        let elements = parse_pipeline("builtin.module(compute.func(cse, canonicalize{max-iterations=5 fold}), dce)").unwrap();
-        assert_eq!(print_pipeline(&elements), "builtin.module(compute.func(cse,canonicalize{max-iterations=5 fold=true}),dce)");
+        let elements =
+            parse_pipeline("builtin.module(compute.func(cse, canonicalize{max-iterations=5 fold}), dce)").unwrap();
+        assert_eq!(
+            print_pipeline(&elements),
+            "builtin.module(compute.func(cse,canonicalize{max-iterations=5 fold=true}),dce)"
+        );
     }
 
     #[test]

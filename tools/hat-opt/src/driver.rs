@@ -1,13 +1,20 @@
 //! What `hat-opt` does with its options: read, split, parse, verify, print, write.
 
-use crate::Options;
+use crate::op_graph::op_graph;
+use crate::report::RunReport;
+use crate::{Options, PassFlag};
 use hat_ir::diagnostics::{has_errors, render};
+use hat_ir::pass::instrumentation::{IrPrinting, PassFilter, Timing};
+use hat_ir::pass::{PassManager, PassManagerOptions, PassRegistry};
 use hat_ir::{parse_owned_bytes, print_op_to, verify, Context, Diagnostic, PrintOptions};
+use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Instant;
 
 /// Runs hat-opt; `Err` holds the text to print on stderr before exiting with status 1.
-pub fn run(options: &Options) -> Result<(), String> {
+pub fn run(options: &Options, registry: &PassRegistry, pass_flags: &[PassFlag]) -> Result<(), String> {
     if options.show_dialects {
         let ctx = hat_dialects::context();
         let mut out = String::from("Available Dialects:\n");
@@ -18,41 +25,143 @@ pub fn run(options: &Options) -> Result<(), String> {
         output.sink().write_all(out.as_bytes()).map_err(|e| format!("error: cannot write output: {e}"))?;
         return output.commit();
     }
+    // Build the pipeline once up front, so that a bad pipeline is reported before any input is read.
+    build_pass_manager(options, registry, pass_flags)?;
     let (name, bytes) = read_input(&options.input)?;
     let chunks = if options.split_input_file { split_input(&bytes) } else { vec![bytes] };
     let mut output = Output::open(&options.output)?;
+    let mut report = RunReport::default();
     let mut errors = String::new();
     for (index, chunk) in chunks.into_iter().enumerate() {
         if index > 0 {
             output.sink().write_all(b"// -----\n").map_err(|e| format!("error: cannot write output: {e}"))?;
         }
-        if let Err(rendered) = process_chunk(options, &name, chunk, output.sink()) {
+        let mut manager = build_pass_manager(options, registry, pass_flags)?;
+        if let Err(rendered) = process_chunk(options, &mut manager, &name, chunk, output.sink(), &mut report) {
             errors.push_str(&rendered);
         }
+        report.add_statistics(manager.statistics());
+    }
+    let mut reports = String::new();
+    if options.timing {
+        reports.push_str(&report.timing_report(options.timing_display));
+    }
+    if options.pass_statistics {
+        reports.push_str(&report.statistics_report(options.pass_statistics_display));
     }
     if !errors.is_empty() {
         output.discard();
-        return Err(errors);
+        return Err(format!("{errors}{reports}"));
     }
-    output.commit()
+    output.commit()?;
+    eprint!("{reports}");
+    Ok(())
 }
 
-/// Parses, verifies and prints one chunk into `sink`; `Err` holds rendered diagnostics.
-fn process_chunk(options: &Options, name: &str, bytes: Vec<u8>, sink: &mut dyn Write) -> Result<(), String> {
+/// The pipeline of `--pass-pipeline` and the pass flags, with the requested instrumentation.
+fn build_pass_manager(
+    options: &Options,
+    registry: &PassRegistry,
+    pass_flags: &[PassFlag],
+) -> Result<PassManager, String> {
+    let mut manager = PassManager::new("builtin.module", PassManagerOptions { verify_each: options.verify_each });
+    if let Some(pipeline) = &options.pass_pipeline {
+        manager.add_pipeline(registry, pipeline).map_err(|e| format!("error: {e}"))?;
+    }
+    for flag in pass_flags {
+        manager.add_pass(registry, &flag.name, &flag.options).map_err(|e| format!("error: {e}"))?;
+    }
+    let filter = |all: bool, named: &[String]| {
+        if all {
+            PassFilter::All
+        } else if named.is_empty() {
+            PassFilter::None
+        } else {
+            PassFilter::Named(named.to_vec())
+        }
+    };
+    let before = filter(options.print_ir_before_all, &options.print_ir_before);
+    let mut after = filter(options.print_ir_after_all, &options.print_ir_after);
+    if options.print_ir_after_change && after == PassFilter::None {
+        after = PassFilter::All;
+    }
+    if before != PassFilter::None || after != PassFilter::None || options.print_ir_after_failure {
+        let mut printing = IrPrinting::new(before, after, Box::new(std::io::stderr()));
+        printing.only_after_change = options.print_ir_after_change;
+        printing.after_failure = options.print_ir_after_failure;
+        printing.print_options = PrintOptions {
+            generic: options.print_generic,
+            debug_info: options.print_debug_info,
+            assume_verified: false,
+        };
+        manager.add_instrumentation(Box::new(printing));
+    }
+    Ok(manager)
+}
+
+/// Parses, verifies, transforms and prints one chunk into `sink`; `Err` holds rendered
+/// diagnostics (or, with `--verify-diagnostics`, the mismatches).
+fn process_chunk(
+    options: &Options,
+    manager: &mut PassManager,
+    name: &str,
+    bytes: Vec<u8>,
+    sink: &mut dyn Write,
+    report: &mut RunReport,
+) -> Result<(), String> {
     let mut ctx: Context = hat_dialects::context();
     ctx.allow_unregistered = options.allow_unregistered_dialect;
-    let module = match parse_owned_bytes(&mut ctx, name, bytes) {
-        Ok(module) => module,
-        Err(error) => return Err(render(&ctx.sources, &[Diagnostic::from(error)])),
+    let expectations_text = options.verify_diagnostics.then(|| String::from_utf8_lossy(&bytes).into_owned());
+    let started = Instant::now();
+    let parsed = parse_owned_bytes(&mut ctx, name, bytes);
+    report.add_time("Parser", started.elapsed());
+    let (module, mut diagnostics) = match parsed {
+        Ok(module) => {
+            let started = Instant::now();
+            let errors = verify(&ctx, module);
+            report.add_time("Verifier", started.elapsed());
+            (Some(module).filter(|_| errors.is_empty()), errors)
+        }
+        Err(error) => (None, vec![Diagnostic::from(error)]),
     };
-    let diagnostics = verify(&ctx, module);
-    if has_errors(&diagnostics) {
-        return Err(render(&ctx.sources, &diagnostics));
+    let mut succeeded = module.is_some();
+    if let Some(module) = module {
+        let timing = Rc::new(RefCell::new(Timing::new()));
+        if options.timing {
+            manager.add_instrumentation(Box::new(timing.clone()));
+        }
+        let result = manager.run(&mut ctx, module);
+        report.add_pass_times(&timing.borrow());
+        match result {
+            Ok(emitted) => diagnostics.extend(emitted),
+            Err(emitted) => {
+                diagnostics.extend(emitted);
+                succeeded = false;
+            }
+        }
+        if succeeded {
+            if options.view_op_graph {
+                eprint!("{}", op_graph(&ctx, module));
+            }
+            let started = Instant::now();
+            let print_options = PrintOptions {
+                generic: options.print_generic,
+                debug_info: options.print_debug_info,
+                assume_verified: options.verify_each,
+            };
+            print_op_to(&ctx, module, print_options, sink).map_err(|e| format!("error: cannot write output: {e}"))?;
+            report.add_time("Output", started.elapsed());
+        }
     }
-    // Verified just above.
-    let print_options =
-        PrintOptions { generic: options.print_generic, debug_info: options.print_debug_info, assume_verified: true };
-    print_op_to(&ctx, module, print_options, sink).map_err(|e| format!("error: cannot write output: {e}"))
+    if let Some(text) = expectations_text {
+        return crate::verify_diagnostics::check(&ctx.sources, &text, name, &diagnostics);
+    }
+    let rendered = render(&ctx.sources, &diagnostics);
+    if has_errors(&diagnostics) || !succeeded {
+        return Err(rendered);
+    }
+    eprint!("{rendered}");
+    Ok(())
 }
 
 fn read_input(path: &Path) -> Result<(String, Vec<u8>), String> {

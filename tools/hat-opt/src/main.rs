@@ -1,15 +1,40 @@
-//! `hat-opt`: parse a `.hat` file, verify it, and print it — following `mlir-opt`'s conventions.
+//! `hat-opt`: parse a `.hat` file, verify it, run a pass pipeline, and print it — following
+//! `mlir-opt`'s conventions.
 //!
 //! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`), 2 on a
 //! bad command line (clap's convention).
 
 mod driver;
+mod report;
 
-use clap::Parser;
+// Stand-ins until verify_diagnostics.rs and op_graph.rs land.
+mod verify_diagnostics {
+    pub fn check(_: &hat_ir::SourceMap, _: &str, _: &str, _: &[hat_ir::Diagnostic]) -> Result<(), String> {
+        Err("--verify-diagnostics is not available yet".into())
+    }
+}
+mod op_graph {
+    pub fn op_graph(_: &hat_ir::Context, _: hat_ir::Op) -> String {
+        String::new()
+    }
+}
+
+use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use hat_ir::pass::PassRegistry;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Command-line options.
+/// How `--mlir-timing` and `--mlir-pass-statistics` lay out their reports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Display {
+    /// One line per pass, summed over every op it ran on.
+    List,
+    /// Nested like the pipeline.
+    #[value(alias = "pipeline")]
+    Tree,
+}
+
+/// Command-line options (the pass flags are added at run time from the registry).
 #[derive(Parser, Debug)]
 #[command(name = "hat-opt", version, about = "Parse, verify, transform and print hat IR (an mlir-opt for hat)")]
 pub struct Options {
@@ -19,6 +44,9 @@ pub struct Options {
     /// Output file (`-` for standard output). Written only when everything succeeded.
     #[arg(short = 'o', default_value = "-")]
     pub output: PathBuf,
+    /// The pass pipeline to run, in MLIR's syntax: 'builtin.module(compute.func(cse),canonicalize)'.
+    #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
+    pub pass_pipeline: Option<String>,
     /// Print every op in MLIR's generic form.
     #[arg(long = "mlir-print-op-generic")]
     pub print_generic: bool,
@@ -34,11 +62,133 @@ pub struct Options {
     /// List the registered dialects and exit.
     #[arg(long = "show-dialects")]
     pub show_dialects: bool,
+    /// Check the diagnostics against `expected-error {{...}}` comments in the input instead of
+    /// printing them; exit 0 when they match.
+    #[arg(long = "verify-diagnostics")]
+    pub verify_diagnostics: bool,
+    /// Verify the IR after each pass.
+    #[arg(long = "verify-each", default_value_t = true, action = ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub verify_each: bool,
+    /// Print the IR before the named pass (repeatable, or comma-separated).
+    #[arg(long = "mlir-print-ir-before", value_name = "PASS", value_delimiter = ',')]
+    pub print_ir_before: Vec<String>,
+    /// Print the IR after the named pass (repeatable, or comma-separated).
+    #[arg(long = "mlir-print-ir-after", value_name = "PASS", value_delimiter = ',')]
+    pub print_ir_after: Vec<String>,
+    /// Print the IR before every pass.
+    #[arg(long = "mlir-print-ir-before-all")]
+    pub print_ir_before_all: bool,
+    /// Print the IR after every pass.
+    #[arg(long = "mlir-print-ir-after-all")]
+    pub print_ir_after_all: bool,
+    /// With the after options: print only when the pass changed the IR.
+    #[arg(long = "mlir-print-ir-after-change")]
+    pub print_ir_after_change: bool,
+    /// Print the IR (generic form) after a pass that failed.
+    #[arg(long = "mlir-print-ir-after-failure")]
+    pub print_ir_after_failure: bool,
+    /// Report the time spent in parsing, each pass, verification and output, on stderr.
+    #[arg(long = "mlir-timing")]
+    pub timing: bool,
+    /// Layout of the timing report.
+    #[arg(long = "mlir-timing-display", value_enum, default_value = "list")]
+    pub timing_display: Display,
+    /// Report the statistics of each pass, on stderr.
+    #[arg(long = "mlir-pass-statistics")]
+    pub pass_statistics: bool,
+    /// Layout of the statistics report.
+    #[arg(long = "mlir-pass-statistics-display", value_enum, default_value = "tree")]
+    pub pass_statistics_display: Display,
+    /// Write the IR as a Graphviz (DOT) graph of ops and data flow to stderr.
+    #[arg(long = "view-op-graph")]
+    pub view_op_graph: bool,
+}
+
+/// A pass given as its own flag (`--cse`, `--canonicalize=max-iterations=3`), in command-line order.
+#[derive(Clone, Debug)]
+pub struct PassFlag {
+    /// The pass.
+    pub name: String,
+    /// Its `key=value` options.
+    pub options: Vec<(String, String)>,
+}
+
+fn command(registry: &PassRegistry) -> clap::Command {
+    let mut command = Options::command().next_help_heading("Passes (one flag each, run in command-line order)");
+    for info in registry.iter() {
+        let mut help = info.summary.to_string();
+        for option in info.options {
+            help.push_str(&format!(
+                "\n  {}={} — {} (default {})",
+                option.name,
+                kind_name(option.kind),
+                option.help,
+                option.default
+            ));
+        }
+        command = command.arg(
+            Arg::new(info.name)
+                .long(info.name)
+                .help(help)
+                .num_args(0..=1)
+                .require_equals(true)
+                .value_name("OPTIONS")
+                .default_missing_value("")
+                .action(ArgAction::Append),
+        );
+    }
+    command
+}
+
+fn kind_name(kind: hat_ir::pass::OptionKind) -> String {
+    use hat_ir::pass::OptionKind;
+    match kind {
+        OptionKind::Bool => "bool".into(),
+        OptionKind::Unsigned => "uint".into(),
+        OptionKind::Integer => "int".into(),
+        OptionKind::String => "string".into(),
+        OptionKind::Enum(choices) => choices.join("|"),
+    }
+}
+
+/// The pass flags of `matches`, in the order they were written.
+fn pass_flags(registry: &PassRegistry, matches: &ArgMatches) -> Result<Vec<PassFlag>, String> {
+    let mut flags: Vec<(usize, PassFlag)> = Vec::new();
+    for info in registry.iter() {
+        let (Some(indices), Some(values)) = (matches.indices_of(info.name), matches.get_many::<String>(info.name))
+        else {
+            continue;
+        };
+        for (index, value) in indices.zip(values) {
+            let options = if value.is_empty() {
+                Vec::new()
+            } else {
+                let text = format!("{}{{{value}}}", info.name);
+                match hat_ir::pass::pipeline::parse_pipeline(&text)
+                    .map_err(|e| format!("error: --{}: {e}", info.name))?
+                    .pop()
+                {
+                    Some(hat_ir::pass::pipeline::PipelineElement::Pass { options, .. }) => options,
+                    _ => Vec::new(),
+                }
+            };
+            flags.push((index, PassFlag { name: info.name.to_string(), options }));
+        }
+    }
+    flags.sort_by_key(|(index, _)| *index);
+    Ok(flags.into_iter().map(|(_, flag)| flag).collect())
 }
 
 fn main() -> ExitCode {
-    let options = Options::parse();
-    match driver::run(&options) {
+    let registry = hat_passes::registry();
+    let matches = command(&registry).get_matches();
+    let options = match Options::from_arg_matches(&matches) {
+        Ok(options) => options,
+        Err(error) => error.exit(),
+    };
+    let result = pass_flags(&registry, &matches).and_then(|flags| driver::run(&options, &registry, &flags));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             if !message.is_empty() {
