@@ -7,17 +7,8 @@
 mod driver;
 mod report;
 
-// Stand-ins until verify_diagnostics.rs and op_graph.rs land.
-mod verify_diagnostics {
-    pub fn check(_: &hat_ir::SourceMap, _: &str, _: &str, _: &[hat_ir::Diagnostic]) -> Result<(), String> {
-        Err("--verify-diagnostics is not available yet".into())
-    }
-}
-mod op_graph {
-    pub fn op_graph(_: &hat_ir::Context, _: hat_ir::Op) -> String {
-        String::new()
-    }
-}
+mod op_graph;
+mod verify_diagnostics;
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use hat_ir::pass::PassRegistry;
