@@ -443,4 +443,5 @@ pub const OPS: &[OpSpec] = &[
 pub fn register(ctx: &mut Context) {
     ctx.register_dialect("arith", "Scalar integer and float arithmetic (MLIR's arith)");
     register_specs(ctx, OPS);
+    crate::arith_fold::register(ctx);
 }

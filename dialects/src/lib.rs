@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod arith;
+pub mod arith_fold;
 pub mod buffer;
 pub mod builtin;
 pub mod checks;

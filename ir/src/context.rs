@@ -13,6 +13,7 @@ use crate::attributes::{sign_extend, AttributeKind};
 use crate::dialect::{DialectInfo, OpDefinition, OpTraits};
 use crate::interner::Interner;
 use crate::location::{Location, SourceMap};
+use crate::rewrite::FoldFn;
 use crate::types::{FloatKind, Signedness, TypeKind};
 use crate::{Attribute, Block, Ident, Op, OpName, Region, Type, Value};
 use rustc_hash::FxHashMap;
@@ -125,6 +126,8 @@ pub struct Context {
     blocks: Vec<BlockData>,
     regions: Vec<RegionData>,
     values: Vec<ValueData>,
+    /// Folders by op name index (see [`Context::register_folder`]).
+    folders: Vec<Option<FoldFn>>,
     /// The files that locations point into.
     pub sources: SourceMap,
     /// Whether parsing accepts ops of dialects that are not registered.
@@ -157,6 +160,7 @@ impl Context {
             blocks: Vec::new(),
             regions: Vec::new(),
             values: Vec::new(),
+            folders: Vec::new(),
             sources: SourceMap::default(),
             allow_unregistered: false,
         }
@@ -230,6 +234,22 @@ impl Context {
     /// Whether an op has all of `traits`.
     pub fn has_traits(&self, op: Op, traits: OpTraits) -> bool {
         self.traits(op).contains(traits)
+    }
+
+    /// Registers the folder of the ops named `name` (a later registration replaces it). A folder
+    /// computes an op's result from constant operands or algebraic identities without changing
+    /// the IR; the rewrite drivers call it (see [`crate::rewrite::fold`]).
+    pub fn register_folder(&mut self, name: &str, folder: FoldFn) {
+        let index = self.op_name(name).index();
+        if self.folders.len() <= index {
+            self.folders.resize(index + 1, None);
+        }
+        self.folders[index] = Some(folder);
+    }
+
+    /// The folder registered for an op name, if any.
+    pub fn folder(&self, name: OpName) -> Option<FoldFn> {
+        self.folders.get(name.index()).copied().flatten()
     }
 
     // ----- identifiers, types, attributes ----------------------------------------------------
@@ -531,6 +551,22 @@ impl Context {
         let attributes = &mut self.ops[op.index()].attributes;
         let i = attributes.iter().position(|(n, _)| *n == name)?;
         Some(attributes.remove(i).1)
+    }
+
+    /// Erases an op: detaches it from its block and drops the operands of the op and of every op
+    /// nested in it, so that nothing it held keeps a value in use. The op stays in the arena
+    /// (handles are never reused) but is no longer reachable from any block, so printing and
+    /// walking never see it. Callers that track uses (the [`crate::rewrite::Rewriter`]) must
+    /// check that its results have no uses left.
+    pub fn erase_op(&mut self, op: Op) {
+        self.detach_op(op);
+        if self.ops[op.index()].regions.is_empty() {
+            self.ops[op.index()].operands = SmallVec::new();
+            return;
+        }
+        for nested in self.walk(op) {
+            self.ops[nested.index()].operands = SmallVec::new();
+        }
     }
 
     /// Changes the type of a value (used when a forward reference is resolved).

@@ -1,11 +1,30 @@
-//! hat's passes, registered by name with [`register_all`].
+//! hat's passes, registered by name with [`register_all`]:
+//!
+//! - [`canonicalize`]: folding, identities, dead control flow and dead ops, to a fixpoint;
+//! - [`cse`]: common subexpression elimination, scoped by dominance;
+//! - [`dce`]: dead ops, and helper functions nothing refers to;
+//! - [`inline`]: calls of compute functions and kernel helpers replaced by their bodies.
+//!
+//! Each pass has a reference page in `docs/passes/`; the rules of the rewrites are in
+//! `docs/rewrites.md`.
 #![deny(missing_docs)]
+
+pub mod canonicalize;
+pub mod cse;
+pub mod dce;
+pub mod inline;
+pub mod support;
+#[cfg(test)]
+mod testing;
 
 use hat_ir::pass::PassRegistry;
 
 /// Registers every hat pass.
 pub fn register_all(registry: &mut PassRegistry) {
-    let _ = registry;
+    registry.register(canonicalize::info());
+    registry.register(cse::info());
+    registry.register(dce::info());
+    registry.register(inline::info());
 }
 
 /// A registry holding every hat pass.

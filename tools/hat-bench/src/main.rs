@@ -4,10 +4,14 @@
 //! - `hat-bench parse`: parse + verify + print a generated module of a million ops with `hat-opt`,
 //!   and with `mlir-opt --allow-unregistered-dialect` when it is installed; time and peak memory of
 //!   each, and hat's time by phase.
+//! - `hat-bench passes`: `canonicalize,cse` over a generated module of a million arith and scf ops
+//!   with `hat-opt`, and with `mlir-opt --allow-unregistered-dialect --canonicalize --cse` on the
+//!   same generic text; time and peak memory of each, their phases, and the ops each leaves.
 
 mod generate;
 mod measure;
 mod parse;
+mod passes;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -23,6 +27,8 @@ struct Cli {
 enum Command {
     /// Parse + verify + print a generated module (hat-opt against mlir-opt), in several shapes.
     Parse(parse::ParseArgs),
+    /// canonicalize + cse over a generated module of arith and scf (hat-opt against mlir-opt).
+    Passes(passes::PassesArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -38,6 +44,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Parse(args) => parse::run(args),
+        Command::Passes(args) => passes::run(args),
         Command::MeasureChild { program, args } => {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             return match measure::run_once(program, &args) {

@@ -1,0 +1,562 @@
+//! `hat-bench passes`: `canonicalize,cse` over a generated module of arith and scf, with `hat-opt`
+//! and (when installed) `mlir-opt --allow-unregistered-dialect --canonicalize --cse` on the same
+//! generic text, as child processes: time and peak memory of each, each tool's own time per phase
+//! (`--mlir-timing`), and the ops left by each.
+//!
+//! The module (generic form, deterministic) has functions of a fixed number of ops each, nested
+//! ops included. Its ops are what canonicalization and CSE are for: constants (many repeated),
+//! arithmetic on constants (foldable), identities (`x + 0`, `x * 1`, `x - x`, ...), expressions
+//! repeated verbatim (CSE), comparisons and selects, `scf.if` on constant and on unknown
+//! conditions, `scf.for` with constant trip counts (0, 1, several) and unknown ones; and
+//! `buffer.store`s (unregistered for MLIR: unknown effects in both tools) that keep values alive.
+
+use crate::generate::Shape;
+use crate::measure::{self, find_on_path, is_executable, round3, Measurement};
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Where `mlir-opt` is looked for after `--mlir-opt` and `PATH`.
+const MLIR_OPT_FALLBACK: &str = "/usr/lib/llvm-22/bin/mlir-opt";
+
+/// Options of `hat-bench passes`.
+#[derive(clap::Args, Debug)]
+pub struct PassesArgs {
+    /// Ops in the generated module (inside the functions, nested ops and terminators included).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub ops: usize,
+    /// Comma-separated shapes, each FUNCTIONSxOPS_PER_FUNCTION or FUNCTIONS (then OPS / FUNCTIONS
+    /// each). Default: OPS/1000 functions of 1000, and 10 functions of OPS/10.
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Vec<String>,
+    /// The hat-opt binary (default: the one beside this binary).
+    #[arg(long)]
+    pub hat_opt: Option<PathBuf>,
+    /// The mlir-opt binary (default: `mlir-opt` on PATH, else /usr/lib/llvm-22/bin/mlir-opt).
+    #[arg(long)]
+    pub mlir_opt: Option<PathBuf>,
+    /// Do not run mlir-opt even if it is installed.
+    #[arg(long)]
+    pub no_mlir_opt: bool,
+    /// Runs of each measurement (best and median time, largest peak memory are reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Keep the generated modules (and each tool's output) in this directory.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+    /// Skip the extra runs that report time per phase and count the ops left.
+    #[arg(long)]
+    pub no_phases: bool,
+}
+
+fn progress(message: impl AsRef<str>) {
+    eprintln!("hat-bench: {}", message.as_ref());
+}
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (n > 0), near enough.
+    fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+
+    fn pick<'a>(&mut self, values: &'a [String]) -> &'a str {
+        // Mostly recent values, sometimes any earlier one.
+        let n = values.len();
+        if self.below(4) != 0 {
+            &values[n - 1 - self.below(n.min(8))]
+        } else {
+            &values[self.below(n)]
+        }
+    }
+}
+
+const BINARY: &[&str] = &["addi", "subi", "muli", "xori", "andi", "ori", "maxsi", "minui"];
+
+/// The generator of one function body.
+struct Function<'a> {
+    out: &'a mut String,
+    rng: &'a mut Rng,
+    next: usize,
+    /// i32 values visible at the top level of the body.
+    ints: Vec<String>,
+    /// i32 constants at the top level, with their values.
+    constants: Vec<String>,
+    bools: Vec<String>,
+    /// index constants, for store indices.
+    indices: Vec<String>,
+    /// Binary ops emitted, to repeat verbatim: (op, lhs, rhs).
+    emitted: Vec<(&'static str, String, String)>,
+    /// Ops emitted so far (nested ones included).
+    ops: usize,
+}
+
+impl Function<'_> {
+    fn fresh(&mut self) -> String {
+        self.next += 1;
+        format!("%{}", self.next - 1)
+    }
+
+    fn line(&mut self, indent: usize, text: std::fmt::Arguments<'_>) {
+        for _ in 0..indent {
+            self.out.push_str("  ");
+        }
+        self.out.write_fmt(text).expect("writing to a String");
+        self.out.push('\n');
+        self.ops += 1;
+    }
+
+    fn constant(&mut self, value: i64, ty: &str) -> String {
+        let name = self.fresh();
+        self.line(2, format_args!("{name} = \"arith.constant\"() {{value = {value} : {ty}}} : () -> {ty}"));
+        name
+    }
+
+    fn binary(&mut self, indent: usize, op: &str, a: &str, b: &str) -> String {
+        let name = self.fresh();
+        self.line(indent, format_args!("{name} = \"arith.{op}\"({a}, {b}) : (i32, i32) -> i32"));
+        name
+    }
+
+    /// Emits one item (1 to 7 ops).
+    fn item(&mut self) {
+        let roll = self.rng.below(100);
+        match roll {
+            // A constant, from a small set of values: many repeat.
+            0..=13 => {
+                let value = self.rng.below(16) as i64 - 8;
+                let c = self.constant(value, "i32");
+                self.constants.push(c.clone());
+                self.ints.push(c);
+            }
+            // Arithmetic on values.
+            14..=47 => {
+                let op = BINARY[self.rng.below(BINARY.len())];
+                let (a, b) = (self.rng.pick(&self.ints).to_string(), self.rng.pick(&self.ints).to_string());
+                let r = self.binary(2, op, &a, &b);
+                self.emitted.push((op, a, b));
+                self.ints.push(r);
+            }
+            // Arithmetic on two constants: folds.
+            48..=55 if self.constants.len() >= 2 => {
+                let op = BINARY[self.rng.below(3)];
+                let (a, b) =
+                    (self.rng.pick(&self.constants).to_string(), self.rng.pick(&self.constants).to_string());
+                let r = self.binary(2, op, &a, &b);
+                self.ints.push(r);
+            }
+            // An identity: x + 0, x * 1, x - x, x ^ x, x | 0.
+            56..=61 => {
+                let x = self.rng.pick(&self.ints).to_string();
+                let r = match self.rng.below(5) {
+                    0 => {
+                        let zero = self.constant(0, "i32");
+                        self.binary(2, "addi", &x, &zero)
+                    }
+                    1 => {
+                        let one = self.constant(1, "i32");
+                        self.binary(2, "muli", &one, &x)
+                    }
+                    2 => self.binary(2, "subi", &x, &x),
+                    3 => self.binary(2, "xori", &x, &x),
+                    _ => {
+                        let zero = self.constant(0, "i32");
+                        self.binary(2, "ori", &x, &zero)
+                    }
+                };
+                self.ints.push(r);
+            }
+            // An expression repeated verbatim (or with commuted operands): CSE.
+            62..=71 if !self.emitted.is_empty() => {
+                let k = self.emitted.len();
+                let (op, a, b) = self.emitted[k - 1 - self.rng.below(k.min(64))].clone();
+                let r = self.binary(2, op, &a, &b);
+                self.ints.push(r);
+            }
+            // A comparison, or a select on one.
+            72..=79 => {
+                if self.bools.is_empty() || self.rng.below(2) == 0 {
+                    let (a, b) = (self.rng.pick(&self.ints).to_string(), self.rng.pick(&self.ints).to_string());
+                    let name = self.fresh();
+                    let predicate = self.rng.below(10);
+                    self.line(
+                        2,
+                        format_args!(
+                            "{name} = \"arith.cmpi\"({a}, {b}) {{predicate = {predicate} : i64}} : (i32, i32) -> i1"
+                        ),
+                    );
+                    self.bools.push(name);
+                } else {
+                    let c = self.rng.pick(&self.bools).to_string();
+                    let (a, b) = (self.rng.pick(&self.ints).to_string(), self.rng.pick(&self.ints).to_string());
+                    let name = self.fresh();
+                    self.line(2, format_args!("{name} = \"arith.select\"({c}, {a}, {b}) : (i1, i32, i32) -> i32"));
+                    self.ints.push(name);
+                }
+            }
+            // scf.if on a constant (dead control flow) or on an unknown condition.
+            80..=85 => {
+                let condition = if self.rng.below(2) == 0 {
+                    let value = self.rng.below(2) as i64;
+                    let name = self.fresh();
+                    self.line(2, format_args!("{name} = \"arith.constant\"() {{value = {value} : i1}} : () -> i1"));
+                    name
+                } else if let Some(b) = self.bools.last().cloned() {
+                    b
+                } else {
+                    "%arg3".to_string()
+                };
+                let (a, b) = (self.rng.pick(&self.ints).to_string(), self.rng.pick(&self.ints).to_string());
+                let name = self.fresh();
+                self.line(2, format_args!("{name} = \"scf.if\"({condition}) ({{"));
+                self.ops -= 1;
+                let inner = self.binary(3, "muli", &a, &b);
+                self.line(3, format_args!("\"scf.yield\"({inner}) : (i32) -> ()"));
+                self.out.push_str("    }, {\n");
+                let inner = self.binary(3, "addi", &a, &b);
+                self.line(3, format_args!("\"scf.yield\"({inner}) : (i32) -> ()"));
+                self.out.push_str("    }) : (i1) -> i32\n");
+                self.ops += 1;
+                self.ints.push(name);
+            }
+            // scf.for with a constant trip count (0, 1 or 4) or an unknown one (%arg2).
+            86..=91 => {
+                let lower = self.constant(0, "index");
+                let upper = match self.rng.below(4) {
+                    0 => self.constant(0, "index"),
+                    1 => self.constant(1, "index"),
+                    2 => self.constant(4, "index"),
+                    _ => "%arg2".to_string(),
+                };
+                let step = self.constant(1, "index");
+                let init = self.rng.pick(&self.ints).to_string();
+                let x = self.rng.pick(&self.ints).to_string();
+                let name = self.fresh();
+                let (iv, acc) = (format!("%i{}", self.next), format!("%acc{}", self.next));
+                self.line(
+                    2,
+                    format_args!("{name} = \"scf.for\"({lower}, {upper}, {step}, {init}) ({{"),
+                );
+                self.out.push_str(&format!("    ^bb0({iv}: index, {acc}: i32):\n"));
+                let inner = self.binary(3, "addi", &acc, &x);
+                self.line(3, format_args!("\"scf.yield\"({inner}) : (i32) -> ()"));
+                self.out.push_str("    }) : (index, index, index, i32) -> i32\n");
+                self.ints.push(name);
+            }
+            // A store that keeps a value alive.
+            _ => {
+                if self.indices.is_empty() || self.rng.below(4) == 0 {
+                    let k = self.rng.below(64) as i64;
+                    let index = self.constant(k, "index");
+                    self.indices.push(index);
+                }
+                let v = self.rng.pick(&self.ints).to_string();
+                let index = self.indices[self.rng.below(self.indices.len())].clone();
+                self.line(
+                    2,
+                    format_args!("\"buffer.store\"({v}, %arg4, {index}) : (i32, memref<64xi32>, index) -> ()"),
+                );
+            }
+        }
+    }
+}
+
+/// The module text for `shape`: `blocks` functions of `ops_per_block` ops each (nested ops and
+/// the terminator included).
+pub fn generate(shape: Shape) -> String {
+    let mut out = String::with_capacity(shape.ops() * 64 + shape.blocks * 200 + 64);
+    let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+    out.push_str("\"builtin.module\"() ({\n");
+    for f in 0..shape.blocks {
+        out.push_str(
+            "  \"compute.func\"() ({\n  ^bb0(%arg0: i32, %arg1: i32, %arg2: index, %arg3: i1, %arg4: memref<64xi32>):\n",
+        );
+        let mut function = Function {
+            out: &mut out,
+            rng: &mut rng,
+            next: 0,
+            ints: vec!["%arg0".to_string(), "%arg1".to_string()],
+            constants: Vec::new(),
+            bools: Vec::new(),
+            indices: Vec::new(),
+            emitted: Vec::new(),
+            ops: 0,
+        };
+        // The largest item has 7 ops; the rest is filled with single ops.
+        let body = shape.ops_per_block.saturating_sub(1);
+        while function.ops + 7 <= body {
+            function.item();
+        }
+        while function.ops < body {
+            let (a, b) = (function.rng.pick(&function.ints).to_string(), function.rng.pick(&function.ints).to_string());
+            let r = function.binary(2, "addi", &a, &b);
+            function.ints.push(r);
+        }
+        if shape.ops_per_block > 0 {
+            out.push_str("    \"compute.return\"() : () -> ()\n");
+        }
+        writeln!(
+            out,
+            "  }}) {{function_type = (i32, i32, index, i1, memref<64xi32>) -> (), sym_name = \"f{f}\"}} : () -> ()"
+        )
+        .expect("writing to a String");
+    }
+    out.push_str("}) : () -> ()\n");
+    out
+}
+
+fn default_hat_opt() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.join("hat-opt"))
+}
+
+fn find_mlir_opt(args: &PassesArgs) -> Option<PathBuf> {
+    if args.no_mlir_opt {
+        return None;
+    }
+    if let Some(path) = &args.mlir_opt {
+        return Some(path.clone());
+    }
+    find_on_path("mlir-opt").or_else(|| Some(PathBuf::from(MLIR_OPT_FALLBACK)).filter(|p| is_executable(p)))
+}
+
+fn shapes(args: &PassesArgs) -> Result<Vec<Shape>, String> {
+    if args.shapes.is_empty() {
+        let n = args.ops.max(1);
+        let wide =
+            if n >= 1000 { Shape { blocks: n / 1000, ops_per_block: 1000 } } else { Shape { blocks: 1, ops_per_block: n } };
+        let long = Shape { blocks: 10.min(n), ops_per_block: n / 10.min(n) };
+        return Ok(if wide == long { vec![wide] } else { vec![wide, long] });
+    }
+    args.shapes.iter().map(|s| Shape::parse(s, args.ops)).collect()
+}
+
+fn measure_tool(label: &str, program: &Path, args: &[&str], repeat: usize) -> Measurement {
+    progress(format!("  {label}: {} {}", program.display(), args.join(" ")));
+    let m = measure::measure(program, args, repeat);
+    match (&m.error, m.best_seconds(), m.peak_rss_mib()) {
+        (Some(error), _, _) => progress(format!("  {label}: FAILED: {error}")),
+        (None, Some(s), Some(mib)) => progress(format!("  {label}: {s:.3} s, {mib:.1} MiB")),
+        _ => {}
+    }
+    m
+}
+
+/// The lines `  0.1234 ( 12.3%)  Name` of an `--mlir-timing-display=list` report, as
+/// `{name: seconds}` (summed when a name repeats).
+fn parse_timing(report: &str) -> Value {
+    let mut phases = Map::new();
+    for line in report.lines() {
+        let line = line.trim();
+        let Some((seconds, rest)) = line.split_once(' ') else { continue };
+        let Ok(seconds) = seconds.parse::<f64>() else { continue };
+        let Some((_, name)) = rest.split_once(')') else { continue };
+        let name = name.trim();
+        if name.is_empty() || name == "Total" {
+            continue;
+        }
+        let total = phases.get(name).and_then(Value::as_f64).unwrap_or(0.0) + seconds;
+        phases.insert(name.to_string(), json!(round3(total)));
+    }
+    Value::Object(phases)
+}
+
+/// Ops in a module printed in the generic form: one per line that holds an op name in quotes.
+fn count_generic_ops(text: &str) -> usize {
+    text.lines()
+        .filter(|line| {
+            let line = line.trim_start();
+            line.starts_with('"') || (line.starts_with('%') && line.contains(" = \""))
+        })
+        .count()
+        .saturating_sub(1) // the module
+}
+
+/// Runs `program args... -o OUTPUT --mlir-timing` once: its phases, and the ops it left.
+fn phases_and_ops(program: &Path, args: &[&str], output: &Path) -> Value {
+    let output_arg = output.display().to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--mlir-timing", "--mlir-timing-display=list", "-o", &output_arg]);
+    let result = std::process::Command::new(program).args(&all).stdin(std::process::Stdio::null()).output();
+    match result {
+        Ok(run) if run.status.success() => {
+            let report = String::from_utf8_lossy(&run.stderr);
+            let ops_left = std::fs::read_to_string(output).map(|t| count_generic_ops(&t)).ok();
+            json!({ "phases": parse_timing(&report), "ops_left": ops_left })
+        }
+        Ok(run) => json!({ "error": String::from_utf8_lossy(&run.stderr).chars().take(2000).collect::<String>() }),
+        Err(error) => json!({ "error": error.to_string() }),
+    }
+}
+
+fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> Value {
+    match (numerator, denominator) {
+        (Some(a), Some(b)) if b > 0.0 => json!((a / b * 100.0).round() / 100.0),
+        _ => Value::Null,
+    }
+}
+
+/// Runs the benchmark; returns the report and whether hat succeeded throughout.
+pub fn run(args: &PassesArgs) -> Result<(Value, bool), String> {
+    let shapes = shapes(args)?;
+    let hat_opt = args.hat_opt.clone().or_else(default_hat_opt).ok_or("cannot locate hat-opt")?;
+    let mlir_opt = find_mlir_opt(args);
+    let dir = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            dir.clone()
+        }
+        None => std::env::temp_dir(),
+    };
+    progress(format!("hat-opt: {}", hat_opt.display()));
+    progress(match &mlir_opt {
+        Some(path) => format!("mlir-opt: {}", path.display()),
+        None => "mlir-opt: not found, skipped".to_string(),
+    });
+    let mut all_ok = true;
+    let mut reports = Vec::new();
+    let mut faster_everywhere: Option<bool> = None;
+    let mut less_memory_everywhere: Option<bool> = None;
+    for shape in &shapes {
+        progress(format!("shape {shape}: {} functions of {} ops, generating", shape.blocks, shape.ops_per_block));
+        let text = generate(*shape);
+        let bytes = text.len();
+        let stem = match &args.keep {
+            Some(_) => format!("passes-{shape}"),
+            None => format!("hat-bench-{}-passes-{shape}", std::process::id()),
+        };
+        let file = dir.join(format!("{stem}.mlir"));
+        std::fs::write(&file, &text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        drop(text);
+        let file_arg = file.to_str().ok_or("temporary path is not UTF-8")?.to_string();
+        progress(format!("  {bytes} bytes in {}", file.display()));
+
+        let hat_args = [file_arg.as_str(), "--canonicalize", "--cse", "--mlir-print-op-generic"];
+        let mut hat_with_output: Vec<&str> = hat_args.to_vec();
+        hat_with_output.extend(["-o", "/dev/null"]);
+        let hat = if is_executable(&hat_opt) {
+            measure_tool("hat-opt", &hat_opt, &hat_with_output, args.repeat)
+        } else {
+            Measurement {
+                command: vec![hat_opt.display().to_string()],
+                runs: Vec::new(),
+                error: Some(format!("{} not found (build it: cargo build --release -p hat-opt)", hat_opt.display())),
+            }
+        };
+        all_ok &= hat.ok();
+        let mlir_args =
+            ["--allow-unregistered-dialect", "--canonicalize", "--cse", "--mlir-print-op-generic", file_arg.as_str()];
+        let mut mlir_with_output: Vec<&str> = mlir_args.to_vec();
+        mlir_with_output.extend(["-o", "/dev/null"]);
+        let mlir = mlir_opt.as_ref().map(|path| measure_tool("mlir-opt", path, &mlir_with_output, args.repeat));
+
+        let mut hat_report = hat.to_json();
+        let mut mlir_report = mlir.as_ref().map(Measurement::to_json);
+        if !args.no_phases {
+            progress("  phases and ops left (one more run each, with --mlir-timing)");
+            let output = dir.join(format!("{stem}.hat-out.mlir"));
+            let detail = phases_and_ops(&hat_opt, &hat_args, &output);
+            progress(format!("  hat-opt: {detail}"));
+            all_ok &= detail.get("error").is_none();
+            hat_report["detail"] = detail;
+            if args.keep.is_none() {
+                let _ = std::fs::remove_file(&output);
+            }
+            if let (Some(path), Some(report)) = (&mlir_opt, mlir_report.as_mut()) {
+                let output = dir.join(format!("{stem}.mlir-out.mlir"));
+                let detail = phases_and_ops(path, &mlir_args, &output);
+                progress(format!("  mlir-opt: {detail}"));
+                report["detail"] = detail;
+                if args.keep.is_none() {
+                    let _ = std::fs::remove_file(&output);
+                }
+            }
+        }
+        if args.keep.is_none() {
+            let _ = std::fs::remove_file(&file);
+        }
+        let mlir_ok = mlir.as_ref().filter(|m| m.ok());
+        let (hat_s, hat_mib) = if hat.ok() { (hat.best_seconds(), hat.peak_rss_mib()) } else { (None, None) };
+        let (mlir_s, mlir_mib) = (mlir_ok.and_then(|m| m.best_seconds()), mlir_ok.and_then(|m| m.peak_rss_mib()));
+        if let (Some(h), Some(m)) = (hat_s, mlir_s) {
+            faster_everywhere = Some(faster_everywhere.unwrap_or(true) && h < m);
+        }
+        if let (Some(h), Some(m)) = (hat_mib, mlir_mib) {
+            less_memory_everywhere = Some(less_memory_everywhere.unwrap_or(true) && h < m);
+        }
+        let ratio_time = ratio(mlir_s, hat_s);
+        let ratio_memory = ratio(mlir_mib, hat_mib);
+        if let (Value::Number(t), Value::Number(m)) = (&ratio_time, &ratio_memory) {
+            progress(format!("  mlir-opt / hat-opt: time x{t}, memory x{m}"));
+        }
+        reports.push(json!({
+            "functions": shape.blocks,
+            "ops_per_function": shape.ops_per_block,
+            "ops": shape.ops(),
+            "bytes": bytes,
+            "hat": hat_report,
+            "mlir_opt": mlir_report,
+            "ratio_time": ratio_time,
+            "ratio_memory": ratio_memory,
+        }));
+    }
+    let report = json!({
+        "benchmark": "passes",
+        "pipeline": "canonicalize,cse",
+        "ops": args.ops,
+        "repeat": args.repeat.max(1),
+        "hat_opt": hat_opt.display().to_string(),
+        "mlir_opt": mlir_opt.as_ref().map(|p| p.display().to_string()),
+        "shapes": reports,
+        "targets": {
+            "faster_than_mlir_opt": faster_everywhere,
+            "less_memory_than_mlir_opt": less_memory_everywhere,
+        },
+        "ok": all_ok,
+    });
+    Ok((report, all_ok))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_module_has_the_ops_asked_and_verifies() {
+        let shape = Shape { blocks: 3, ops_per_block: 400 };
+        let text = generate(shape);
+        assert_eq!(count_generic_ops(&text), shape.ops() + shape.blocks);
+        let mut ctx = hat_dialects::context();
+        let module = match hat_ir::parse_source(&mut ctx, "generated.mlir", &text) {
+            Ok(module) => module,
+            Err(error) => {
+                let diagnostic = hat_ir::Diagnostic::from(error);
+                panic!("{}", hat_ir::diagnostics::render(&ctx.sources, &[diagnostic]));
+            }
+        };
+        let diagnostics = hat_ir::verify(&ctx, module);
+        assert!(diagnostics.is_empty(), "{}", hat_ir::diagnostics::render(&ctx.sources, &diagnostics));
+        // Every function holds exactly `ops_per_block` ops, nested ones included.
+        for function in ctx.body_ops(module) {
+            assert_eq!(ctx.walk(function).len() - 1, shape.ops_per_block);
+        }
+        for needed in ["\"scf.for\"", "\"scf.if\"", "\"arith.select\"", "\"buffer.store\"", "value = 0 : i32"] {
+            assert!(text.contains(needed), "{needed} missing");
+        }
+    }
+
+    #[test]
+    fn timing_reports_parse() {
+        let report = "  ----Wall Time----  ----Name----\n    0.0003 ( 55.1%)  Parser\n    0.0100 (  9.1%)  canonicalize\n    0.0006 (100.0%)  Total\n";
+        assert_eq!(parse_timing(report), json!({ "Parser": 0.0, "canonicalize": 0.01 }));
+    }
+}
