@@ -165,6 +165,27 @@ fn float_result(f: &mut FoldContext<'_>, op: Op, value: f64) -> Option<FoldResul
     Some(FoldResult::Attribute(f.float_attr(value, ty)))
 }
 
+/// A NaN made quiet (its payload and sign kept). The quiet bit of an `f32` NaN widened to `f64`
+/// is the `f64` quiet bit.
+fn quiet(nan: f64) -> f64 {
+    f64::from_bits(nan.to_bits() | 0x0008_0000_0000_0000)
+}
+
+/// NaNs as IEEE 754 and LLVM's APFloat make them, so that folding does not depend on the host: a
+/// NaN operand propagates (the first one, quieted); an invalid operation on numbers (`inf - inf`,
+/// `0 / 0`) gives the canonical quiet NaN (positive, no payload).
+fn ieee_nan(a: f64, b: f64, result: f64) -> f64 {
+    if a.is_nan() {
+        quiet(a)
+    } else if b.is_nan() {
+        quiet(b)
+    } else if result.is_nan() {
+        f64::NAN
+    } else {
+        result
+    }
+}
+
 /// The operands of the op named `name` that defines `value`, if one does.
 fn defined_by<'c>(ctx: &'c Context, value: Value, name: &str) -> Option<&'c [Value]> {
     let def = ctx.defining_op(value)?;
@@ -508,7 +529,7 @@ fn fold_float_constants(
         FloatKind::F32 => compute32(a as f32, b as f32) as f64,
         _ => compute64(a, b),
     };
-    float_result(f, op, value)
+    float_result(f, op, ieee_nan(a, b, value))
 }
 
 /// Whether operand `index` is the float constant `expected`, sign of zero included.
@@ -628,6 +649,7 @@ fn fold_minimumf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 
 fn fold_negf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     let a = float_operand(f, op, 0)?;
+    // Negation flips the sign bit, of a NaN too.
     float_result(f, op, -a)
 }
 
@@ -713,7 +735,13 @@ fn fold_cmpf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
         15 => return bool_result(f, op, true),
         _ => {}
     }
-    let (a, b) = (f.constant_kind(0)?.as_f64()?, f.constant_kind(1)?.as_f64()?);
+    let (a, b) = (f.constant_kind(0).and_then(|k| k.as_f64()), f.constant_kind(1).and_then(|k| k.as_f64()));
+    // A NaN on either side decides every predicate, whatever the other side is.
+    let (a, b) = match (a, b) {
+        (Some(x), _) | (_, Some(x)) if x.is_nan() => (x, x),
+        (Some(a), Some(b)) => (a, b),
+        _ => return None,
+    };
     let value = compare_floats(predicate, a, b)?;
     bool_result(f, op, value)
 }
@@ -839,8 +867,10 @@ fn fold_extf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 
 fn fold_truncf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     let a = float_operand(f, op, 0)?;
-    // `float_attr` rounds to the result's format (round to nearest even).
-    float_result(f, op, a)
+    // Only exact conversions: the rounding mode at run time is not known to be to-nearest (MLIR
+    // folds the same way).
+    let exact = a.is_nan() || (a as f32) as f64 == a;
+    exact.then(|| float_result(f, op, a)).flatten()
 }
 
 fn fold_bitcast(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
@@ -863,5 +893,264 @@ fn fold_bitcast(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
         (FloatKind::F64, Some(64)) => int_result(f, op, a.to_bits()),
         (kind, None) if float_kind(f.ctx(), to) == Some(kind) => float_result(f, op, a),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hat_ir::printer::attribute_to_string;
+    use hat_ir::rewrite::{fold_op, FoldResult};
+    use hat_ir::ValueDef;
+
+    const ARGUMENTS: [&str; 6] = ["%x", "%y", "%p", "%f", "%i", "%b"];
+
+    /// Folds the last op of `body` (in a function with `%x, %y: i32`, `%p: i1`, `%f: f32`,
+    /// `%i: index`, `%b: i8`): the constant it folds to, or the argument (`%x`) or op (`#k`, the
+    /// k-th op of the body) whose value it is; `None` when it does not fold.
+    fn fold(body: &str) -> Option<String> {
+        let text = format!(
+            "compute.func @f(%x: i32, %y: i32, %p: i1, %f: f32, %i: index, %b: i8) {{\n{body}\n  compute.return\n}}"
+        );
+        let mut ctx = crate::context();
+        let module = hat_ir::parse_source(&mut ctx, "fold.hat", &text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        assert!(hat_ir::verify(&ctx, module).is_empty(), "{text}");
+        let function = ctx.body_ops(module)[0];
+        let ops = ctx.body_ops(function);
+        let op = ops[ops.len() - 2];
+        Some(match fold_op(&mut ctx, op)? {
+            FoldResult::Attribute(value) => attribute_to_string(&ctx, value),
+            FoldResult::Value(value) => match ctx.value_def(value) {
+                ValueDef::BlockArgument { index, .. } => ARGUMENTS[index as usize].to_string(),
+                ValueDef::Result { op, .. } => format!("#{}", ops.iter().position(|&o| o == op).unwrap()),
+            },
+        })
+    }
+
+    fn constants(list: &[(&str, &str)]) -> String {
+        list.iter().map(|(name, value)| format!("  {name} = arith.constant {value}\n")).collect()
+    }
+
+    fn binary(op: &str, a: &str, b: &str, ty: &str) -> Option<String> {
+        let body = format!("{}  %r = arith.{op} %a, %c : {ty}", constants(&[("%a", a), ("%c", b)]));
+        fold(&body)
+    }
+
+    fn with_x(op: &str, constant: &str, x_first: bool) -> Option<String> {
+        let (a, b) = if x_first { ("%x", "%c") } else { ("%c", "%x") };
+        fold(&format!("{}  %r = arith.{op} {a}, {b} : i32", constants(&[("%c", constant)])))
+    }
+
+    fn some(text: &str) -> Option<String> {
+        Some(text.to_string())
+    }
+
+    #[test]
+    fn integer_arithmetic_wraps_in_the_width() {
+        assert_eq!(binary("addi", "7 : i32", "8 : i32", "i32"), some("15 : i32"));
+        assert_eq!(binary("addi", "100 : i8", "100 : i8", "i8"), some("-56 : i8"));
+        assert_eq!(binary("subi", "-128 : i8", "1 : i8", "i8"), some("127 : i8"));
+        assert_eq!(binary("muli", "65536 : i32", "65536 : i32", "i32"), some("0 : i32"));
+        assert_eq!(binary("addi", "true", "true", "i1"), some("false"));
+        assert_eq!(binary("muli", "-1 : index", "-1 : index", "index"), some("1 : index"));
+    }
+
+    #[test]
+    fn divisions_refuse_zero_and_overflow() {
+        assert_eq!(binary("divsi", "7 : i32", "0 : i32", "i32"), None);
+        assert_eq!(binary("divui", "7 : i32", "0 : i32", "i32"), None);
+        assert_eq!(binary("remsi", "7 : i32", "0 : i32", "i32"), None);
+        assert_eq!(binary("remui", "7 : i32", "0 : i32", "i32"), None);
+        assert_eq!(binary("ceildivsi", "7 : i32", "0 : i32", "i32"), None);
+        assert_eq!(binary("floordivsi", "7 : i32", "0 : i32", "i32"), None);
+        assert_eq!(binary("divsi", "-128 : i8", "-1 : i8", "i8"), None);
+        assert_eq!(binary("divsi", "-9223372036854775808 : i64", "-1 : i64", "i64"), None);
+        assert_eq!(binary("remsi", "-128 : i8", "-1 : i8", "i8"), some("0 : i8"));
+        assert_eq!(binary("divsi", "-7 : i32", "2 : i32", "i32"), some("-3 : i32"));
+        assert_eq!(binary("ceildivsi", "-7 : i32", "2 : i32", "i32"), some("-3 : i32"));
+        assert_eq!(binary("ceildivsi", "7 : i32", "2 : i32", "i32"), some("4 : i32"));
+        assert_eq!(binary("floordivsi", "-7 : i32", "2 : i32", "i32"), some("-4 : i32"));
+        assert_eq!(binary("floordivsi", "7 : i32", "-2 : i32", "i32"), some("-4 : i32"));
+        assert_eq!(binary("remsi", "-7 : i32", "2 : i32", "i32"), some("-1 : i32"));
+        assert_eq!(binary("divui", "-1 : i8", "2 : i8", "i8"), some("127 : i8"));
+        assert_eq!(binary("remui", "-1 : i8", "10 : i8", "i8"), some("5 : i8"));
+    }
+
+    #[test]
+    fn shifts_bitwise_and_min_max() {
+        assert_eq!(binary("shli", "1 : i32", "31 : i32", "i32"), some("-2147483648 : i32"));
+        assert_eq!(binary("shli", "1 : i32", "32 : i32", "i32"), None);
+        assert_eq!(binary("shrsi", "-8 : i8", "1 : i8", "i8"), some("-4 : i8"));
+        assert_eq!(binary("shrui", "-8 : i8", "1 : i8", "i8"), some("124 : i8"));
+        assert_eq!(binary("shrui", "-8 : i8", "-1 : i8", "i8"), None);
+        assert_eq!(binary("andi", "12 : i32", "10 : i32", "i32"), some("8 : i32"));
+        assert_eq!(binary("ori", "12 : i32", "10 : i32", "i32"), some("14 : i32"));
+        assert_eq!(binary("xori", "12 : i32", "10 : i32", "i32"), some("6 : i32"));
+        assert_eq!(binary("maxsi", "3 : i32", "-5 : i32", "i32"), some("3 : i32"));
+        assert_eq!(binary("maxui", "3 : i32", "-5 : i32", "i32"), some("-5 : i32"));
+        assert_eq!(binary("minsi", "3 : i32", "-5 : i32", "i32"), some("-5 : i32"));
+        assert_eq!(binary("minui", "3 : i32", "-5 : i32", "i32"), some("3 : i32"));
+    }
+
+    #[test]
+    fn integer_identities() {
+        assert_eq!(with_x("addi", "0 : i32", true), some("%x"));
+        assert_eq!(with_x("addi", "0 : i32", false), some("%x"));
+        assert_eq!(with_x("subi", "0 : i32", true), some("%x"));
+        assert_eq!(with_x("subi", "0 : i32", false), None);
+        assert_eq!(with_x("muli", "1 : i32", false), some("%x"));
+        assert_eq!(with_x("muli", "0 : i32", true), some("0 : i32"));
+        assert_eq!(with_x("divsi", "1 : i32", true), some("%x"));
+        assert_eq!(with_x("divui", "1 : i32", true), some("%x"));
+        assert_eq!(with_x("remsi", "1 : i32", true), some("0 : i32"));
+        assert_eq!(with_x("andi", "0 : i32", true), some("0 : i32"));
+        assert_eq!(with_x("andi", "-1 : i32", true), some("%x"));
+        assert_eq!(with_x("ori", "0 : i32", false), some("%x"));
+        assert_eq!(with_x("ori", "-1 : i32", true), some("-1 : i32"));
+        assert_eq!(with_x("xori", "0 : i32", true), some("%x"));
+        assert_eq!(with_x("shli", "0 : i32", true), some("%x"));
+        assert_eq!(with_x("minui", "0 : i32", true), some("0 : i32"));
+        assert_eq!(with_x("maxui", "0 : i32", true), some("%x"));
+        assert_eq!(with_x("maxsi", "-2147483648 : i32", true), some("%x"));
+        assert_eq!(with_x("maxsi", "2147483647 : i32", true), some("2147483647 : i32"));
+        assert_eq!(with_x("minsi", "2147483647 : i32", false), some("%x"));
+        for op in ["subi", "xori"] {
+            assert_eq!(fold(&format!("  %r = arith.{op} %x, %x : i32")), some("0 : i32"), "{op}");
+        }
+        for op in ["andi", "ori", "maxsi", "minsi", "maxui", "minui"] {
+            assert_eq!(fold(&format!("  %r = arith.{op} %x, %x : i32")), some("%x"), "{op}");
+        }
+        assert_eq!(fold("  %r = arith.addi %x, %y : i32"), None);
+    }
+
+    #[test]
+    fn inverse_operations() {
+        assert_eq!(fold("  %s = arith.subi %x, %y : i32\n  %r = arith.addi %s, %y : i32"), some("%x"));
+        assert_eq!(fold("  %s = arith.subi %x, %y : i32\n  %r = arith.addi %y, %s : i32"), some("%x"));
+        assert_eq!(fold("  %s = arith.addi %x, %y : i32\n  %r = arith.subi %s, %y : i32"), some("%x"));
+        assert_eq!(fold("  %s = arith.addi %x, %y : i32\n  %r = arith.subi %s, %x : i32"), some("%y"));
+        assert_eq!(fold("  %s = arith.xori %x, %y : i32\n  %r = arith.xori %s, %y : i32"), some("%x"));
+        assert_eq!(fold("  %s = arith.xori %x, %y : i32\n  %r = arith.xori %x, %s : i32"), some("%y"));
+        assert_eq!(fold("  %s = arith.andi %x, %y : i32\n  %r = arith.andi %x, %s : i32"), some("#0"));
+        assert_eq!(fold("  %s = arith.ori %x, %y : i32\n  %r = arith.ori %s, %y : i32"), some("#0"));
+        assert_eq!(fold("  %s = arith.addi %x, %y : i32\n  %r = arith.subi %s, %s : i32"), some("0 : i32"));
+    }
+
+    #[test]
+    fn comparisons() {
+        let cmpi = |predicate: &str, a: &str, b: &str| {
+            fold(&format!("{}  %r = arith.cmpi {predicate}, %a, %c : i32", constants(&[("%a", a), ("%c", b)])))
+        };
+        assert_eq!(cmpi("slt", "-1 : i32", "0 : i32"), some("true"));
+        assert_eq!(cmpi("ult", "-1 : i32", "0 : i32"), some("false"));
+        assert_eq!(cmpi("uge", "-1 : i32", "0 : i32"), some("true"));
+        assert_eq!(cmpi("eq", "5 : i32", "5 : i32"), some("true"));
+        assert_eq!(cmpi("ne", "5 : i32", "5 : i32"), some("false"));
+        for (predicate, expected) in
+            [("eq", "true"), ("sle", "true"), ("uge", "true"), ("ne", "false"), ("sgt", "false")]
+        {
+            assert_eq!(fold(&format!("  %r = arith.cmpi {predicate}, %x, %x : i32")), some(expected), "{predicate}");
+        }
+        assert_eq!(fold("  %r = arith.cmpi slt, %x, %y : i32"), None);
+        assert_eq!(fold("  %false = arith.constant false\n  %r = arith.cmpi ne, %p, %false : i1"), some("%p"));
+        assert_eq!(fold("  %true = arith.constant true\n  %r = arith.cmpi eq, %p, %true : i1"), some("%p"));
+        let cmpf = |predicate: &str, a: &str, b: &str| {
+            fold(&format!("{}  %r = arith.cmpf {predicate}, %a, %c : f32", constants(&[("%a", a), ("%c", b)])))
+        };
+        assert_eq!(cmpf("olt", "1.0 : f32", "2.0 : f32"), some("true"));
+        assert_eq!(cmpf("ogt", "1.0 : f32", "2.0 : f32"), some("false"));
+        assert_eq!(cmpf("uno", "0x7FC00000 : f32", "2.0 : f32"), some("true"));
+        assert_eq!(cmpf("oeq", "0x7FC00000 : f32", "0x7FC00000 : f32"), some("false"));
+        assert_eq!(cmpf("une", "0x7FC00000 : f32", "0x7FC00000 : f32"), some("true"));
+        assert_eq!(fold("  %r = arith.cmpf true, %f, %f : f32"), some("true"));
+        assert_eq!(fold("  %n = arith.constant 0x7FC00000 : f32\n  %r = arith.cmpf olt, %f, %n : f32"), some("false"));
+        assert_eq!(fold("  %n = arith.constant 0x7FC00000 : f32\n  %r = arith.cmpf ult, %n, %f : f32"), some("true"));
+        assert_eq!(fold("  %r = arith.cmpf oeq, %f, %f : f32"), None, "NaN is not equal to itself");
+    }
+
+    #[test]
+    fn floats() {
+        let float = |op: &str, a: &str, b: &str| {
+            fold(&format!("{}  %r = arith.{op} %a, %c : f32", constants(&[("%a", a), ("%c", b)])))
+        };
+        assert_eq!(float("addf", "1.5 : f32", "2.25 : f32"), some("3.75 : f32"));
+        // Rounded once, in f32: 0.1 + 0.2 in f32 arithmetic.
+        assert_eq!(float("addf", "0.1 : f32", "0.2 : f32"), Some(format!("{:?} : f32", 0.1f32 + 0.2f32)));
+        assert_eq!(float("divf", "1.0 : f32", "0.0 : f32"), some("0x7F800000 : f32"));
+        assert_eq!(float("remf", "7.5 : f32", "2.0 : f32"), some("1.5 : f32"));
+        assert_eq!(float("maximumf", "-0.0 : f32", "0.0 : f32"), some("0.0 : f32"));
+        assert_eq!(float("minimumf", "-0.0 : f32", "0.0 : f32"), some("-0.0 : f32"));
+        assert_eq!(float("maximumf", "0x7FC00000 : f32", "1.0 : f32"), some("0x7FC00000 : f32"));
+        // Invalid operations give the canonical NaN, whatever the host gives; NaN operands
+        // propagate, quieted, sign and payload kept.
+        assert_eq!(float("subf", "0x7F800000 : f32", "0x7F800000 : f32"), some("0x7FC00000 : f32"));
+        assert_eq!(float("divf", "0.0 : f32", "0.0 : f32"), some("0x7FC00000 : f32"));
+        assert_eq!(float("addf", "1.0 : f32", "0xFFC00001 : f32"), some("0xFFC00001 : f32"));
+        assert_eq!(float("mulf", "0x7F800001 : f32", "1.0 : f32"), some("0x7FC00001 : f32"));
+        assert_eq!(
+            fold("  %c = arith.constant 0x7FC00000 : f32\n  %r = arith.negf %c : f32"),
+            some("0xFFC00000 : f32")
+        );
+        let with_f = |op: &str, constant: &str| {
+            fold(&format!("{}  %r = arith.{op} %f, %c : f32", constants(&[("%c", constant)])))
+        };
+        assert_eq!(with_f("addf", "-0.0 : f32"), some("%f"));
+        assert_eq!(with_f("addf", "0.0 : f32"), None, "-0.0 + 0.0 is 0.0, not -0.0");
+        assert_eq!(with_f("subf", "0.0 : f32"), some("%f"));
+        assert_eq!(with_f("mulf", "1.0 : f32"), some("%f"));
+        assert_eq!(with_f("mulf", "0.0 : f32"), None, "x * 0 is NaN for infinities");
+        assert_eq!(with_f("divf", "1.0 : f32"), some("%f"));
+        assert_eq!(fold("  %r = arith.subf %f, %f : f32"), None);
+        assert_eq!(fold("  %c = arith.constant 2.5 : f32\n  %r = arith.negf %c : f32"), some("-2.5 : f32"));
+        assert_eq!(fold("  %a = arith.constant 1.0 : f16\n  %r = arith.addf %a, %a : f16"), None, "f16 is not folded");
+    }
+
+    #[test]
+    fn select() {
+        let select =
+            |condition: &str| fold(&format!("{}  %r = arith.select %c, %x, %y : i32", constants(&[("%c", condition)])));
+        assert_eq!(select("true"), some("%x"));
+        assert_eq!(select("false"), some("%y"));
+        assert_eq!(fold("  %r = arith.select %p, %x, %x : i32"), some("%x"));
+        assert_eq!(
+            fold("  %t = arith.constant true\n  %no = arith.constant false\n  %r = arith.select %p, %t, %no : i1"),
+            some("%p")
+        );
+        assert_eq!(fold("  %r = arith.select %p, %x, %y : i32"), None);
+    }
+
+    #[test]
+    fn casts() {
+        let cast = |op: &str, value: &str, from: &str, to: &str| {
+            fold(&format!("  %c = arith.constant {value} : {from}\n  %r = arith.{op} %c : {from} to {to}"))
+        };
+        assert_eq!(cast("index_cast", "-1", "i32", "index"), some("-1 : index"));
+        assert_eq!(cast("index_castui", "-1", "i32", "index"), some("4294967295 : index"));
+        assert_eq!(cast("index_cast", "4294967297", "index", "i32"), some("1 : i32"));
+        assert_eq!(cast("extsi", "-3", "i8", "i32"), some("-3 : i32"));
+        assert_eq!(cast("extui", "-3", "i8", "i32"), some("253 : i32"));
+        assert_eq!(fold("  %t = arith.constant true\n  %r = arith.extsi %t : i1 to i32"), some("-1 : i32"));
+        assert_eq!(fold("  %t = arith.constant true\n  %r = arith.extui %t : i1 to i32"), some("1 : i32"));
+        assert_eq!(cast("trunci", "257", "i32", "i8"), some("1 : i8"));
+        assert_eq!(cast("trunci", "255", "i32", "i8"), some("-1 : i8"));
+        assert_eq!(cast("sitofp", "-3", "i32", "f32"), some("-3.0 : f32"));
+        assert_eq!(cast("uitofp", "-1", "i8", "f64"), some("255.0 : f64"));
+        assert_eq!(cast("fptosi", "-3.9", "f32", "i32"), some("-3 : i32"));
+        assert_eq!(cast("fptosi", "1.0e10", "f32", "i32"), None);
+        assert_eq!(cast("fptosi", "0x7FC00000", "f32", "i32"), None);
+        assert_eq!(cast("fptoui", "-1.0", "f32", "i32"), None);
+        assert_eq!(cast("fptoui", "255.5", "f64", "i8"), some("-1 : i8"));
+        assert_eq!(cast("fptoui", "256.0", "f64", "i8"), None);
+        assert_eq!(cast("extf", "0.1", "f32", "f64"), Some(format!("{:?} : f64", 0.1f32 as f64)));
+        assert_eq!(cast("truncf", "0.5", "f64", "f32"), some("0.5 : f32"));
+        assert_eq!(cast("truncf", "0.1", "f64", "f32"), None, "inexact");
+        assert_eq!(cast("bitcast", "1.0", "f32", "i32"), some("1065353216 : i32"));
+        assert_eq!(cast("bitcast", "1065353216", "i32", "f32"), some("1.0 : f32"));
+        assert_eq!(fold("  %e = arith.extsi %b : i8 to i32\n  %r = arith.trunci %e : i32 to i8"), some("%b"));
+        assert_eq!(
+            fold("  %e = arith.index_cast %x : i32 to index\n  %r = arith.index_cast %e : index to i32"),
+            some("%x")
+        );
+        assert_eq!(fold("  %e = arith.bitcast %x : i32 to f32\n  %r = arith.bitcast %e : f32 to i32"), some("%x"));
+        assert_eq!(fold("  %e = arith.trunci %x : i32 to i8\n  %r = arith.extsi %e : i8 to i32"), None);
     }
 }

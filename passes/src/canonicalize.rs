@@ -16,9 +16,7 @@
 
 use crate::support::{materialize_constant, recursive_effects};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
-use hat_ir::rewrite::{
-    apply_patterns_greedily, constant_value, GreedyConfig, PatternSet, RewritePattern, Rewriter,
-};
+use hat_ir::rewrite::{apply_patterns_greedily, constant_value, GreedyConfig, PatternSet, RewritePattern, Rewriter};
 use hat_ir::{Context, Op, OpTraits, OperationState, TypeKind, Value};
 
 /// The options of `canonicalize`.
@@ -28,6 +26,12 @@ pub const OPTIONS: &[PassOptionInfo] = &[
         kind: OptionKind::Unsigned,
         default: "10",
         help: "At most this many sweeps over the IR (one more runs only when one changed something)",
+    },
+    PassOptionInfo {
+        name: "max-num-rewrites",
+        kind: OptionKind::Integer,
+        default: "-1",
+        help: "At most this many rewrites (folds, patterns, merged constants); -1: no bound",
     },
     PassOptionInfo {
         name: "fold",
@@ -65,6 +69,7 @@ impl Canonicalize {
     pub fn new(options: &PassOptions) -> Self {
         let config = GreedyConfig {
             max_iterations: options.get_unsigned("max-iterations").min(u32::MAX as u64) as u32,
+            max_rewrites: u64::try_from(options.get_integer("max-num-rewrites")).ok(),
             fold: options.get_bool("fold"),
             materialize: Some(materialize_constant),
             recursive_effects,
@@ -332,7 +337,9 @@ impl RewritePattern for RedundantSelect {
         let &[condition, on_true, on_false] = ctx.operands(op) else { return false };
         let same_condition = |value: Value| {
             ctx.defining_op(value)
-                .filter(|&d| ctx.name(d) == ctx.name(op) && ctx.operands(d).len() == 3 && ctx.operand(d, 0) == condition)
+                .filter(|&d| {
+                    ctx.name(d) == ctx.name(op) && ctx.operands(d).len() == 3 && ctx.operand(d, 0) == condition
+                })
                 .map(|d| ctx.operands(d).to_vec())
         };
         if let Some(inner) = same_condition(on_true) {
@@ -622,10 +629,11 @@ impl RewritePattern for CombineIfs {
         rewriter.insert_op_before(first, combined);
         for (branches, &new_yield) in [then_branches, else_branches].iter().zip(&new_yields) {
             let mut yielded = Vec::new();
-            for (block, old_yield, values) in branches.iter().flatten() {
+            for (block, old_yield, _) in branches.iter().flatten() {
                 rewriter.inline_block_before(*block, new_yield, &[]);
+                // Read now: the second's uses of the first's results were just replaced.
+                yielded.extend_from_slice(rewriter.ctx().operands(*old_yield));
                 rewriter.erase_op(*old_yield);
-                yielded.extend_from_slice(values);
             }
             rewriter.set_operands(new_yield, &yielded);
         }
@@ -638,7 +646,7 @@ impl RewritePattern for CombineIfs {
 }
 
 /// `scf.for` iter_args that never change (the body yields the argument itself, or the initial
-/// value) → their results are the initial values, and so is the argument inside the body.
+/// value) are removed: their results and their uses in the body become the initial values.
 struct ForInvariantIterArgs;
 
 impl RewritePattern for ForInvariantIterArgs {
@@ -652,33 +660,66 @@ impl RewritePattern for ForInvariantIterArgs {
 
     fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
         let ctx = rewriter.ctx();
-        let operands = ctx.operands(op);
+        let operands = ctx.operands(op).to_vec();
         if operands.len() < 3 {
             return false;
         }
-        let inits = operands[3..].to_vec();
-        let Some((block, _, yielded)) = branch(ctx, op, 0) else { return false };
+        let inits = &operands[3..];
+        let Some((block, terminator, yielded)) = branch(ctx, op, 0) else { return false };
         let arguments = ctx.block_arguments(block).to_vec();
         if arguments.len() != inits.len() + 1 || yielded.len() != inits.len() || ctx.result_count(op) != inits.len() {
             return false;
         }
-        let mut changed = false;
-        for (index, &init) in inits.iter().enumerate() {
-            let argument = arguments[index + 1];
-            if yielded[index] != argument && yielded[index] != init {
-                continue;
-            }
-            let result = rewriter.ctx().result(op, index);
-            if rewriter.uses().has_uses(result) {
-                rewriter.replace_all_uses_with(result, init);
-                changed = true;
-            }
-            if rewriter.uses().has_uses(argument) {
-                rewriter.replace_all_uses_with(argument, init);
-                changed = true;
+        let invariant: Vec<bool> =
+            (0..inits.len()).map(|i| yielded[i] == arguments[i + 1] || yielded[i] == inits[i]).collect();
+        if !invariant.contains(&true) {
+            return false;
+        }
+        for (i, &init) in inits.iter().enumerate() {
+            if invariant[i] {
+                rewriter.replace_all_uses_with(arguments[i + 1], init);
             }
         }
-        changed
+        // The same loop without them.
+        let kept = |values: &[Value]| -> Vec<Value> {
+            values.iter().zip(&invariant).filter(|(_, &inv)| !inv).map(|(&v, _)| v).collect()
+        };
+        let ctx = rewriter.ctx_mut();
+        let mut state = OperationState::new(ctx.name(op), ctx.location(op));
+        state.operands = operands[..3].to_vec();
+        state.operands.extend(kept(inits));
+        state.attributes = ctx.attributes(op).to_vec();
+        let mut argument_types = vec![ctx.value_type(arguments[0])];
+        argument_types.extend(kept(&arguments[1..]).iter().map(|&a| ctx.value_type(a)));
+        state.result_types = argument_types[1..].to_vec();
+        let region = ctx.create_region();
+        let new_block = ctx.create_block(&argument_types);
+        ctx.append_block(region, new_block);
+        state.regions.push(region);
+        let new_arguments = ctx.block_arguments(new_block).to_vec();
+        let new_for = rewriter.create_op(state);
+        rewriter.insert_op_before(op, new_for);
+        let old_kept = {
+            let mut list = vec![arguments[0]];
+            list.extend(kept(&arguments[1..]));
+            list
+        };
+        for (&old, &new) in old_kept.iter().zip(&new_arguments) {
+            rewriter.replace_all_uses_with(old, new);
+        }
+        while let Some(child) = rewriter.ctx().first_op(block) {
+            rewriter.move_op_to_end(child, new_block);
+        }
+        let new_yielded = kept(rewriter.ctx().operands(terminator));
+        rewriter.set_operands(terminator, &new_yielded);
+        let mut new_results = rewriter.ctx().results(new_for);
+        let replacements: Vec<Value> = inits
+            .iter()
+            .zip(&invariant)
+            .map(|(&init, &inv)| if inv { init } else { new_results.next().expect("one result per kept argument") })
+            .collect();
+        rewriter.replace_op(op, &replacements);
+        true
     }
 }
 
@@ -703,8 +744,10 @@ impl RewritePattern for ForWithConstantTripCount {
             return false;
         }
         // Bounds compare as signed integers of their type (i1 aside, which is never folded here).
-        if !matches!(ctx.type_kind(ctx.value_type(operands[0])), TypeKind::Integer { width: 2..=64, .. } | TypeKind::Index)
-        {
+        if !matches!(
+            ctx.type_kind(ctx.value_type(operands[0])),
+            TypeKind::Integer { width: 2..=64, .. } | TypeKind::Index
+        ) {
             return false;
         }
         let (Some(lower), Some(upper)) = (int_constant(ctx, operands[0]), int_constant(ctx, operands[1])) else {

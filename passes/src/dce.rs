@@ -1,19 +1,21 @@
 //! `dce`: dead code elimination.
 //!
 //! 1. Ops: an op is erased when none of its results is used and erasing it changes nothing
-//!    observable — its memory effects (asked of the interface) are none, or only the allocation
-//!    of its own results; for `scf.for` and `scf.if`, whose effects are those of their bodies,
-//!    when nothing left in the body has an effect. Terminators and symbols are never erased. One
+//!    observable — its memory effects (asked of the interface) are none, reads, or the allocation
+//!    of its own results (as MLIR); for `scf.for` and `scf.if`, whose effects are those of their
+//!    bodies, when nothing left in the body has another effect. Terminators and symbols are never erased. One
 //!    backward sweep with use counts finds every dead op, chains included: the users of a value
 //!    are always visited before its definition.
-//! 2. Symbols (option `symbols`, on by default): a `kernel.helper`, or a `compute.func` that is
-//!    not an entry (`@main` or marked `entry`), that nothing refers to — directly, or through
-//!    functions that are themselves referred to — is erased. Kernels (`kernel.func`) and
-//!    host-function declarations are always kept: the runtime may use them by name.
+//! 2. Symbols (option `symbols`, on by default): a `kernel.helper` that nothing refers to —
+//!    directly, or through functions that are themselves referred to — is erased; so is such a
+//!    `compute.func`, when the module has an entry (`@main`, or a function marked `entry`) and it
+//!    is not one. Without an entry the module may be a library whose functions the host calls by
+//!    name, and every `compute.func` is kept. Kernels (`kernel.func`) and host-function
+//!    declarations are always kept: the runtime uses them by name.
 
-use crate::support::{collect_nested_symbol_refs, is_discardable_function, recursive_effects, symbol_ident};
+use crate::support::{collect_nested_symbol_refs, has_entry, is_discardable_function, recursive_effects, symbol_ident};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
-use hat_ir::rewrite::has_no_own_effects;
+use hat_ir::rewrite::has_droppable_effects;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Ident, Op, OpTraits};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -96,7 +98,7 @@ pub fn erase_dead_ops(ctx: &mut Context, root: Op) -> usize {
             Task::Decide(op) => {
                 let recursive = !ctx.regions(op).is_empty() && recursive_effects(ctx, op);
                 let effect_free = ctx.is_registered(op)
-                    && if recursive { !tainted[op.index()] } else { has_no_own_effects(ctx, op) };
+                    && if recursive { !tainted[op.index()] } else { has_droppable_effects(ctx, op) };
                 let traits = ctx.traits(op);
                 let removable = effect_free
                     && !traits.contains(OpTraits::TERMINATOR)
@@ -146,8 +148,9 @@ pub fn erase_dead_symbols(ctx: &mut Context, root: Op) -> usize {
             .collect();
         let mut candidates: FxHashMap<Ident, Op> = FxHashMap::default();
         let mut roots = Vec::new();
+        let entries_known = has_entry(ctx, table);
         for &child in &children {
-            if !is_discardable_function(ctx, child) || symbol_name(ctx, child).is_none() {
+            if !is_discardable_function(ctx, child, entries_known) || symbol_name(ctx, child).is_none() {
                 collect_nested_symbol_refs(ctx, child, &mut roots);
                 continue;
             }
@@ -201,11 +204,18 @@ mod tests {
     }
 
     #[test]
-    fn keeps_effects_terminators_and_used_values() {
-        let text = "compute.func @main(%m: memref<4xi32>, %i: index, %v: i32) {\n  %0 = buffer.load %m[%i] : memref<4xi32>\n  buffer.store %v, %m[%i] : memref<4xi32>\n  compute.return\n}";
+    fn keeps_writes_and_terminators_but_not_unused_reads() {
+        let text = "compute.func @main(%m: memref<4xi32>, %i: index, %v: i32) -> i32 {\n  %0 = buffer.load %m[%i] : memref<4xi32>\n  %1 = buffer.load %m[%i] : memref<4xi32>\n  buffer.store %v, %m[%i] : memref<4xi32>\n  compute.return %1 : i32\n}";
         let out = run_pipeline("dce", text);
-        assert!(out.contains("buffer.load"), "{out}");
+        assert_eq!(out.matches("buffer.load").count(), 1, "{out}");
         assert!(out.contains("buffer.store"), "{out}");
+    }
+
+    #[test]
+    fn without_an_entry_compute_functions_are_kept() {
+        let text = "kernel.helper @h() {\n  kernel.return\n}\ncompute.func @library() {\n  compute.return\n}";
+        let out = run_pipeline("dce", text);
+        assert!(out.contains("@library") && !out.contains("@h"), "{out}");
     }
 
     #[test]

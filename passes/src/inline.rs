@@ -9,10 +9,11 @@
 //!
 //! Functions are processed callees first (the call graph's strongly connected components in
 //! reverse topological order), so a chain of calls is inlined in one run. A callee that was
-//! inlined and that nothing refers to any more is erased, unless it is an entry (`@main`, or
-//! marked `entry`); kernels are never callees.
+//! inlined and that nothing refers to any more is erased if it is a `kernel.helper`, or a
+//! `compute.func` that is not an entry (`@main`, or marked `entry`) in a module that has one (the
+//! rule of `dce`: without an entry, the module may be a library and its functions are kept).
 
-use crate::support::{collect_nested_symbol_refs, is_discardable_function, symbol_ident};
+use crate::support::{collect_nested_symbol_refs, has_entry, is_discardable_function, symbol_ident};
 use hat_ir::pass::{Pass, PassFailed, PassInfo, PassState};
 use hat_ir::rewrite::{Mapping, Rewriter};
 use hat_ir::{AttributeKind, Context, Ident, Op, OpTraits, Value};
@@ -22,7 +23,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 pub fn info() -> PassInfo {
     PassInfo {
         name: "inline",
-        summary: "Inline calls of compute functions and kernel helpers (not recursive ones), erasing callees left unused",
+        summary:
+            "Inline calls of compute functions and kernel helpers (not recursive ones), erasing callees left unused",
         anchor: None,
         options: &[],
         create: |_| Box::new(Inline),
@@ -132,12 +134,13 @@ pub fn inline_calls(ctx: &mut Context, table: Op) -> (usize, usize) {
     }
     referenced.extend(refs);
     let mut erased = 0;
+    let entries_known = has_entry(ctx, table);
     let mut callees: Vec<usize> = inlined_callees.into_iter().collect();
     callees.sort_unstable();
     for callee in callees {
         let function = functions[callee];
         let unreferenced = symbol_ident(ctx, function).is_some_and(|name| !referenced.contains(&name));
-        if unreferenced && is_discardable_function(ctx, function) {
+        if unreferenced && is_discardable_function(ctx, function, entries_known) {
             ctx.erase_op(function);
             erased += 1;
         }

@@ -16,10 +16,17 @@ pub fn recursive_effects(ctx: &Context, op: Op) -> bool {
 }
 
 /// The `arith.constant` holding `value : ty`, for integer, `index` and float types.
-pub fn materialize_constant(ctx: &mut Context, value: Attribute, ty: Type, location: Location) -> Option<OperationState> {
+pub fn materialize_constant(
+    ctx: &mut Context,
+    value: Attribute,
+    ty: Type,
+    location: Location,
+) -> Option<OperationState> {
     let value = match (ctx.attribute_kind(value).clone(), ctx.type_kind(ty)) {
         (AttributeKind::Integer { ty: own, .. }, TypeKind::Integer { .. } | TypeKind::Index) if own == ty => value,
-        (AttributeKind::Integer { value, .. }, TypeKind::Integer { .. } | TypeKind::Index) => ctx.integer_attr(value, ty),
+        (AttributeKind::Integer { value, .. }, TypeKind::Integer { .. } | TypeKind::Index) => {
+            ctx.integer_attr(value, ty)
+        }
         (AttributeKind::Float { ty: own, .. }, TypeKind::Float(_)) if own == ty => value,
         (AttributeKind::Float { bits, .. }, TypeKind::Float(_)) => ctx.float_attr(f64::from_bits(bits), ty),
         _ => return None,
@@ -63,13 +70,24 @@ pub fn is_entry(ctx: &Context, op: Op) -> bool {
     symbol_name(ctx, op) == Some("main") || ctx.attribute(op, "entry").is_some()
 }
 
+/// Whether the symbol table `table` holds an entry (see [`is_entry`]) among its functions.
+pub fn has_entry(ctx: &Context, table: Op) -> bool {
+    ctx.regions(table)
+        .iter()
+        .flat_map(|&r| ctx.region_blocks(r).iter())
+        .flat_map(|&b| ctx.block_ops(b))
+        .any(|op| ctx.name_str(op) == "compute.func" && is_entry(ctx, op))
+}
+
 /// The functions that [`crate::dce`] and [`crate::inline`] may erase once nothing refers to
-/// them: `kernel.helper`s, and `compute.func`s that are not entries. Kernels (`kernel.func`),
-/// host-function declarations and anything else are kept.
-pub fn is_discardable_function(ctx: &Context, op: Op) -> bool {
+/// them: `kernel.helper`s (only kernels call them), and `compute.func`s that are not entries when
+/// the module's entries are known (`entries_known`: it has one; otherwise it may be a library
+/// whose functions the host calls by name). Kernels (`kernel.func`), host-function declarations
+/// and anything else are kept.
+pub fn is_discardable_function(ctx: &Context, op: Op, entries_known: bool) -> bool {
     match ctx.name_str(op) {
         "kernel.helper" => true,
-        "compute.func" => !is_entry(ctx, op),
+        "compute.func" => entries_known && !is_entry(ctx, op),
         _ => false,
     }
 }

@@ -29,4 +29,3 @@ pub fn assert_pipeline(pipeline: &str, text: &str, expected: &str) {
         .unwrap_or_else(|| panic!("unexpected module form:\n{printed}"));
     assert_eq!(body, expected, "\n--- got ---\n{printed}");
 }
-

@@ -1,10 +1,14 @@
 //! When an op whose results are unused can be erased: it must not be a terminator or a symbol,
 //! and erasing it must change nothing anyone can observe — its memory effects (the interface, not
-//! its name) are none, or only the allocation of its own results.
+//! its name) may only read memory or allocate its own results (MLIR's rule: a read whose value
+//! nobody uses, or an allocation nobody uses, is dead).
 //!
 //! An op with regions normally has the effects its definition declares. Some region ops (`scf.for`,
 //! `scf.if`) have exactly the effects of the ops inside them; the core cannot know which, so the
 //! caller says it with a [`RecursiveEffectsFn`].
+//!
+//! Merging equal ops (CSE) needs more: [`has_no_own_effects`] — two reads of one buffer may see
+//! different values, and two allocations are two buffers.
 
 use crate::dialect::OpTraits;
 use crate::effects::{EffectKind, EffectTarget, MemoryEffects};
@@ -18,33 +22,42 @@ pub fn no_recursive_effects(_: &Context, _: Op) -> bool {
     false
 }
 
-/// Whether executing `op` has no observable effect besides producing its results (nested ops
-/// included for ops with recursive effects). Unregistered ops have unknown effects.
-pub fn has_no_effects(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> bool {
-    if !is_recursive(ctx, op, recursive) {
-        return has_no_own_effects(ctx, op);
-    }
-    // The walk reaches every nested op, so an op with recursive effects needs no check of its own.
-    ctx.walk(op)[1..].iter().all(|&inner| is_recursive(ctx, inner, recursive) || has_no_own_effects(ctx, inner))
-}
-
-fn is_recursive(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> bool {
-    !ctx.regions(op).is_empty() && ctx.is_registered(op) && recursive(ctx, op)
-}
-
-/// Whether `op` itself (not counting what is nested in it) has no effect besides producing its
-/// results: it is `PURE`, or its memory effects are none or only the allocation of its results.
+/// Whether `op` itself (not counting what is nested in it) has no memory effect at all: it is
+/// `PURE`, or its effects are known and empty. Unregistered ops have unknown effects.
 pub fn has_no_own_effects(ctx: &Context, op: Op) -> bool {
+    let Some(definition) = ctx.definition(ctx.name(op)) else { return false };
+    definition.traits().contains(OpTraits::PURE) || definition.memory_effects(ctx, op).is_none()
+}
+
+/// Whether `op` itself (not counting what is nested in it) has only effects that may be dropped
+/// with it once its results are unused: reads, and the allocation of its own results.
+pub fn has_droppable_effects(ctx: &Context, op: Op) -> bool {
     let Some(definition) = ctx.definition(ctx.name(op)) else { return false };
     if definition.traits().contains(OpTraits::PURE) {
         return true;
     }
     match definition.memory_effects(ctx, op) {
-        MemoryEffects::Known(effects) => effects
-            .iter()
-            .all(|e| e.kind == EffectKind::Allocate && matches!(e.target, EffectTarget::Result(_))),
+        MemoryEffects::Known(effects) => effects.iter().all(|e| match e.kind {
+            EffectKind::Read => true,
+            EffectKind::Allocate => matches!(e.target, EffectTarget::Result(_)),
+            EffectKind::Write | EffectKind::Free => false,
+        }),
         MemoryEffects::Unknown => false,
     }
+}
+
+/// Whether executing `op` has no observable effect besides producing its results (nested ops
+/// included for ops with recursive effects): see [`has_droppable_effects`].
+pub fn has_no_effects(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> bool {
+    if !is_recursive(ctx, op, recursive) {
+        return has_droppable_effects(ctx, op);
+    }
+    // The walk reaches every nested op, so an op with recursive effects needs no check of its own.
+    ctx.walk(op)[1..].iter().all(|&inner| is_recursive(ctx, inner, recursive) || has_droppable_effects(ctx, inner))
+}
+
+fn is_recursive(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> bool {
+    !ctx.regions(op).is_empty() && ctx.is_registered(op) && recursive(ctx, op)
 }
 
 /// Whether `op` may be erased once its results are unused: not a terminator, not a symbol, and

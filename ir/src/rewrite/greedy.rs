@@ -17,6 +17,8 @@
 //! modified), defining ops of an erased op's operands (they may have become dead). So one
 //! iteration reaches the fixpoint in the common case; another iteration runs only if the first
 //! changed something, and confirms it. Each iteration is linear in the ops plus the changes.
+//! Rewrites that undo each other would never reach a fixpoint: [`GreedyConfig::max_rewrites`]
+//! bounds the work in that case (and `max_iterations` the sweeps).
 //!
 //! Constants: the *insertion block* of an op is the entry block of its nearest enclosing region
 //! whose op is isolated from above (or unregistered, or the root), as in MLIR. Constants that the
@@ -41,6 +43,9 @@ pub type MaterializeFn = fn(&mut Context, Attribute, Type, Location) -> Option<O
 pub struct GreedyConfig {
     /// At most this many iterations (sweeps over every op); at least one runs.
     pub max_iterations: u32,
+    /// At most this many rewrites (folds, patterns applied, constants deduplicated) in all; `None`:
+    /// no bound. Patterns that undo each other never converge: this stops them.
+    pub max_rewrites: Option<u64>,
     /// Call the registered folders.
     pub fold: bool,
     /// Erase ops whose results are unused and that have no effects.
@@ -58,6 +63,7 @@ impl Default for GreedyConfig {
     fn default() -> Self {
         GreedyConfig {
             max_iterations: 10,
+            max_rewrites: None,
             fold: true,
             remove_dead: true,
             hoist_constants: true,
@@ -225,18 +231,17 @@ pub fn apply_patterns_greedily(
     };
     for _ in 0..config.max_iterations.max(1) {
         driver.stats.iterations += 1;
-        let mut ops = driver.rewriter.ctx().walk(root);
-        ops.remove(0);
-        for &op in ops.iter().rev() {
-            driver.rewriter.listener.push(op);
-        }
-        drop(ops);
+        driver.seed();
         let mut changed = false;
         while let Some(op) = driver.rewriter.listener.pop() {
             if driver.rewriter.is_erased(op) || driver.rewriter.ctx().parent_block(op).is_none() {
                 continue;
             }
             changed |= driver.process(op, &mut index);
+            if driver.out_of_rewrites() {
+                driver.stats.changed = true;
+                return driver.stats;
+            }
         }
         if !changed {
             driver.stats.converged = true;
@@ -259,14 +264,44 @@ struct Driver<'c, 'g> {
 }
 
 impl Driver<'_, '_> {
+    fn out_of_rewrites(&self) -> bool {
+        let done = self.stats.folded + self.stats.rewritten + self.stats.deduplicated;
+        self.config.max_rewrites.is_some_and(|bound| done >= bound)
+    }
+
+    /// Puts every op under the root on the worklist so that they come off it in pre-order: the
+    /// worklist is a stack, so they go on in reverse pre-order (children in reverse, each after
+    /// its own children).
+    fn seed(&mut self) {
+        let ctx: &Context = self.rewriter.ctx;
+        let state = &mut self.rewriter.listener;
+        state.worklist.reserve(ctx.op_count().min(1 << 24));
+        let mut stack: Vec<(Op, bool)> = Vec::new();
+        let push_children = |stack: &mut Vec<(Op, bool)>, op: Op| {
+            for &region in ctx.regions(op) {
+                for &block in ctx.region_blocks(region) {
+                    stack.extend(ctx.block_ops(block).map(|child| (child, false)));
+                }
+            }
+        };
+        push_children(&mut stack, self.root);
+        while let Some((op, expanded)) = stack.pop() {
+            if expanded || ctx.regions(op).is_empty() {
+                state.push(op);
+            } else {
+                stack.push((op, true));
+                push_children(&mut stack, op);
+            }
+        }
+    }
+
     fn traits_of(&mut self, name: OpName) -> OpTraits {
         let index = name.index();
         if self.traits.len() <= index {
             self.traits.resize(index + 1, None);
         }
-        *self.traits[index].get_or_insert_with(|| {
-            self.rewriter.ctx().definition(name).map_or(OpTraits::NONE, |d| d.traits())
-        })
+        *self.traits[index]
+            .get_or_insert_with(|| self.rewriter.ctx().definition(name).map_or(OpTraits::NONE, |d| d.traits()))
     }
 
     /// Processes one op; whether it changed the IR.

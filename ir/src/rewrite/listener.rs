@@ -35,7 +35,8 @@ pub trait Listener {
     }
 
     /// `op` is about to be erased: it is still in place, with its operands. Called for every op
-    /// nested in it first (post-order), then for `op`.
+    /// nested in it first (in reverse pre-order: each block from its end, so users come before
+    /// definitions), then for `op`.
     fn op_erased(&mut self, ctx: &Context, op: Op) {
         let _ = (ctx, op);
     }

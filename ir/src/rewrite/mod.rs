@@ -17,10 +17,15 @@ mod pattern;
 mod rewriter;
 mod use_map;
 
-pub use dead::{has_no_effects, has_no_own_effects, is_removable, no_recursive_effects, RecursiveEffectsFn};
+pub use dead::{
+    has_droppable_effects, has_no_effects, has_no_own_effects, is_removable, no_recursive_effects, RecursiveEffectsFn,
+};
 pub use fold::{constant_op_value, constant_value, fold_op, FoldContext, FoldFn, FoldResult};
 pub use greedy::{apply_patterns_greedily, GreedyConfig, GreedyStats, MaterializeFn};
 pub use listener::{Listener, NoListener, RecordingListener};
 pub use pattern::{PatternSet, RewritePattern};
 pub use rewriter::{Mapping, Rewriter};
 pub use use_map::{Use, UseMap, Uses};
+
+#[cfg(test)]
+mod tests;

@@ -45,7 +45,7 @@ impl Mapping {
 /// `L` is the listener; patterns see the rewriter as `Rewriter<'_>` (the listener erased to
 /// `dyn Listener`), to which a `&mut Rewriter<'_, L>` coerces.
 pub struct Rewriter<'c, L: Listener + ?Sized = dyn Listener + 'c> {
-    ctx: &'c mut Context,
+    pub(crate) ctx: &'c mut Context,
     uses: UseMap,
     scratch: Vec<Use>,
     /// Told about every change.
@@ -333,6 +333,17 @@ impl<L: Listener + ?Sized> Rewriter<'_, L> {
                 self.listener.op_moved(self.ctx, op, former_next);
             }
         }
+    }
+
+    /// Moves `op` to the end of `block`.
+    pub fn move_op_to_end(&mut self, op: Op, block: Block) {
+        if self.ctx.parent_block(op) == Some(block) && self.ctx.next_op(op).is_none() {
+            return;
+        }
+        let former_next = self.ctx.next_op(op);
+        self.ctx.detach_op(op);
+        self.ctx.append_op(block, op);
+        self.listener.op_moved(self.ctx, op, former_next);
     }
 
     /// Moves every op of `block` (its terminator included) right before `anchor`, after

@@ -57,7 +57,8 @@ impl UseMap {
             heads: vec![NIL; ctx.value_count()],
             first_node: vec![NIL; ctx.op_count()],
             node_count: vec![0; ctx.op_count()],
-            nodes: Vec::new(),
+            // Ops have about two operands on average; untouched capacity costs no memory.
+            nodes: Vec::with_capacity(ctx.op_count().saturating_mul(2)),
         };
         let mut stack = vec![root];
         while let Some(op) = stack.pop() {

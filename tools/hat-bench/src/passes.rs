@@ -149,8 +149,7 @@ impl Function<'_> {
             // Arithmetic on two constants: folds.
             48..=55 if self.constants.len() >= 2 => {
                 let op = BINARY[self.rng.below(3)];
-                let (a, b) =
-                    (self.rng.pick(&self.constants).to_string(), self.rng.pick(&self.constants).to_string());
+                let (a, b) = (self.rng.pick(&self.constants).to_string(), self.rng.pick(&self.constants).to_string());
                 let r = self.binary(2, op, &a, &b);
                 self.ints.push(r);
             }
@@ -242,10 +241,7 @@ impl Function<'_> {
                 let x = self.rng.pick(&self.ints).to_string();
                 let name = self.fresh();
                 let (iv, acc) = (format!("%i{}", self.next), format!("%acc{}", self.next));
-                self.line(
-                    2,
-                    format_args!("{name} = \"scf.for\"({lower}, {upper}, {step}, {init}) ({{"),
-                );
+                self.line(2, format_args!("{name} = \"scf.for\"({lower}, {upper}, {step}, {init}) ({{"));
                 self.out.push_str(&format!("    ^bb0({iv}: index, {acc}: i32):\n"));
                 let inner = self.binary(3, "addi", &acc, &x);
                 self.line(3, format_args!("\"scf.yield\"({inner}) : (i32) -> ()"));
@@ -332,8 +328,11 @@ fn find_mlir_opt(args: &PassesArgs) -> Option<PathBuf> {
 fn shapes(args: &PassesArgs) -> Result<Vec<Shape>, String> {
     if args.shapes.is_empty() {
         let n = args.ops.max(1);
-        let wide =
-            if n >= 1000 { Shape { blocks: n / 1000, ops_per_block: 1000 } } else { Shape { blocks: 1, ops_per_block: n } };
+        let wide = if n >= 1000 {
+            Shape { blocks: n / 1000, ops_per_block: 1000 }
+        } else {
+            Shape { blocks: 1, ops_per_block: n }
+        };
         let long = Shape { blocks: 10.min(n), ops_per_block: n / 10.min(n) };
         return Ok(if wide == long { vec![wide] } else { vec![wide, long] });
     }
