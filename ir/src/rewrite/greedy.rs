@@ -13,10 +13,12 @@
 //! 4. try the patterns for its name, best benefit first, until one applies.
 //!
 //! Every change goes through a [`Rewriter`] whose listener puts back on the worklist what the
-//! change may have made simplifiable: inserted ops, users of replaced values (reported as
-//! modified), defining ops of an erased op's operands (they may have become dead). So one
-//! iteration reaches the fixpoint in the common case; another iteration runs only if the first
-//! changed something, and confirms it. Each iteration is linear in the ops plus the changes.
+//! change may have made simplifiable: inserted and modified ops (users of a replaced value are
+//! reported as modified), the parent of a modified or erased op (a region pattern may apply now),
+//! the op after an erased or moved one (it has a new neighbour), the definition of a value that
+//! lost a use (it may be dead), and the op a pattern changed in place. So one iteration reaches
+//! the fixpoint in the common case; another iteration runs only if the first changed something,
+//! and confirms it. Each iteration is linear in the ops plus the changes.
 //! Rewrites that undo each other would never reach a fixpoint: [`GreedyConfig::max_rewrites`]
 //! bounds the work in that case (and `max_iterations` the sweeps).
 //!

@@ -1,0 +1,323 @@
+//! The canonicalization patterns of `arith` (rules P1–P6 of `docs/rewrites.md`).
+
+use crate::support::materialize_constant;
+use hat_ir::rewrite::{constant_value, RewritePattern, Rewriter};
+use hat_ir::{Context, Op, OpTraits, OperationState, TypeKind, Value};
+
+/// The integer value of a constant operand, sign-extended from its type's width (`i1` aside,
+/// which stays 0 or 1).
+pub(super) fn int_constant(ctx: &Context, value: Value) -> Option<i64> {
+    ctx.attribute_kind(constant_value(ctx, value)?).as_i64()
+}
+
+/// `op(c, x) → op(x, c)` for a commutative op with a constant `c` and a non-constant `x`, so that
+/// the identities and combinations need only look on the right.
+pub(super) struct ConstantToRight;
+
+impl RewritePattern for ConstantToRight {
+    fn name(&self) -> &str {
+        "constant-to-right"
+    }
+
+    fn root(&self) -> Option<&str> {
+        None
+    }
+
+    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
+        let ctx = rewriter.ctx();
+        let &[lhs, rhs] = ctx.operands(op) else { return false };
+        if !ctx.has_traits(op, OpTraits::COMMUTATIVE) {
+            return false;
+        }
+        if constant_value(ctx, lhs).is_none() || constant_value(ctx, rhs).is_some() {
+            return false;
+        }
+        rewriter.set_operands(op, &[rhs, lhs]);
+        true
+    }
+}
+
+/// `arith.cmpi p, c, x → arith.cmpi swapped(p), x, c` for a constant `c` and a non-constant `x`.
+pub(super) struct ComparisonConstantToRight;
+
+/// The predicate of `cmpi` with its operands swapped.
+fn swapped_cmpi_predicate(predicate: i64) -> Option<i64> {
+    // eq ne slt sle sgt sge ult ule ugt uge
+    Some(match predicate {
+        0 | 1 => predicate,
+        2 => 4,
+        3 => 5,
+        4 => 2,
+        5 => 3,
+        6 => 8,
+        7 => 9,
+        8 => 6,
+        9 => 7,
+        _ => return None,
+    })
+}
+
+impl RewritePattern for ComparisonConstantToRight {
+    fn name(&self) -> &str {
+        "comparison-constant-to-right"
+    }
+
+    fn root(&self) -> Option<&str> {
+        Some("arith.cmpi")
+    }
+
+    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
+        let ctx = rewriter.ctx();
+        let &[lhs, rhs] = ctx.operands(op) else { return false };
+        if constant_value(ctx, lhs).is_none() || constant_value(ctx, rhs).is_some() {
+            return false;
+        }
+        let Some(predicate) = ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64()) else {
+            return false;
+        };
+        let Some(swapped) = swapped_cmpi_predicate(predicate) else { return false };
+        let ctx = rewriter.ctx_mut();
+        let i64_type = ctx.integer_type(64);
+        let swapped = ctx.integer_attr(swapped, i64_type);
+        let key = ctx.ident("predicate");
+        rewriter.set_attribute(op, key, swapped);
+        rewriter.set_operands(op, &[rhs, lhs]);
+        true
+    }
+}
+
+/// `arith.xori(arith.cmpi p, a, b), true → arith.cmpi !p, a, b` (for `i1`).
+pub(super) struct InvertComparison;
+
+/// The predicate of `cmpi` that is true exactly when `predicate` is false.
+fn inverse_cmpi_predicate(predicate: i64) -> Option<i64> {
+    // eq ne slt sle sgt sge ult ule ugt uge
+    Some(match predicate {
+        0 => 1,
+        1 => 0,
+        2 => 5,
+        3 => 4,
+        4 => 3,
+        5 => 2,
+        6 => 9,
+        7 => 8,
+        8 => 7,
+        9 => 6,
+        _ => return None,
+    })
+}
+
+impl RewritePattern for InvertComparison {
+    fn name(&self) -> &str {
+        "invert-comparison"
+    }
+
+    fn root(&self) -> Option<&str> {
+        Some("arith.xori")
+    }
+
+    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
+        let ctx = rewriter.ctx();
+        let &[lhs, rhs] = ctx.operands(op) else { return false };
+        if !matches!(ctx.type_kind(ctx.value_type(lhs)), TypeKind::Integer { width: 1, .. }) {
+            return false;
+        }
+        if int_constant(ctx, rhs) != Some(1) {
+            return false;
+        }
+        let Some(compare) = ctx.defining_op(lhs).filter(|&d| ctx.name_str(d) == "arith.cmpi") else { return false };
+        let Some(predicate) = ctx.attribute(compare, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64()) else {
+            return false;
+        };
+        let Some(inverse) = inverse_cmpi_predicate(predicate) else { return false };
+        let mut state = OperationState::new(ctx.name(compare), ctx.location(op));
+        state.operands = ctx.operands(compare).to_vec();
+        state.result_types = vec![ctx.value_type(lhs)];
+        state.attributes = ctx.attributes(compare).to_vec();
+        let ctx = rewriter.ctx_mut();
+        let i64_type = ctx.integer_type(64);
+        let inverse = ctx.integer_attr(inverse, i64_type);
+        state.attributes.retain(|(n, _)| ctx.ident_str(*n) != "predicate");
+        state.attributes.push((ctx.ident("predicate"), inverse));
+        let new = rewriter.build_before(op, state);
+        rewriter.replace_op_with_op(op, new);
+        true
+    }
+}
+
+/// `muli(muli(x, c1), c2) → muli(x, c1 * c2)` (wrapping, in the type's width).
+pub(super) struct CombineConstants {
+    pub(super) name: &'static str,
+}
+
+/// Whether `ty` is an integer type whose constants read as signed `i64`s (not `i1`).
+fn is_wide_integer(ctx: &Context, ty: hat_ir::Type) -> bool {
+    matches!(ctx.type_kind(ty), TypeKind::Integer { width: 2..=64, .. } | TypeKind::Index)
+}
+
+/// Builds `name(lhs, rhs)` of type `ty` before `op` and replaces `op` with it; `constant`, when
+/// given, is materialized first and stands for the operand `None`.
+fn replace_with_binary(
+    rewriter: &mut Rewriter<'_>,
+    op: Op,
+    name: &str,
+    operands: [Option<Value>; 2],
+    constant: i64,
+) -> bool {
+    let (location, ty) = (rewriter.ctx().location(op), rewriter.ctx().value_type(rewriter.ctx().result(op, 0)));
+    let ctx = rewriter.ctx_mut();
+    let value = ctx.integer_attr(constant, ty);
+    let name = ctx.op_name(name);
+    let Some(state) = materialize_constant(ctx, value, ty, location) else { return false };
+    let constant = rewriter.build_before(op, state);
+    let constant = rewriter.ctx().result(constant, 0);
+    let mut state = OperationState::new(name, location);
+    state.operands = operands.iter().map(|v| v.unwrap_or(constant)).collect();
+    state.result_types = vec![ty];
+    let new = rewriter.build_before(op, state);
+    rewriter.replace_op_with_op(op, new);
+    true
+}
+
+impl RewritePattern for CombineConstants {
+    fn name(&self) -> &str {
+        "combine-constants"
+    }
+
+    fn root(&self) -> Option<&str> {
+        Some(self.name)
+    }
+
+    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
+        let ctx = rewriter.ctx();
+        let &[lhs, rhs] = ctx.operands(op) else { return false };
+        if !is_wide_integer(ctx, ctx.value_type(lhs)) {
+            return false;
+        }
+        let Some(c2) = int_constant(ctx, rhs) else { return false };
+        let Some(inner) = ctx.defining_op(lhs).filter(|&d| ctx.name(d) == ctx.name(op)) else { return false };
+        let &[x, inner_rhs] = ctx.operands(inner) else { return false };
+        let Some(c1) = int_constant(ctx, inner_rhs) else { return false };
+        if constant_value(ctx, x).is_some() {
+            // Both constant: the folder's job.
+            return false;
+        }
+        replace_with_binary(rewriter, op, self.name, [Some(x), None], c1.wrapping_mul(c2))
+    }
+}
+
+/// `select(c, select(c, a, b), d) → select(c, a, d)` and `select(c, a, select(c, b, d)) →
+/// select(c, a, d)`, in place.
+pub(super) struct RedundantSelect;
+
+impl RewritePattern for RedundantSelect {
+    fn name(&self) -> &str {
+        "redundant-select"
+    }
+
+    fn root(&self) -> Option<&str> {
+        Some("arith.select")
+    }
+
+    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
+        let ctx = rewriter.ctx();
+        let &[condition, on_true, on_false] = ctx.operands(op) else { return false };
+        let same_condition = |value: Value| {
+            ctx.defining_op(value)
+                .filter(|&d| {
+                    ctx.name(d) == ctx.name(op) && ctx.operands(d).len() == 3 && ctx.operand(d, 0) == condition
+                })
+                .map(|d| ctx.operands(d).to_vec())
+        };
+        if let Some(inner) = same_condition(on_true) {
+            rewriter.set_operand(op, 1, inner[1]);
+            return true;
+        }
+        if let Some(inner) = same_condition(on_false) {
+            rewriter.set_operand(op, 2, inner[2]);
+            return true;
+        }
+        false
+    }
+}
+
+/// `s·x + c` where `value` is an `arith.addi` or `arith.subi` of a non-constant `x` and a
+/// constant: `(x, s, c)` with `s` = ±1.
+fn linear(ctx: &Context, value: Value) -> Option<(Value, i64, i64)> {
+    let def = ctx.defining_op(value)?;
+    let &[a, b] = ctx.operands(def) else { return None };
+    let (ca, cb) = (int_constant(ctx, a), int_constant(ctx, b));
+    match (ctx.name_str(def), ca, cb) {
+        ("arith.addi", None, Some(c)) => Some((a, 1, c)),
+        ("arith.addi", Some(c), None) => Some((b, 1, c)),
+        ("arith.subi", None, Some(c)) => Some((a, 1, c.wrapping_neg())),
+        ("arith.subi", Some(c), None) => Some((b, -1, c)),
+        _ => None,
+    }
+}
+
+/// Additions and subtractions of constants to an addition or subtraction of a constant are
+/// combined: with `v = s·x + c` ([`linear`]), `v + k`, `v - k` and `k - v` become `x + k'`
+/// (`arith.addi`) or `k' - x` (`arith.subi`) — one op where there were two. And
+/// `x + y * -1 → x - y`.
+pub(super) struct Reassociate {
+    pub(super) name: &'static str,
+}
+
+impl RewritePattern for Reassociate {
+    fn name(&self) -> &str {
+        "reassociate"
+    }
+
+    fn root(&self) -> Option<&str> {
+        Some(self.name)
+    }
+
+    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
+        let ctx = rewriter.ctx();
+        let &[lhs, rhs] = ctx.operands(op) else { return false };
+        if !is_wide_integer(ctx, ctx.value_type(lhs)) {
+            return false;
+        }
+        let is_add = self.name == "arith.addi";
+        if is_add {
+            // x + y * -1 → x - y (either side).
+            for (x, product) in [(lhs, rhs), (rhs, lhs)] {
+                let Some(def) = ctx.defining_op(product).filter(|&d| ctx.name_str(d) == "arith.muli") else {
+                    continue;
+                };
+                let &[y, minus_one] = ctx.operands(def) else { continue };
+                if int_constant(ctx, minus_one) == Some(-1) {
+                    let (location, ty) = (ctx.location(op), ctx.value_type(lhs));
+                    let mut state = OperationState::new(rewriter.ctx_mut().op_name("arith.subi"), location);
+                    state.operands = vec![x, y];
+                    state.result_types = vec![ty];
+                    let new = rewriter.build_before(op, state);
+                    rewriter.replace_op_with_op(op, new);
+                    return true;
+                }
+            }
+        }
+        let (sign, combined) = match (int_constant(ctx, lhs), int_constant(ctx, rhs)) {
+            (None, Some(k)) => match linear(ctx, lhs) {
+                Some((x, s, c)) => ((x, s), if is_add { c.wrapping_add(k) } else { c.wrapping_sub(k) }),
+                None => return false,
+            },
+            (Some(k), None) if is_add => match linear(ctx, rhs) {
+                Some((x, s, c)) => ((x, s), c.wrapping_add(k)),
+                None => return false,
+            },
+            (Some(k), None) => match linear(ctx, rhs) {
+                Some((x, s, c)) => ((x, -s), k.wrapping_sub(c)),
+                None => return false,
+            },
+            _ => return false,
+        };
+        let (x, s) = sign;
+        if s > 0 {
+            replace_with_binary(rewriter, op, "arith.addi", [Some(x), None], combined)
+        } else {
+            replace_with_binary(rewriter, op, "arith.subi", [None, Some(x)], combined)
+        }
+    }
+}
