@@ -1,8 +1,8 @@
 //! `hat-opt`: parse a `.hat` file, verify it, run a pass pipeline, and print it — following
 //! `mlir-opt`'s conventions.
 //!
-//! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`), 2 on a
-//! bad command line (clap's convention).
+//! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`, or a
+//! bad command line).
 
 mod driver;
 mod report;
@@ -173,10 +173,14 @@ fn pass_flags(registry: &PassRegistry, matches: &ArgMatches) -> Result<Vec<PassF
 
 fn main() -> ExitCode {
     let registry = hat_passes::registry();
-    let matches = command(&registry).get_matches();
-    let options = match Options::from_arg_matches(&matches) {
-        Ok(options) => options,
-        Err(error) => error.exit(),
+    // As mlir-opt: a bad command line is an error like any other (status 1), `--help` is not.
+    let parsed = command(&registry).try_get_matches().and_then(|matches| Ok((Options::from_arg_matches(&matches)?, matches)));
+    let (options, matches) = match parsed {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        }
     };
     let result = pass_flags(&registry, &matches).and_then(|flags| driver::run(&options, &registry, &flags));
     match result {
