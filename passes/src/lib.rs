@@ -14,10 +14,13 @@ pub mod cse;
 pub mod dce;
 pub mod inline;
 pub mod support;
+mod test_passes;
 #[cfg(test)]
 mod testing;
 
 use hat_ir::pass::PassRegistry;
+
+pub use test_passes::register_test_passes;
 
 /// Registers every hat pass.
 pub fn register_all(registry: &mut PassRegistry) {

@@ -172,9 +172,11 @@ fn pass_flags(registry: &PassRegistry, matches: &ArgMatches) -> Result<Vec<PassF
 }
 
 fn main() -> ExitCode {
-    let registry = hat_passes::registry();
+    let mut registry = hat_passes::registry();
+    hat_passes::register_test_passes(&mut registry);
     // As mlir-opt: a bad command line is an error like any other (status 1), `--help` is not.
-    let parsed = command(&registry).try_get_matches().and_then(|matches| Ok((Options::from_arg_matches(&matches)?, matches)));
+    let parsed =
+        command(&registry).try_get_matches().and_then(|matches| Ok((Options::from_arg_matches(&matches)?, matches)));
     let (options, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(error) => {
