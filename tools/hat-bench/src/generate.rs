@@ -52,7 +52,8 @@ impl std::fmt::Display for Shape {
 }
 
 /// A small deterministic PRNG (xorshift64*), so that runs are reproducible without a dependency.
-struct Rng(u64);
+/// The generators of both benchmarks use it.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -63,8 +64,19 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (n > 0), near enough.
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+
+    /// An operand from `values` (non-empty): three times in four one of the last eight, else any
+    /// earlier one (uniformly, so on average half a block back).
+    pub(crate) fn pick<'a, T>(&mut self, values: &'a [T]) -> &'a T {
+        let n = values.len();
+        if self.below(4) != 0 {
+            &values[n - 1 - self.below(n.min(8))]
+        } else {
+            &values[self.below(n)]
+        }
     }
 }
 
@@ -81,17 +93,6 @@ impl std::fmt::Display for Val {
             Val::Arg(n) => write!(f, "%arg{n}"),
             Val::Num(n) => write!(f, "%{n}"),
         }
-    }
-}
-
-/// Picks an operand from `values` (non-empty): three times in four one of the last eight, else any
-/// earlier one (uniformly, so on average half a block back).
-fn pick(rng: &mut Rng, values: &[Val]) -> Val {
-    let n = values.len();
-    if rng.below(4) != 0 {
-        values[n - 1 - rng.below(n.min(8))]
-    } else {
-        values[rng.below(n)]
     }
 }
 
@@ -127,12 +128,12 @@ pub fn generate(shape: Shape) -> String {
                         55..=69 => "subi",
                         _ => "xori",
                     };
-                    let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
+                    let (a, b) = (*rng.pick(&ints), *rng.pick(&ints));
                     ints.push(result);
                     writeln!(out, "    {result} = \"arith.{op}\"({a}, {b}) : (i32, i32) -> i32")
                 }
                 80..=89 => {
-                    let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
+                    let (a, b) = (*rng.pick(&ints), *rng.pick(&ints));
                     let predicate = rng.below(10);
                     bools.push(result);
                     writeln!(
@@ -141,13 +142,13 @@ pub fn generate(shape: Shape) -> String {
                     )
                 }
                 _ if bools.is_empty() => {
-                    let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
+                    let (a, b) = (*rng.pick(&ints), *rng.pick(&ints));
                     bools.push(result);
                     writeln!(out, "    {result} = \"arith.cmpi\"({a}, {b}) {{predicate = 2 : i64}} : (i32, i32) -> i1")
                 }
                 _ => {
-                    let c = pick(&mut rng, &bools);
-                    let (a, b) = (pick(&mut rng, &ints), pick(&mut rng, &ints));
+                    let c = *rng.pick(&bools);
+                    let (a, b) = (*rng.pick(&ints), *rng.pick(&ints));
                     ints.push(result);
                     writeln!(out, "    {result} = \"arith.select\"({c}, {a}, {b}) : (i1, i32, i32) -> i32")
                 }
@@ -162,6 +163,18 @@ pub fn generate(shape: Shape) -> String {
     }
     out.push_str("}) : () -> ()\n");
     out
+}
+
+/// Parses a generated module, for the tests: panics with the diagnostic if it does not parse.
+#[cfg(test)]
+pub(crate) fn parse_generated(ctx: &mut hat_ir::Context, text: &str) -> hat_ir::Op {
+    match hat_ir::parse_source(ctx, "generated.mlir", text) {
+        Ok(module) => module,
+        Err(error) => {
+            let diagnostic = hat_ir::Diagnostic::from(error);
+            panic!("{}", hat_ir::diagnostics::render(&ctx.sources, &[diagnostic]));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -182,13 +195,7 @@ mod tests {
         let text = generate(shape);
         let mut ctx = hat_dialects::context();
         ctx.allow_unregistered = true;
-        let module = match hat_ir::parse_source(&mut ctx, "generated.mlir", &text) {
-            Ok(module) => module,
-            Err(error) => {
-                let diagnostic = hat_ir::Diagnostic::from(error);
-                panic!("{}", hat_ir::diagnostics::render(&ctx.sources, &[diagnostic]));
-            }
-        };
+        let module = parse_generated(&mut ctx, &text);
         let diagnostics = hat_ir::verify(&ctx, module);
         assert!(
             !hat_ir::diagnostics::has_errors(&diagnostics),

@@ -8,6 +8,7 @@
 //!   with `hat-opt`, and with `mlir-opt --allow-unregistered-dialect --canonicalize --cse` on the
 //!   same generic text; time and peak memory of each, their phases, and the ops each leaves.
 
+mod common;
 mod generate;
 mod measure;
 mod parse;

@@ -1,10 +1,10 @@
 //! `hat-bench parse`: parse + verify + print a generated module of many ops, with `hat-opt` and
 //! (when installed) `mlir-opt`, as child processes; and an in-process breakdown by phase for hat.
 
-use crate::generate::{generate, Shape};
-use crate::measure::{self, find_on_path, is_executable, round3, Measurement};
+use crate::common::{progress, ratio, Bench, BenchArgs, Comparison};
+use crate::generate::generate;
+use crate::measure::{round3, Measurement};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The figures of the issue, for 1,000 blocks of 1,000 ops on the reference machine.
@@ -14,70 +14,22 @@ const MLIR_OPT_MIB: f64 = 524.0;
 const PLIRON_SECONDS: f64 = 7.1;
 const PLIRON_MIB: f64 = 1050.0;
 
-/// Where `mlir-opt` is looked for after `--mlir-opt` and `PATH`.
-const MLIR_OPT_FALLBACK: &str = "/usr/lib/llvm-22/bin/mlir-opt";
-
 /// Options of `hat-bench parse`.
 #[derive(clap::Args, Debug)]
+#[command(
+    mut_arg("ops", |a| a.help("Ops in the generated module (inside the functions, terminators included)")),
+    mut_arg("shapes", |a| a.help(
+        "Comma-separated shapes, each BLOCKSxOPS_PER_BLOCK or BLOCKS (then OPS / BLOCKS each). \
+         Default: OPS/1000 blocks of 1000, and 10 blocks of OPS/10"
+    )),
+    mut_arg("keep", |a| a.help(
+        "Keep the generated modules in this directory (default: a temporary file, removed)"
+    )),
+    mut_arg("no_phases", |a| a.help("Skip the in-process breakdown by phase")),
+)]
 pub struct ParseArgs {
-    /// Ops in the generated module (inside the functions, terminators included).
-    #[arg(long, default_value_t = 1_000_000)]
-    pub ops: usize,
-    /// Comma-separated shapes, each BLOCKSxOPS_PER_BLOCK or BLOCKS (then OPS / BLOCKS each).
-    /// Default: OPS/1000 blocks of 1000, and 10 blocks of OPS/10.
-    #[arg(long, value_delimiter = ',')]
-    pub shapes: Vec<String>,
-    /// The hat-opt binary (default: the one beside this binary).
-    #[arg(long)]
-    pub hat_opt: Option<PathBuf>,
-    /// The mlir-opt binary (default: `mlir-opt` on PATH, else /usr/lib/llvm-22/bin/mlir-opt).
-    #[arg(long)]
-    pub mlir_opt: Option<PathBuf>,
-    /// Do not run mlir-opt even if it is installed.
-    #[arg(long)]
-    pub no_mlir_opt: bool,
-    /// Runs of each measurement (best and median time, largest peak memory are reported).
-    #[arg(long, default_value_t = 3)]
-    pub repeat: usize,
-    /// Keep the generated modules in this directory (default: a temporary file, removed).
-    #[arg(long)]
-    pub keep: Option<PathBuf>,
-    /// Skip the in-process breakdown by phase.
-    #[arg(long)]
-    pub no_phases: bool,
-}
-
-fn progress(message: impl AsRef<str>) {
-    eprintln!("hat-bench: {}", message.as_ref());
-}
-
-fn default_hat_opt() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    Some(exe.parent()?.join("hat-opt"))
-}
-
-fn find_mlir_opt(args: &ParseArgs) -> Option<PathBuf> {
-    if args.no_mlir_opt {
-        return None;
-    }
-    if let Some(path) = &args.mlir_opt {
-        return Some(path.clone());
-    }
-    find_on_path("mlir-opt").or_else(|| Some(PathBuf::from(MLIR_OPT_FALLBACK)).filter(|p| is_executable(p)))
-}
-
-fn shapes(args: &ParseArgs) -> Result<Vec<Shape>, String> {
-    if args.shapes.is_empty() {
-        let n = args.ops.max(1);
-        let wide = if n >= 1000 {
-            Shape { blocks: n / 1000, ops_per_block: 1000 }
-        } else {
-            Shape { blocks: 1, ops_per_block: n }
-        };
-        let long = Shape { blocks: 10.min(n), ops_per_block: n / 10.min(n) };
-        return Ok(if wide == long { vec![wide] } else { vec![wide, long] });
-    }
-    args.shapes.iter().map(|s| Shape::parse(s, args.ops)).collect()
+    #[command(flatten)]
+    pub bench: BenchArgs,
 }
 
 /// Best-of-`repeat` times of each phase, in process, for `text`, with every hat dialect registered
@@ -123,79 +75,32 @@ fn phases(name: &str, text: &str, repeat: usize) -> Result<Value, String> {
     }))
 }
 
-fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> Value {
-    match (numerator, denominator) {
-        (Some(a), Some(b)) if b > 0.0 => json!((a / b * 100.0).round() / 100.0),
-        _ => Value::Null,
-    }
-}
-
-fn measure_tool(label: &str, program: &Path, args: &[&str], repeat: usize) -> Measurement {
-    progress(format!("  {label}: {} {}", program.display(), args.join(" ")));
-    let m = measure::measure(program, args, repeat);
-    match (&m.error, m.best_seconds(), m.peak_rss_mib()) {
-        (Some(error), _, _) => progress(format!("  {label}: FAILED: {error}")),
-        (None, Some(s), Some(mib)) => progress(format!("  {label}: {s:.3} s, {mib:.1} MiB")),
-        _ => {}
-    }
-    m
-}
-
 /// Runs the benchmark; returns the report and whether hat succeeded throughout.
 pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
-    let shapes = shapes(args)?;
-    let hat_opt = args.hat_opt.clone().or_else(default_hat_opt).ok_or("cannot locate hat-opt")?;
-    let mlir_opt = find_mlir_opt(args);
-    let dir = match &args.keep {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-            dir.clone()
-        }
-        None => std::env::temp_dir(),
-    };
-    progress(format!("hat-opt: {}", hat_opt.display()));
-    progress(match &mlir_opt {
-        Some(path) => format!("mlir-opt: {}", path.display()),
-        None => "mlir-opt: not found, skipped".to_string(),
-    });
+    let bench = Bench::new(&args.bench)?;
+    let args = &args.bench;
 
     let mut all_ok = true;
     let mut reports = Vec::new();
     let mut hat_times = Vec::new();
     let mut hat_best_overall: Option<f64> = None;
     let mut mlir_best_overall: Option<f64> = None;
-    for shape in &shapes {
+    for &shape in &bench.shapes {
         progress(format!("shape {shape}: {} blocks of {} ops, generating", shape.blocks, shape.ops_per_block));
-        let text = generate(*shape);
+        let text = generate(shape);
         let bytes = text.len();
-        let file = match &args.keep {
-            Some(_) => dir.join(format!("parse-{shape}.mlir")),
-            None => dir.join(format!("hat-bench-{}-{shape}.mlir", std::process::id())),
-        };
-        std::fs::write(&file, &text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-        let file_arg = file.to_str().ok_or("temporary path is not UTF-8")?.to_string();
-        progress(format!("  {} bytes in {}", text.len(), file.display()));
+        let file = bench.dir.join(bench.file_name(format!("parse-{shape}.mlir"), format_args!("{shape}.mlir")));
+        let file_arg = bench.write_module(&file, &text)?;
 
-        let hat = if is_executable(&hat_opt) {
-            measure_tool("hat-opt", &hat_opt, &[&file_arg, "--mlir-print-op-generic", "-o", "/dev/null"], args.repeat)
-        } else {
-            Measurement {
-                command: vec![hat_opt.display().to_string()],
-                runs: Vec::new(),
-                error: Some(format!("{} not found (build it: cargo build --release -p hat-opt)", hat_opt.display())),
-            }
-        };
-        if !hat.ok() {
-            all_ok = false;
-        }
-        let mlir = mlir_opt.as_ref().map(|path| {
-            measure_tool(
-                "mlir-opt",
-                path,
-                &["--allow-unregistered-dialect", "--mlir-print-op-generic", &file_arg, "-o", "/dev/null"],
-                args.repeat,
-            )
-        });
+        let hat = bench.measure_hat(&[&file_arg, "--mlir-print-op-generic", "-o", "/dev/null"]);
+        all_ok &= hat.ok();
+        let mlir = bench.measure_mlir(&[
+            "--allow-unregistered-dialect",
+            "--mlir-print-op-generic",
+            &file_arg,
+            "-o",
+            "/dev/null",
+        ]);
 
         let mut hat_report = hat.to_json();
         if !args.no_phases {
@@ -213,47 +118,28 @@ pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
             }
         }
         drop(text);
-        if args.keep.is_none() {
-            let _ = std::fs::remove_file(&file);
-        }
+        bench.discard(&file);
 
-        let mlir_ok = mlir.as_ref().filter(|m| m.ok());
-        let (hat_s, hat_mib) = if hat.ok() { (hat.best_seconds(), hat.peak_rss_mib()) } else { (None, None) };
-        let (mlir_s, mlir_mib) = (mlir_ok.and_then(|m| m.best_seconds()), mlir_ok.and_then(|m| m.peak_rss_mib()));
-        if let Some(s) = hat_s {
+        let comparison = Comparison::new(&hat, mlir.as_ref());
+        if let Some(s) = comparison.hat_seconds {
             hat_times.push(s);
             hat_best_overall = Some(hat_best_overall.map_or(s, |b: f64| b.max(s)));
         }
-        if let Some(s) = mlir_s {
+        if let Some(s) = comparison.mlir_seconds {
             mlir_best_overall = Some(mlir_best_overall.map_or(s, |b: f64| b.max(s)));
         }
-        let ratio_time = ratio(mlir_s, hat_s);
-        let ratio_memory = ratio(mlir_mib, hat_mib);
-        if let (Value::Number(t), Value::Number(m)) = (&ratio_time, &ratio_memory) {
-            progress(format!("  mlir-opt / hat-opt: time x{t}, memory x{m}"));
-        }
-        reports.push(json!({
-            "blocks": shape.blocks,
-            "ops_per_block": shape.ops_per_block,
-            "ops": shape.ops(),
-            "bytes": bytes,
-            "hat": hat_report,
-            "mlir_opt": mlir.as_ref().map(Measurement::to_json),
-            "ratio_time": ratio_time,
-            "ratio_memory": ratio_memory,
-        }));
+        let mlir_report = mlir.as_ref().map(Measurement::to_json);
+        reports.push(comparison.shape_report(["blocks", "ops_per_block"], shape, bytes, hat_report, mlir_report));
     }
 
     // Nothing may grow with the square of a block's length: the same ops in fewer, longer blocks
     // must cost about the same.
-    let spread =
-        match (hat_times.iter().copied().max_by(f64::total_cmp), hat_times.iter().copied().min_by(f64::total_cmp)) {
-            (Some(max), Some(min)) if hat_times.len() > 1 && min > 0.0 => {
-                json!((max / min * 100.0).round() / 100.0)
-            }
-            _ => Value::Null,
-        };
-    let at_reference_size = shapes.iter().all(|s| s.ops() == REFERENCE_OPS);
+    let spread = if hat_times.len() > 1 {
+        ratio(hat_times.iter().copied().max_by(f64::total_cmp), hat_times.iter().copied().min_by(f64::total_cmp))
+    } else {
+        Value::Null
+    };
+    let at_reference_size = bench.shapes.iter().all(|s| s.ops() == REFERENCE_OPS);
     let peak_hat_mib = reports.iter().filter_map(|r| r["hat"]["peak_rss_mib"].as_f64()).max_by(f64::total_cmp);
     let targets = if at_reference_size {
         json!({
@@ -268,22 +154,20 @@ pub fn run(args: &ParseArgs) -> Result<(Value, bool), String> {
     } else {
         json!({ "note": format!("the reference figures are for {REFERENCE_OPS} ops; run with --ops {REFERENCE_OPS} to compare") })
     };
-    let report = json!({
-        "benchmark": "parse",
-        "ops": args.ops,
-        "repeat": args.repeat.max(1),
-        "hat_opt": hat_opt.display().to_string(),
-        "mlir_opt": mlir_opt.as_ref().map(|p| p.display().to_string()),
-        "shapes": reports,
-        "hat_time_spread": spread,
-        "targets": targets,
-        "reference": {
-            "ops": REFERENCE_OPS,
-            "shape": "1000x1000",
-            "mlir_opt": { "seconds": MLIR_OPT_SECONDS, "peak_rss_mib": MLIR_OPT_MIB },
-            "pliron": { "seconds": PLIRON_SECONDS, "peak_rss_mib": PLIRON_MIB },
-        },
-        "ok": all_ok,
-    });
+    let report = bench.report(
+        "parse",
+        json!({
+            "shapes": reports,
+            "hat_time_spread": spread,
+            "targets": targets,
+            "reference": {
+                "ops": REFERENCE_OPS,
+                "shape": "1000x1000",
+                "mlir_opt": { "seconds": MLIR_OPT_SECONDS, "peak_rss_mib": MLIR_OPT_MIB },
+                "pliron": { "seconds": PLIRON_SECONDS, "peak_rss_mib": PLIRON_MIB },
+            },
+            "ok": all_ok,
+        }),
+    );
     Ok((report, all_ok))
 }

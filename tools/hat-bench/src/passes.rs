@@ -10,74 +10,29 @@
 //! conditions, `scf.for` with constant trip counts (0, 1, several) and unknown ones; and
 //! `buffer.store`s (unregistered for MLIR: unknown effects in both tools) that keep values alive.
 
-use crate::generate::Shape;
-use crate::measure::{self, find_on_path, is_executable, round3, Measurement};
+use crate::common::{progress, Bench, BenchArgs, Comparison};
+use crate::generate::{Rng, Shape};
+use crate::measure::{round3, Measurement};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-/// Where `mlir-opt` is looked for after `--mlir-opt` and `PATH`.
-const MLIR_OPT_FALLBACK: &str = "/usr/lib/llvm-22/bin/mlir-opt";
+use std::path::Path;
 
 /// Options of `hat-bench passes`.
 #[derive(clap::Args, Debug)]
+#[command(
+    mut_arg("ops", |a| a.help(
+        "Ops in the generated module (inside the functions, nested ops and terminators included)"
+    )),
+    mut_arg("shapes", |a| a.help(
+        "Comma-separated shapes, each FUNCTIONSxOPS_PER_FUNCTION or FUNCTIONS (then OPS / FUNCTIONS each). \
+         Default: OPS/1000 functions of 1000, and 10 functions of OPS/10"
+    )),
+    mut_arg("keep", |a| a.help("Keep the generated modules (and each tool's output) in this directory")),
+    mut_arg("no_phases", |a| a.help("Skip the extra runs that report time per phase and count the ops left")),
+)]
 pub struct PassesArgs {
-    /// Ops in the generated module (inside the functions, nested ops and terminators included).
-    #[arg(long, default_value_t = 1_000_000)]
-    pub ops: usize,
-    /// Comma-separated shapes, each FUNCTIONSxOPS_PER_FUNCTION or FUNCTIONS (then OPS / FUNCTIONS
-    /// each). Default: OPS/1000 functions of 1000, and 10 functions of OPS/10.
-    #[arg(long, value_delimiter = ',')]
-    pub shapes: Vec<String>,
-    /// The hat-opt binary (default: the one beside this binary).
-    #[arg(long)]
-    pub hat_opt: Option<PathBuf>,
-    /// The mlir-opt binary (default: `mlir-opt` on PATH, else /usr/lib/llvm-22/bin/mlir-opt).
-    #[arg(long)]
-    pub mlir_opt: Option<PathBuf>,
-    /// Do not run mlir-opt even if it is installed.
-    #[arg(long)]
-    pub no_mlir_opt: bool,
-    /// Runs of each measurement (best and median time, largest peak memory are reported).
-    #[arg(long, default_value_t = 3)]
-    pub repeat: usize,
-    /// Keep the generated modules (and each tool's output) in this directory.
-    #[arg(long)]
-    pub keep: Option<PathBuf>,
-    /// Skip the extra runs that report time per phase and count the ops left.
-    #[arg(long)]
-    pub no_phases: bool,
-}
-
-fn progress(message: impl AsRef<str>) {
-    eprintln!("hat-bench: {}", message.as_ref());
-}
-
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `0..n` (n > 0), near enough.
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next() >> 32) * n as u64) >> 32) as usize
-    }
-
-    fn pick<'a>(&mut self, values: &'a [String]) -> &'a str {
-        // Mostly recent values, sometimes any earlier one.
-        let n = values.len();
-        if self.below(4) != 0 {
-            &values[n - 1 - self.below(n.min(8))]
-        } else {
-            &values[self.below(n)]
-        }
-    }
+    #[command(flatten)]
+    pub bench: BenchArgs,
 }
 
 const BINARY: &[&str] = &["addi", "subi", "muli", "xori", "andi", "ori", "maxsi", "minui"];
@@ -310,46 +265,6 @@ pub fn generate(shape: Shape) -> String {
     out
 }
 
-fn default_hat_opt() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    Some(exe.parent()?.join("hat-opt"))
-}
-
-fn find_mlir_opt(args: &PassesArgs) -> Option<PathBuf> {
-    if args.no_mlir_opt {
-        return None;
-    }
-    if let Some(path) = &args.mlir_opt {
-        return Some(path.clone());
-    }
-    find_on_path("mlir-opt").or_else(|| Some(PathBuf::from(MLIR_OPT_FALLBACK)).filter(|p| is_executable(p)))
-}
-
-fn shapes(args: &PassesArgs) -> Result<Vec<Shape>, String> {
-    if args.shapes.is_empty() {
-        let n = args.ops.max(1);
-        let wide = if n >= 1000 {
-            Shape { blocks: n / 1000, ops_per_block: 1000 }
-        } else {
-            Shape { blocks: 1, ops_per_block: n }
-        };
-        let long = Shape { blocks: 10.min(n), ops_per_block: n / 10.min(n) };
-        return Ok(if wide == long { vec![wide] } else { vec![wide, long] });
-    }
-    args.shapes.iter().map(|s| Shape::parse(s, args.ops)).collect()
-}
-
-fn measure_tool(label: &str, program: &Path, args: &[&str], repeat: usize) -> Measurement {
-    progress(format!("  {label}: {} {}", program.display(), args.join(" ")));
-    let m = measure::measure(program, args, repeat);
-    match (&m.error, m.best_seconds(), m.peak_rss_mib()) {
-        (Some(error), _, _) => progress(format!("  {label}: FAILED: {error}")),
-        (None, Some(s), Some(mib)) => progress(format!("  {label}: {s:.3} s, {mib:.1} MiB")),
-        _ => {}
-    }
-    m
-}
-
 /// The lines `  0.1234 ( 12.3%)  Name` of an `--mlir-timing-display=list` report, as
 /// `{name: seconds}` (summed when a name repeats).
 fn parse_timing(report: &str) -> Value {
@@ -397,131 +312,70 @@ fn phases_and_ops(program: &Path, args: &[&str], output: &Path) -> Value {
     }
 }
 
-fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> Value {
-    match (numerator, denominator) {
-        (Some(a), Some(b)) if b > 0.0 => json!((a / b * 100.0).round() / 100.0),
-        _ => Value::Null,
-    }
-}
-
 /// Runs the benchmark; returns the report and whether hat succeeded throughout.
 pub fn run(args: &PassesArgs) -> Result<(Value, bool), String> {
-    let shapes = shapes(args)?;
-    let hat_opt = args.hat_opt.clone().or_else(default_hat_opt).ok_or("cannot locate hat-opt")?;
-    let mlir_opt = find_mlir_opt(args);
-    let dir = match &args.keep {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-            dir.clone()
-        }
-        None => std::env::temp_dir(),
-    };
-    progress(format!("hat-opt: {}", hat_opt.display()));
-    progress(match &mlir_opt {
-        Some(path) => format!("mlir-opt: {}", path.display()),
-        None => "mlir-opt: not found, skipped".to_string(),
-    });
+    let bench = Bench::new(&args.bench)?;
     let mut all_ok = true;
     let mut reports = Vec::new();
     let mut faster_everywhere: Option<bool> = None;
     let mut less_memory_everywhere: Option<bool> = None;
-    for shape in &shapes {
+    for &shape in &bench.shapes {
         progress(format!("shape {shape}: {} functions of {} ops, generating", shape.blocks, shape.ops_per_block));
-        let text = generate(*shape);
+        let text = generate(shape);
         let bytes = text.len();
-        let stem = match &args.keep {
-            Some(_) => format!("passes-{shape}"),
-            None => format!("hat-bench-{}-passes-{shape}", std::process::id()),
-        };
-        let file = dir.join(format!("{stem}.mlir"));
-        std::fs::write(&file, &text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        let stem = bench.file_name(format!("passes-{shape}"), format_args!("passes-{shape}"));
+        let file = bench.dir.join(format!("{stem}.mlir"));
+        let file_arg = bench.write_module(&file, &text)?;
         drop(text);
-        let file_arg = file.to_str().ok_or("temporary path is not UTF-8")?.to_string();
-        progress(format!("  {bytes} bytes in {}", file.display()));
 
         let hat_args = [file_arg.as_str(), "--canonicalize", "--cse", "--mlir-print-op-generic"];
-        let mut hat_with_output: Vec<&str> = hat_args.to_vec();
-        hat_with_output.extend(["-o", "/dev/null"]);
-        let hat = if is_executable(&hat_opt) {
-            measure_tool("hat-opt", &hat_opt, &hat_with_output, args.repeat)
-        } else {
-            Measurement {
-                command: vec![hat_opt.display().to_string()],
-                runs: Vec::new(),
-                error: Some(format!("{} not found (build it: cargo build --release -p hat-opt)", hat_opt.display())),
-            }
-        };
+        let hat = bench.measure_hat(&[&hat_args[..], &["-o", "/dev/null"]].concat());
         all_ok &= hat.ok();
         let mlir_args =
             ["--allow-unregistered-dialect", "--canonicalize", "--cse", "--mlir-print-op-generic", file_arg.as_str()];
-        let mut mlir_with_output: Vec<&str> = mlir_args.to_vec();
-        mlir_with_output.extend(["-o", "/dev/null"]);
-        let mlir = mlir_opt.as_ref().map(|path| measure_tool("mlir-opt", path, &mlir_with_output, args.repeat));
+        let mlir = bench.measure_mlir(&[&mlir_args[..], &["-o", "/dev/null"]].concat());
 
         let mut hat_report = hat.to_json();
         let mut mlir_report = mlir.as_ref().map(Measurement::to_json);
-        if !args.no_phases {
+        if !bench.args.no_phases {
             progress("  phases and ops left (one more run each, with --mlir-timing)");
-            let output = dir.join(format!("{stem}.hat-out.mlir"));
-            let detail = phases_and_ops(&hat_opt, &hat_args, &output);
+            let output = bench.dir.join(format!("{stem}.hat-out.mlir"));
+            let detail = phases_and_ops(&bench.hat_opt, &hat_args, &output);
             progress(format!("  hat-opt: {detail}"));
             all_ok &= detail.get("error").is_none();
             hat_report["detail"] = detail;
-            if args.keep.is_none() {
-                let _ = std::fs::remove_file(&output);
-            }
-            if let (Some(path), Some(report)) = (&mlir_opt, mlir_report.as_mut()) {
-                let output = dir.join(format!("{stem}.mlir-out.mlir"));
+            bench.discard(&output);
+            if let (Some(path), Some(report)) = (&bench.mlir_opt, mlir_report.as_mut()) {
+                let output = bench.dir.join(format!("{stem}.mlir-out.mlir"));
                 let detail = phases_and_ops(path, &mlir_args, &output);
                 progress(format!("  mlir-opt: {detail}"));
                 report["detail"] = detail;
-                if args.keep.is_none() {
-                    let _ = std::fs::remove_file(&output);
-                }
+                bench.discard(&output);
             }
         }
-        if args.keep.is_none() {
-            let _ = std::fs::remove_file(&file);
-        }
-        let mlir_ok = mlir.as_ref().filter(|m| m.ok());
-        let (hat_s, hat_mib) = if hat.ok() { (hat.best_seconds(), hat.peak_rss_mib()) } else { (None, None) };
-        let (mlir_s, mlir_mib) = (mlir_ok.and_then(|m| m.best_seconds()), mlir_ok.and_then(|m| m.peak_rss_mib()));
-        if let (Some(h), Some(m)) = (hat_s, mlir_s) {
+        bench.discard(&file);
+
+        let comparison = Comparison::new(&hat, mlir.as_ref());
+        if let (Some(h), Some(m)) = (comparison.hat_seconds, comparison.mlir_seconds) {
             faster_everywhere = Some(faster_everywhere.unwrap_or(true) && h < m);
         }
-        if let (Some(h), Some(m)) = (hat_mib, mlir_mib) {
+        if let (Some(h), Some(m)) = (comparison.hat_mib, comparison.mlir_mib) {
             less_memory_everywhere = Some(less_memory_everywhere.unwrap_or(true) && h < m);
         }
-        let ratio_time = ratio(mlir_s, hat_s);
-        let ratio_memory = ratio(mlir_mib, hat_mib);
-        if let (Value::Number(t), Value::Number(m)) = (&ratio_time, &ratio_memory) {
-            progress(format!("  mlir-opt / hat-opt: time x{t}, memory x{m}"));
-        }
-        reports.push(json!({
-            "functions": shape.blocks,
-            "ops_per_function": shape.ops_per_block,
-            "ops": shape.ops(),
-            "bytes": bytes,
-            "hat": hat_report,
-            "mlir_opt": mlir_report,
-            "ratio_time": ratio_time,
-            "ratio_memory": ratio_memory,
-        }));
+        reports.push(comparison.shape_report(["functions", "ops_per_function"], shape, bytes, hat_report, mlir_report));
     }
-    let report = json!({
-        "benchmark": "passes",
-        "pipeline": "canonicalize,cse",
-        "ops": args.ops,
-        "repeat": args.repeat.max(1),
-        "hat_opt": hat_opt.display().to_string(),
-        "mlir_opt": mlir_opt.as_ref().map(|p| p.display().to_string()),
-        "shapes": reports,
-        "targets": {
-            "faster_than_mlir_opt": faster_everywhere,
-            "less_memory_than_mlir_opt": less_memory_everywhere,
-        },
-        "ok": all_ok,
-    });
+    let report = bench.report(
+        "passes",
+        json!({
+            "pipeline": "canonicalize,cse",
+            "shapes": reports,
+            "targets": {
+                "faster_than_mlir_opt": faster_everywhere,
+                "less_memory_than_mlir_opt": less_memory_everywhere,
+            },
+            "ok": all_ok,
+        }),
+    );
     Ok((report, all_ok))
 }
 
@@ -535,13 +389,7 @@ mod tests {
         let text = generate(shape);
         assert_eq!(count_generic_ops(&text), shape.ops() + shape.blocks);
         let mut ctx = hat_dialects::context();
-        let module = match hat_ir::parse_source(&mut ctx, "generated.mlir", &text) {
-            Ok(module) => module,
-            Err(error) => {
-                let diagnostic = hat_ir::Diagnostic::from(error);
-                panic!("{}", hat_ir::diagnostics::render(&ctx.sources, &[diagnostic]));
-            }
-        };
+        let module = crate::generate::parse_generated(&mut ctx, &text);
         let diagnostics = hat_ir::verify(&ctx, module);
         assert!(diagnostics.is_empty(), "{}", hat_ir::diagnostics::render(&ctx.sources, &diagnostics));
         // Every function holds exactly `ops_per_block` ops, nested ones included.
