@@ -185,3 +185,14 @@ fn deep_types_and_attributes_are_bounded_like_regions() {
     let mut ctx = unregistered_context();
     assert!(parse_source(&mut ctx, "deep.hat", &text).is_err());
 }
+
+#[test]
+fn region_arguments_keep_their_source_names_for_tools() {
+    let mut ctx = hat_dialects::context();
+    let text = "compute.func @main(%grid: memref<4xi32>, %count: index) {\n  compute.return\n}\n";
+    let module = parse_source(&mut ctx, "names.hat", text).unwrap();
+    let function = ctx.body_ops(module)[0];
+    let entry = ctx.region_blocks(ctx.regions(function)[0])[0];
+    let names: Vec<_> = ctx.block_arguments(entry).iter().map(|&a| ctx.argument_name(a)).collect();
+    assert_eq!(names, [Some("grid"), Some("count")]);
+}

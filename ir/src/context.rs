@@ -128,6 +128,9 @@ pub struct Context {
     values: Vec<ValueData>,
     /// Folders by op name index (see [`Context::register_folder`]).
     folders: Vec<Option<FoldFn>>,
+    /// Source names of region arguments (`%grid`, without the `%`), kept from the parser for
+    /// tools that address arguments by name; not printed.
+    argument_names: FxHashMap<Value, Box<str>>,
     /// The files that locations point into.
     pub sources: SourceMap,
     /// Whether parsing accepts ops of dialects that are not registered.
@@ -161,6 +164,7 @@ impl Context {
             regions: Vec::new(),
             values: Vec::new(),
             folders: Vec::new(),
+            argument_names: FxHashMap::default(),
             sources: SourceMap::default(),
             allow_unregistered: false,
         }
@@ -729,6 +733,16 @@ impl Context {
     /// The op owning a region.
     pub fn region_parent(&self, region: Region) -> Option<Op> {
         self.regions[region.index()].parent
+    }
+
+    /// Records the source name of a region argument.
+    pub fn set_argument_name(&mut self, value: Value, name: &str) {
+        self.argument_names.insert(value, name.into());
+    }
+
+    /// The source name of a region argument (without `%`), if it was parsed from text.
+    pub fn argument_name(&self, value: Value) -> Option<&str> {
+        self.argument_names.get(&value).map(|n| &**n)
     }
 
     /// The type of a value.

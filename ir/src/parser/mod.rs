@@ -685,6 +685,7 @@ impl<'a> Parser<'a> {
             self.ctx.append_block(region, block);
             for (index, argument) in entry_arguments.iter().enumerate() {
                 let value = self.ctx.block_arguments(block)[index];
+                self.ctx.set_argument_name(value, &argument.name[1..]);
                 self.define_value(argument.name, value, 1, argument.location)?;
             }
             self.parse_block_ops(block)?;
@@ -720,6 +721,7 @@ impl<'a> Parser<'a> {
             loop {
                 let argument = self.parse_argument()?;
                 let value = self.ctx.add_block_argument(block, argument.ty);
+                self.ctx.set_argument_name(value, &argument.name[1..]);
                 self.define_value(argument.name, value, 1, argument.location)?;
                 if !self.consume_if(TokenKind::Comma) {
                     break;

@@ -1,0 +1,141 @@
+//! Runtime errors: each says what went wrong in terms of the program (kernel, work item, index,
+//! argument), and where in the source when known.
+
+use hat_ir::Location;
+use thiserror::Error;
+
+/// What went wrong while running a program.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum RuntimeError {
+    /// A device access outside its buffer.
+    #[error("out-of-bounds access in kernel '{kernel}' by work item ({}, {}, {}): index [{}] of a buffer of shape [{}]", work_item[0], work_item[1], work_item[2], join(index), join_usize(shape))]
+    DeviceOutOfBounds {
+        /// The kernel.
+        kernel: String,
+        /// The global id of the work item.
+        work_item: [u64; 3],
+        /// The indices used.
+        index: Vec<i64>,
+        /// The buffer's shape.
+        shape: Vec<usize>,
+        /// Where the access is.
+        location: Location,
+    },
+    /// A host access outside its buffer.
+    #[error("out-of-bounds access on the host: index [{}] of a buffer of shape [{}]", join(index), join_usize(shape))]
+    HostOutOfBounds {
+        /// The indices used.
+        index: Vec<i64>,
+        /// The buffer's shape.
+        shape: Vec<usize>,
+        /// Where the access is.
+        location: Location,
+    },
+    /// An element range of a transfer outside its buffer.
+    #[error("transfer range [{offset}, {offset}+{count}) is outside a buffer of {len} elements")]
+    RangeOutOfBounds {
+        /// First element.
+        offset: i64,
+        /// Number of elements.
+        count: i64,
+        /// Elements in the buffer.
+        len: usize,
+        /// Where the transfer is.
+        location: Location,
+    },
+    /// The entry function, a callee or a kernel does not exist.
+    #[error("no {what} named '@{name}'")]
+    MissingSymbol {
+        /// What was looked for (`entry function`, `kernel`, ...).
+        what: &'static str,
+        /// Its name.
+        name: String,
+        /// Where it was named.
+        location: Location,
+    },
+    /// A program argument that is missing or does not fit its parameter.
+    #[error("argument '{name}': {message}")]
+    BadArgument {
+        /// The parameter's name or position.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A host function that the embedding program did not register.
+    #[error("host function '@{name}' is not registered with the executor")]
+    UnknownHostFunction {
+        /// Its name.
+        name: String,
+        /// Where it is called.
+        location: Location,
+    },
+    /// An error reported by a host function.
+    #[error("host function '@{name}' failed: {message}")]
+    HostFunctionFailed {
+        /// Its name.
+        name: String,
+        /// Its message.
+        message: String,
+        /// Where it is called.
+        location: Location,
+    },
+    /// Integer division by zero and similar undefined arithmetic.
+    #[error("{message}")]
+    Arithmetic {
+        /// What happened.
+        message: String,
+        /// Where.
+        location: Location,
+    },
+    /// An op the executor or backend cannot run.
+    #[error("cannot run '{op}': {message}")]
+    Unsupported {
+        /// The op's name.
+        op: String,
+        /// Why.
+        message: String,
+        /// Where.
+        location: Location,
+    },
+    /// The device ran out of memory, or the buffer exceeds the device's limits.
+    #[error("device allocation of {bytes} bytes failed: {message}")]
+    Allocation {
+        /// The size asked for.
+        bytes: usize,
+        /// Why.
+        message: String,
+    },
+    /// Anything else a backend reports.
+    #[error("{0}")]
+    Backend(String),
+}
+
+fn join(values: &[i64]) -> String {
+    values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn join_usize(values: &[usize]) -> String {
+    values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+impl RuntimeError {
+    /// Where in the program the error happened, when known.
+    pub fn location(&self) -> Location {
+        match self {
+            RuntimeError::DeviceOutOfBounds { location, .. }
+            | RuntimeError::HostOutOfBounds { location, .. }
+            | RuntimeError::RangeOutOfBounds { location, .. }
+            | RuntimeError::MissingSymbol { location, .. }
+            | RuntimeError::UnknownHostFunction { location, .. }
+            | RuntimeError::HostFunctionFailed { location, .. }
+            | RuntimeError::Arithmetic { location, .. }
+            | RuntimeError::Unsupported { location, .. } => *location,
+            _ => Location::UNKNOWN,
+        }
+    }
+
+    /// As a diagnostic (with `file:line:col` when the location is known).
+    pub fn to_diagnostic(&self) -> hat_ir::Diagnostic {
+        hat_ir::Diagnostic::error(self.location(), self.to_string())
+    }
+}

@@ -1,0 +1,180 @@
+//! Runtime values: scalars, element types and buffer shapes, shared by the host executor and
+//! every backend.
+
+use hat_ir::types::{FloatKind, TypeKind};
+use hat_ir::{Context, Type};
+
+/// The type of a buffer element or a scalar as the runtime stores it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    /// `i1`, stored in one byte (0 or 1).
+    I1,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+    /// `index`, stored as a signed 64-bit integer.
+    Index,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+}
+
+impl ElementType {
+    /// The element type of an IR scalar type, if the runtime supports it.
+    pub fn of(ctx: &Context, ty: Type) -> Option<ElementType> {
+        Some(match ctx.type_kind(ty) {
+            TypeKind::Integer { width: 1, .. } => ElementType::I1,
+            TypeKind::Integer { width: 8, .. } => ElementType::I8,
+            TypeKind::Integer { width: 16, .. } => ElementType::I16,
+            TypeKind::Integer { width: 32, .. } => ElementType::I32,
+            TypeKind::Integer { width: 64, .. } => ElementType::I64,
+            TypeKind::Index => ElementType::Index,
+            TypeKind::Float(FloatKind::F32) => ElementType::F32,
+            TypeKind::Float(FloatKind::F64) => ElementType::F64,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            ElementType::I1 | ElementType::I8 => 1,
+            ElementType::I16 => 2,
+            ElementType::I32 | ElementType::F32 => 4,
+            ElementType::I64 | ElementType::Index | ElementType::F64 => 8,
+        }
+    }
+
+    /// Whether it is a float type.
+    pub fn is_float(self) -> bool {
+        matches!(self, ElementType::F32 | ElementType::F64)
+    }
+
+    /// Bits of an integer type (`index` counts as 64).
+    pub fn bits(self) -> u32 {
+        match self {
+            ElementType::I1 => 1,
+            ElementType::I8 => 8,
+            ElementType::I16 => 16,
+            ElementType::I32 | ElementType::F32 => 32,
+            ElementType::I64 | ElementType::Index | ElementType::F64 => 64,
+        }
+    }
+
+    /// Reads one element from little-endian bytes.
+    pub fn read(self, bytes: &[u8]) -> Scalar {
+        let mut buffer = [0u8; 8];
+        buffer[..self.size()].copy_from_slice(&bytes[..self.size()]);
+        let raw = u64::from_le_bytes(buffer);
+        match self {
+            ElementType::F32 => Scalar::Float(f32::from_bits(raw as u32) as f64),
+            ElementType::F64 => Scalar::Float(f64::from_bits(raw)),
+            ElementType::I1 => Scalar::Int((raw & 1) as i64),
+            _ => Scalar::Int(sign_extend(raw as i64, self.bits())),
+        }
+    }
+
+    /// Writes one element as little-endian bytes.
+    pub fn write(self, value: Scalar, bytes: &mut [u8]) {
+        let raw: u64 = match (self, value) {
+            (ElementType::F32, v) => (v.as_f64() as f32).to_bits() as u64,
+            (ElementType::F64, v) => v.as_f64().to_bits(),
+            (_, v) => v.as_i64() as u64,
+        };
+        bytes[..self.size()].copy_from_slice(&raw.to_le_bytes()[..self.size()]);
+    }
+
+    /// The poison pattern a fresh device buffer is filled with: NaN for floats, 0xDEADBEEF
+    /// (repeated or truncated to the width) for integers.
+    pub fn poison_bytes(self) -> Vec<u8> {
+        match self {
+            ElementType::F32 => f32::NAN.to_bits().to_le_bytes().to_vec(),
+            ElementType::F64 => f64::NAN.to_bits().to_le_bytes().to_vec(),
+            _ => 0xDEAD_BEEF_DEAD_BEEFu64.to_le_bytes()[..self.size()].to_vec(),
+        }
+    }
+}
+
+/// Sign-extends the low `bits` bits of `value` (1-bit values stay 0 or 1).
+pub fn sign_extend(value: i64, bits: u32) -> i64 {
+    match bits {
+        1 => value & 1,
+        64.. => value,
+        _ => (value << (64 - bits)) >> (64 - bits),
+    }
+}
+
+/// A scalar value: integers (and `index`, `i1`) as sign-extended `i64`, floats as `f64` (an
+/// `f32` holds a value that `f32` represents exactly).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Scalar {
+    /// An integer, `index` or `i1`.
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl Scalar {
+    /// The integer value (floats truncate).
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Scalar::Int(v) => v,
+            Scalar::Float(v) => v as i64,
+        }
+    }
+
+    /// The float value (integers convert).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Int(v) => v as f64,
+            Scalar::Float(v) => v,
+        }
+    }
+}
+
+/// A buffer's element type and shape (row-major), as its `memref` type gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferLayout {
+    /// Element type.
+    pub element: ElementType,
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+}
+
+impl BufferLayout {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.len() * self.element.size()
+    }
+
+    /// The flat (row-major) index of `indices`, or `None` when any is out of bounds.
+    pub fn flatten(&self, indices: &[i64]) -> Option<usize> {
+        if indices.len() != self.shape.len() {
+            return None;
+        }
+        let mut flat = 0usize;
+        for (&index, &extent) in indices.iter().zip(&self.shape) {
+            if index < 0 || index as usize >= extent {
+                return None;
+            }
+            flat = flat * extent + index as usize;
+        }
+        Some(flat)
+    }
+}
