@@ -412,7 +412,7 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "scf.for",
         summary: "A counted loop with loop-carried values",
-        traits: OpTraits::SINGLE_BLOCK,
+        traits: OpTraits::SINGLE_BLOCK.union(OpTraits::RECURSIVE_EFFECTS),
         regions: 1,
         syntax: Syntax::Custom { parse: parse_for, print: print_for },
         verify: verify_for,
@@ -421,7 +421,7 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "scf.if",
         summary: "A conditional with an optional else region, yielding values",
-        traits: OpTraits::SINGLE_BLOCK,
+        traits: OpTraits::SINGLE_BLOCK.union(OpTraits::RECURSIVE_EFFECTS),
         regions: 2,
         syntax: Syntax::Custom { parse: parse_if, print: print_if },
         verify: verify_if,

@@ -38,6 +38,9 @@ impl OpTraits {
     pub const RETURN_LIKE: OpTraits = OpTraits(1 << 9);
     /// Its regions form a graph, not a CFG: no dominance required (like MLIR's graph regions).
     pub const GRAPH_REGION: OpTraits = OpTraits(1 << 10);
+    /// Its memory effects are exactly those of the ops in its regions (MLIR's
+    /// `RecursiveMemoryEffects`); it has none of its own.
+    pub const RECURSIVE_EFFECTS: OpTraits = OpTraits(1 << 11);
 
     /// Whether every trait of `other` is in `self`.
     pub const fn contains(self, other: OpTraits) -> bool {

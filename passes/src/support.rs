@@ -2,20 +2,16 @@
 //! becomes an op, and symbols (references, entry points).
 
 use hat_ir::verifier::symbol_name;
-use hat_ir::{Attribute, AttributeKind, Context, Ident, Location, Op, OperationState, Type, TypeKind};
+use hat_ir::{Attribute, AttributeKind, Context, Ident, Location, Op, OpTraits, OperationState, Type, TypeKind};
 
-/// The region ops whose memory effects are exactly those of the ops nested in them (MLIR's
-/// `RecursiveMemoryEffects`). `scf.while` is left out on purpose: a loop whose trip count is not
-/// known may not terminate, and erasing it would change that.
-// A trait on the op definitions would say this without names; see docs/rewrites.md.
-pub const RECURSIVE_EFFECT_OPS: &[&str] = &["scf.for", "scf.if"];
-
-/// Whether `op`'s effects are those of its body (see [`RECURSIVE_EFFECT_OPS`]).
+/// Whether `op`'s effects are those of its body: the `RECURSIVE_EFFECTS` trait (`scf.for`,
+/// `scf.if`). `scf.while` does not have it on purpose: a loop whose trip count is not known may not
+/// terminate, and erasing it would change that.
 pub fn recursive_effects(ctx: &Context, op: Op) -> bool {
-    RECURSIVE_EFFECT_OPS.contains(&ctx.name_str(op))
+    ctx.has_traits(op, OpTraits::RECURSIVE_EFFECTS)
 }
 
-/// The `arith.constant` holding `value : ty`, for integer, `index` and float types.
+/// Materializes a folded constant as an op.
 pub fn materialize_constant(
     ctx: &mut Context,
     value: Attribute,
