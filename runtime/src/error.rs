@@ -105,6 +105,25 @@ pub enum RuntimeError {
         /// Why.
         message: String,
     },
+    /// A buffer used after `buffer.dealloc` freed it (a second `buffer.dealloc` included).
+    #[error("'{op}' uses a buffer after 'buffer.dealloc' freed it")]
+    UseAfterFree {
+        /// The op that used it.
+        op: String,
+        /// Where.
+        location: Location,
+    },
+    /// Calls (and the regions of `scf` ops) nested deeper than the executor allows, as
+    /// unbounded recursion does.
+    #[error("calls and regions nested more than {limit} deep, in '@{function}'")]
+    RecursionLimit {
+        /// The executor's limit.
+        limit: usize,
+        /// The function called past the limit, or holding the region past it.
+        function: String,
+        /// The call or the region's op.
+        location: Location,
+    },
     /// Anything else a backend reports.
     #[error("{0}")]
     Backend(String),
@@ -129,7 +148,9 @@ impl RuntimeError {
             | RuntimeError::UnknownHostFunction { location, .. }
             | RuntimeError::HostFunctionFailed { location, .. }
             | RuntimeError::Arithmetic { location, .. }
-            | RuntimeError::Unsupported { location, .. } => *location,
+            | RuntimeError::Unsupported { location, .. }
+            | RuntimeError::UseAfterFree { location, .. }
+            | RuntimeError::RecursionLimit { location, .. } => *location,
             _ => Location::UNKNOWN,
         }
     }

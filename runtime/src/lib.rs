@@ -4,9 +4,19 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod cpu;
 pub mod error;
+pub mod eval;
+pub mod executor;
+pub mod report;
 pub mod value;
 
 pub use backend::{Backend, DeviceBuffer, KernelArg, KernelHandle};
+pub use cpu::CpuBackend;
 pub use error::RuntimeError;
+pub use executor::{
+    entry_parameters, ArgEffect, ArgValue, Executor, ExecutorOptions, HostArg, HostBuffer, HostCall, HostFunction,
+    Parameter, ParameterKind, RunOutput, TransferMode,
+};
+pub use report::{BufferTransfers, RunReport, TransferCount};
 pub use value::{BufferLayout, ElementType, Scalar};

@@ -143,14 +143,26 @@ fn process_chunk(
             if options.view_op_graph {
                 eprint!("{}", op_graph(&ctx, module));
             }
-            let started = Instant::now();
-            let print_options = PrintOptions {
-                generic: options.print_generic,
-                debug_info: options.print_debug_info,
-                assume_verified: options.verify_each,
-            };
-            print_op_to(&ctx, module, print_options, sink).map_err(|e| format!("error: cannot write output: {e}"))?;
-            report.add_time("Output", started.elapsed());
+            // With --run the IR goes only to an `-o FILE`; the run's summary goes to stdout.
+            if !options.run.run || options.output.as_os_str() != "-" {
+                let started = Instant::now();
+                let print_options = PrintOptions {
+                    generic: options.print_generic,
+                    debug_info: options.print_debug_info,
+                    assume_verified: options.verify_each,
+                };
+                print_op_to(&ctx, module, print_options, sink)
+                    .map_err(|e| format!("error: cannot write output: {e}"))?;
+                report.add_time("Output", started.elapsed());
+            }
+            if options.run.run {
+                let started = Instant::now();
+                let ran = crate::run::run(&ctx, module, &options.run, &mut std::io::stdout());
+                report.add_time("Run", started.elapsed());
+                if let Err(message) = ran {
+                    return Err(format!("{}{message}", render(&ctx.sources, &diagnostics)));
+                }
+            }
         }
     }
     if let Some(text) = expectations_text {

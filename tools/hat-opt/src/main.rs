@@ -4,8 +4,10 @@
 //! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`, or a
 //! bad command line).
 
+mod args;
 mod driver;
 mod report;
+mod run;
 
 mod op_graph;
 mod verify_diagnostics;
@@ -94,6 +96,9 @@ pub struct Options {
     /// Write the IR as a Graphviz (DOT) graph of ops and data flow to stderr.
     #[arg(long = "view-op-graph")]
     pub view_op_graph: bool,
+    /// `--run` and its options.
+    #[command(flatten)]
+    pub run: run::RunOptions,
 }
 
 /// A pass given as its own flag (`--cse`, `--canonicalize=max-iterations=3`), in command-line order.

@@ -1,0 +1,489 @@
+//! The interpreter of compiled kernels.
+//!
+//! A work item is an [`Item`]: its slots (the frames of all active functions, one after the
+//! other) and an explicit control stack of [`Frame`]s (a function body, or the region of an
+//! `scf.for`/`scf.if`/`scf.while` being run, whose op is the instruction the frame below points
+//! at). Nothing lives on the Rust stack between instructions, so a work item can stop at a
+//! `kernel.barrier` and be resumed later: a workgroup with barriers runs its work items in
+//! lockstep, each up to the next barrier (or the end), round after round ([`run_group`]).
+
+use super::compile::{IdKind, Inst, Program, Slot, MAX_CALL_DEPTH};
+use super::memory::Memory;
+use crate::error::RuntimeError;
+use crate::eval;
+use crate::value::Scalar;
+use hat_ir::Location;
+
+/// What a dispatch shares with every work item of one workgroup.
+pub(crate) struct Env<'a> {
+    pub program: &'a Program,
+    /// Buffers by handle: the kernel's buffer arguments, then the workgroup's local buffers.
+    pub buffers: &'a [&'a Memory],
+    pub group: [u64; 3],
+    pub grid: [u64; 3],
+    pub num_groups: [u64; 3],
+}
+
+/// An entry of a work item's control stack.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Frame {
+    /// The instruction list being run.
+    block: u32,
+    /// The next instruction, or (while a nested region runs) the region's op. Only written back
+    /// when the frame is left for a nested one or the work item stops.
+    pc: u32,
+    /// The function frame's first slot.
+    base: u32,
+    /// Whether this is a function body (else a region of a structured op).
+    function: bool,
+}
+
+/// Why a work item stopped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It returned from the kernel.
+    Finished,
+    /// It reached a `kernel.barrier` (and resumes after it).
+    Barrier,
+}
+
+/// A work item's state.
+#[derive(Debug)]
+pub(crate) struct Item {
+    slots: Vec<Scalar>,
+    frames: Vec<Frame>,
+    scratch: Vec<Scalar>,
+    pub local: [u64; 3],
+    pub global: [u64; 3],
+    /// Where it waits, after [`Stop::Barrier`].
+    pub barrier: Location,
+}
+
+impl Default for Item {
+    fn default() -> Self {
+        Item {
+            slots: Vec::new(),
+            frames: Vec::new(),
+            scratch: Vec::new(),
+            local: [0; 3],
+            global: [0; 3],
+            barrier: Location::UNKNOWN,
+        }
+    }
+}
+
+impl Item {
+    /// Resets the item to the start of the kernel with the given parameter values.
+    pub fn start(&mut self, program: &Program, params: &[Scalar], local: [u64; 3], global: [u64; 3]) {
+        let entry = &program.functions[0];
+        self.slots.clear();
+        self.slots.resize(entry.slots as usize, Scalar::Int(0));
+        self.slots[..params.len()].copy_from_slice(params);
+        self.frames.clear();
+        self.frames.push(Frame { block: entry.body, pc: 0, base: 0, function: true });
+        self.local = local;
+        self.global = global;
+    }
+
+    /// The control stack's positions, to compare where work items wait.
+    pub fn same_position(&self, other: &Item) -> bool {
+        self.frames == other.frames
+    }
+
+    fn error_context(&self, env: &Env<'_>) -> String {
+        let [x, y, z] = self.global;
+        format!("in kernel '{}', work item ({x}, {y}, {z})", env.program.name)
+    }
+
+    fn arithmetic(&self, env: &Env<'_>, message: String, location: Location) -> RuntimeError {
+        RuntimeError::Arithmetic { message: format!("{message} {}", self.error_context(env)), location }
+    }
+
+    fn internal(&self, env: &Env<'_>, message: &str) -> RuntimeError {
+        RuntimeError::Backend(format!("cpu backend: {message} {}", self.error_context(env)))
+    }
+
+    #[inline]
+    fn buffer<'a>(&self, env: &Env<'a>, handle: Scalar) -> Result<&'a Memory, RuntimeError> {
+        let handle = handle.as_i64();
+        usize::try_from(handle)
+            .ok()
+            .and_then(|h| env.buffers.get(h).copied())
+            .ok_or_else(|| self.internal(env, &format!("buffer handle {handle} is not a buffer")))
+    }
+
+    /// The flat index of `indices` in `memory`, or the out-of-bounds error.
+    #[inline]
+    fn flat(
+        &self,
+        env: &Env<'_>,
+        memory: &Memory,
+        indices: &[Slot],
+        base: usize,
+        location: Location,
+    ) -> Result<usize, RuntimeError> {
+        let mut flat = 0usize;
+        let in_bounds = indices.len() == memory.shape.len()
+            && indices.iter().zip(memory.shape.iter()).all(|(&slot, &extent)| {
+                let index = self.slots[base + slot as usize].as_i64();
+                if index < 0 || index as u64 >= extent as u64 {
+                    return false;
+                }
+                flat = flat * extent + index as usize;
+                true
+            });
+        if in_bounds {
+            return Ok(flat);
+        }
+        Err(RuntimeError::DeviceOutOfBounds {
+            kernel: env.program.name.clone(),
+            work_item: self.global,
+            index: indices.iter().map(|&s| self.slots[base + s as usize].as_i64()).collect(),
+            shape: memory.shape.to_vec(),
+            location,
+        })
+    }
+
+    /// Runs the work item until it finishes or reaches a barrier.
+    pub fn run(&mut self, env: &Env<'_>) -> Result<Stop, RuntimeError> {
+        let program = env.program;
+        let Some(&top) = self.frames.last() else { return Ok(Stop::Finished) };
+        let mut block: &[Inst] = &program.blocks[top.block as usize];
+        let mut pc = top.pc as usize;
+        let mut base = top.base as usize;
+
+        macro_rules! slot {
+            ($s:expr) => {
+                self.slots[base + $s as usize]
+            };
+        }
+        // Leaves the current frame (a finished region) and continues after its op.
+        macro_rules! resume_parent {
+            () => {{
+                self.frames.pop();
+                let parent = *self.frames.last().expect("a region frame has a parent");
+                block = &program.blocks[parent.block as usize];
+                pc = parent.pc as usize + 1;
+                base = parent.base as usize;
+            }};
+        }
+        // Enters a region's instruction list (the current instruction is its op).
+        macro_rules! enter {
+            ($target:expr) => {{
+                let target = $target;
+                self.frames.last_mut().expect("a running item has a frame").pc = pc as u32;
+                self.frames.push(Frame { block: target, pc: 0, base: base as u32, function: false });
+                block = &program.blocks[target as usize];
+                pc = 0;
+            }};
+        }
+
+        loop {
+            match &block[pc] {
+                Inst::Const { dst, value } => {
+                    slot!(*dst) = *value;
+                    pc += 1;
+                }
+                Inst::Unary { op, dst, a, ty, result, location } => {
+                    let value = op
+                        .apply(&[slot!(*a)], *ty, *result)
+                        .map_err(|message| self.arithmetic(env, message, *location))?;
+                    slot!(*dst) = value;
+                    pc += 1;
+                }
+                Inst::Binary { op, dst, a, b, ty, result, location } => {
+                    let value = op
+                        .apply(&[slot!(*a), slot!(*b)], *ty, *result)
+                        .map_err(|message| self.arithmetic(env, message, *location))?;
+                    slot!(*dst) = value;
+                    pc += 1;
+                }
+                Inst::Select { dst, condition, a, b } => {
+                    slot!(*dst) = if slot!(*condition).as_i64() != 0 { slot!(*a) } else { slot!(*b) };
+                    pc += 1;
+                }
+                Inst::Id { dst, kind, dimension } => {
+                    let d = *dimension as usize;
+                    let value = match kind {
+                        IdKind::GlobalId => self.global[d],
+                        IdKind::LocalId => self.local[d],
+                        IdKind::GroupId => env.group[d],
+                        IdKind::GlobalSize => env.grid[d],
+                        IdKind::LocalSize => program.workgroup[d],
+                        IdKind::NumGroups => env.num_groups[d],
+                    };
+                    slot!(*dst) = Scalar::Int(value as i64);
+                    pc += 1;
+                }
+                Inst::Load { dst, buffer, indices, location } => {
+                    let memory = self.buffer(env, slot!(*buffer))?;
+                    let index = self.flat(env, memory, indices, base, *location)?;
+                    slot!(*dst) = memory.load(index);
+                    pc += 1;
+                }
+                Inst::Store { value, buffer, indices, location } => {
+                    let memory = self.buffer(env, slot!(*buffer))?;
+                    let index = self.flat(env, memory, indices, base, *location)?;
+                    memory.store(index, slot!(*value));
+                    pc += 1;
+                }
+                Inst::Dim { dst, buffer, dimension, location } => {
+                    let memory = self.buffer(env, slot!(*buffer))?;
+                    let Some(&extent) = memory.shape.get(*dimension as usize) else {
+                        let message =
+                            format!("'buffer.dim' of dimension {dimension} of a buffer of rank {}", memory.shape.len());
+                        return Err(self.arithmetic(env, message, *location));
+                    };
+                    slot!(*dst) = Scalar::Int(extent as i64);
+                    pc += 1;
+                }
+                Inst::Atomic { dst, op, buffer, indices, value, location } => {
+                    let memory = self.buffer(env, slot!(*buffer))?;
+                    let index = self.flat(env, memory, indices, base, *location)?;
+                    let element = memory.element;
+                    let operand = eval::normalize(slot!(*value), element);
+                    let old = memory
+                        .update(index, |old| match op {
+                            None => Ok(operand),
+                            Some(op) => op.apply(&[old, operand], element, element),
+                        })
+                        .map_err(|message| self.arithmetic(env, message, *location))?;
+                    slot!(*dst) = old;
+                    pc += 1;
+                }
+                Inst::LocalAlloc { dst, handle } => {
+                    slot!(*dst) = Scalar::Int(*handle as i64);
+                    pc += 1;
+                }
+                Inst::Barrier { location } => {
+                    pc += 1;
+                    self.frames.last_mut().expect("a running item has a frame").pc = pc as u32;
+                    self.barrier = *location;
+                    return Ok(Stop::Barrier);
+                }
+                Inst::Call(call) => {
+                    if self.frames.len() >= MAX_CALL_DEPTH {
+                        let message = format!(
+                            "helper calls nest deeper than {MAX_CALL_DEPTH} (unbounded recursion?) {}",
+                            self.error_context(env)
+                        );
+                        let location = call.location;
+                        return Err(RuntimeError::Unsupported { op: "kernel.call".into(), message, location });
+                    }
+                    let function = &program.functions[call.function as usize];
+                    let callee_base = self.slots.len();
+                    self.slots.resize(callee_base + function.slots as usize, Scalar::Int(0));
+                    for (i, &argument) in call.arguments.iter().enumerate().take(function.params as usize) {
+                        self.slots[callee_base + i] = slot!(argument);
+                    }
+                    self.frames.last_mut().expect("a running item has a frame").pc = pc as u32;
+                    self.frames.push(Frame { block: function.body, pc: 0, base: callee_base as u32, function: true });
+                    block = &program.blocks[function.body as usize];
+                    pc = 0;
+                    base = callee_base;
+                }
+                Inst::Return { values } => {
+                    self.scratch.clear();
+                    for &value in values.iter() {
+                        self.scratch.push(slot!(value));
+                    }
+                    while let Some(frame) = self.frames.pop() {
+                        if frame.function {
+                            break;
+                        }
+                    }
+                    let Some(&caller) = self.frames.last() else { return Ok(Stop::Finished) };
+                    self.slots.truncate(base);
+                    let Inst::Call(call) = &program.blocks[caller.block as usize][caller.pc as usize] else {
+                        return Err(self.internal(env, "a helper returned to something other than a call"));
+                    };
+                    block = &program.blocks[caller.block as usize];
+                    pc = caller.pc as usize + 1;
+                    base = caller.base as usize;
+                    for (&result, &value) in call.results.iter().zip(&self.scratch) {
+                        slot!(result) = value;
+                    }
+                }
+                Inst::For(for_op) => {
+                    let (lower, upper, step) = (slot!(for_op.lower), slot!(for_op.upper), slot!(for_op.step));
+                    let (lower, upper, step) = (lower.as_i64(), upper.as_i64(), step.as_i64());
+                    if lower < upper {
+                        if step <= 0 {
+                            let message = format!("'scf.for' step must be positive, got {step}");
+                            return Err(self.arithmetic(env, message, for_op.location));
+                        }
+                        slot!(for_op.induction) = Scalar::Int(lower);
+                        for (&arg, &init) in for_op.iter_args.iter().zip(for_op.inits.iter()) {
+                            slot!(arg) = slot!(init);
+                        }
+                        enter!(for_op.body);
+                    } else {
+                        for (&result, &init) in for_op.results.iter().zip(for_op.inits.iter()) {
+                            slot!(result) = slot!(init);
+                        }
+                        pc += 1;
+                    }
+                }
+                Inst::If { condition, then_block, else_block, .. } => {
+                    let target = if slot!(*condition).as_i64() != 0 { Some(*then_block) } else { *else_block };
+                    match target {
+                        Some(target) => enter!(target),
+                        None => pc += 1,
+                    }
+                }
+                Inst::While(while_op) => {
+                    for (&arg, &init) in while_op.before_args.iter().zip(while_op.inits.iter()) {
+                        slot!(arg) = slot!(init);
+                    }
+                    enter!(while_op.before);
+                }
+                Inst::Yield { values } => {
+                    self.scratch.clear();
+                    for &value in values.iter() {
+                        self.scratch.push(slot!(value));
+                    }
+                    let depth = self.frames.len();
+                    let parent = match depth.checked_sub(2).map(|i| self.frames[i]) {
+                        Some(parent) if !self.frames[depth - 1].function => parent,
+                        _ => return Err(self.internal(env, "'scf.yield' outside a region")),
+                    };
+                    match &program.blocks[parent.block as usize][parent.pc as usize] {
+                        Inst::For(for_op) => {
+                            let induction = slot!(for_op.induction).as_i64();
+                            let step = slot!(for_op.step).as_i64();
+                            let upper = slot!(for_op.upper).as_i64();
+                            // The loop also ends where the induction variable would overflow its type.
+                            let next = induction
+                                .checked_add(step)
+                                .filter(|&n| eval::normalize(Scalar::Int(n), for_op.ty) == Scalar::Int(n));
+                            match next {
+                                Some(next) if next < upper => {
+                                    slot!(for_op.induction) = Scalar::Int(next);
+                                    for (&arg, &value) in for_op.iter_args.iter().zip(&self.scratch) {
+                                        slot!(arg) = value;
+                                    }
+                                    pc = 0;
+                                }
+                                _ => {
+                                    for (&result, &value) in for_op.results.iter().zip(&self.scratch) {
+                                        slot!(result) = value;
+                                    }
+                                    resume_parent!();
+                                }
+                            }
+                        }
+                        Inst::If { results, .. } => {
+                            for (&result, &value) in results.iter().zip(&self.scratch) {
+                                slot!(result) = value;
+                            }
+                            resume_parent!();
+                        }
+                        Inst::While(while_op) => {
+                            // The end of the "after" region: back to "before".
+                            for (&arg, &value) in while_op.before_args.iter().zip(&self.scratch) {
+                                slot!(arg) = value;
+                            }
+                            self.frames.last_mut().expect("a running item has a frame").block = while_op.before;
+                            block = &program.blocks[while_op.before as usize];
+                            pc = 0;
+                        }
+                        _ => return Err(self.internal(env, "'scf.yield' in an unexpected region")),
+                    }
+                }
+                Inst::Condition { condition, values } => {
+                    self.scratch.clear();
+                    for &value in values.iter() {
+                        self.scratch.push(slot!(value));
+                    }
+                    let go_on = slot!(*condition).as_i64() != 0;
+                    let depth = self.frames.len();
+                    let parent = match depth.checked_sub(2).map(|i| self.frames[i]) {
+                        Some(parent) if !self.frames[depth - 1].function => parent,
+                        _ => return Err(self.internal(env, "'scf.condition' outside a region")),
+                    };
+                    let Inst::While(while_op) = &program.blocks[parent.block as usize][parent.pc as usize] else {
+                        return Err(self.internal(env, "'scf.condition' outside 'scf.while'"));
+                    };
+                    if go_on {
+                        for (&arg, &value) in while_op.after_args.iter().zip(&self.scratch) {
+                            slot!(arg) = value;
+                        }
+                        self.frames.last_mut().expect("a running item has a frame").block = while_op.after;
+                        block = &program.blocks[while_op.after as usize];
+                        pc = 0;
+                    } else {
+                        for (&result, &value) in while_op.results.iter().zip(&self.scratch) {
+                            slot!(result) = value;
+                        }
+                        resume_parent!();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs one workgroup: every work item of it, in order (x fastest), to the end. Without
+/// barriers, one item state (`items[0]`) is reused for each work item in turn; with barriers,
+/// all work items run in lockstep, each up to the next barrier, and every round checks that they
+/// all wait at the same barrier (same control stack: same op, same enclosing regions and calls)
+/// or all finished — anything else is a non-uniform barrier, reported as an error.
+pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>) -> Result<(), RuntimeError> {
+    let program = env.program;
+    let [wx, wy, wz] = program.workgroup;
+    let group = env.group;
+    let global = |local: [u64; 3]| [0, 1, 2].map(|d| group[d] * program.workgroup[d] + local[d]);
+    let locals = (0..wz).flat_map(|z| (0..wy).flat_map(move |y| (0..wx).map(move |x| [x, y, z])));
+    if !program.has_barrier {
+        if items.is_empty() {
+            items.push(Item::default());
+        }
+        let item = &mut items[0];
+        for local in locals {
+            item.start(program, params, local, global(local));
+            if item.run(env)? == Stop::Barrier {
+                return Err(item.internal(env, "a kernel without barriers stopped at one"));
+            }
+        }
+        return Ok(());
+    }
+    let count = (wx * wy * wz) as usize;
+    if items.len() < count {
+        items.resize_with(count, Item::default);
+    }
+    let items = &mut items[..count];
+    for (item, local) in items.iter_mut().zip(locals) {
+        item.start(program, params, local, global(local));
+    }
+    loop {
+        let mut waiting = 0;
+        for item in items.iter_mut() {
+            if item.run(env)? == Stop::Barrier {
+                waiting += 1;
+            }
+        }
+        if waiting == 0 {
+            return Ok(());
+        }
+        let (first, rest) = items.split_first().expect("a workgroup has work items");
+        let first_waits = !first.frames.is_empty();
+        for other in rest {
+            let other_waits = !other.frames.is_empty();
+            let uniform = first_waits == other_waits && (!first_waits || first.same_position(other));
+            if !uniform {
+                let (waiter, location) = if first_waits { (first, first.barrier) } else { (other, other.barrier) };
+                let other_id = if first_waits { other.global } else { first.global };
+                let fmt = |id: [u64; 3]| format!("({}, {}, {})", id[0], id[1], id[2]);
+                let what = if first_waits && other_waits { "waits at a different barrier" } else { "has finished" };
+                let message = format!(
+                    "non-uniform barrier in kernel '{}' (workgroup {}): work item {} waits at a barrier, while work item {} {what}",
+                    program.name,
+                    fmt(group),
+                    fmt(waiter.global),
+                    fmt(other_id),
+                );
+                return Err(RuntimeError::Unsupported { op: "kernel.barrier".into(), message, location });
+            }
+        }
+    }
+}

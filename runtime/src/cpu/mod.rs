@@ -1,0 +1,330 @@
+//! The CPU reference backend: the test oracle. It interprets kernel IR on the host's cores, with
+//! device memory of its own.
+//!
+//! - **Memory.** Every allocation (and every `kernel.local_alloc`, fresh for each workgroup) is
+//!   filled with its element type's poison pattern ([`ElementType::poison_bytes`]: NaN for
+//!   floats, 0xDEADBEEF for 32-bit integers, repeated or truncated for other widths), so that a
+//!   missing transfer changes results. Elements are atomic words (see `memory.rs`): workgroups
+//!   on different threads share buffers without undefined behaviour, and `kernel.atomic_rmw` is
+//!   a compare-and-swap loop on one element, atomic across workgroups.
+//! - **Compilation.** [`Backend::compile_kernel`] turns the `kernel.func` and every
+//!   `kernel.helper` it calls (looked up in the enclosing symbol tables, transitively) into an
+//!   owned program: values numbered into slots, ops as an enum with slot operands, nested `scf`
+//!   regions as instruction lists of their own. No name or hash lookup happens at run time.
+//! - **Grid.** The grid of a dispatch is the number of work items per dimension. The workgroup
+//!   size is the kernel's `workgroup_size` ([`DEFAULT_WORKGROUP_SIZE`], 64 × 1 × 1, when absent);
+//!   the number of workgroups is `ceil(grid / workgroup size)` per dimension. As on a GPU, every
+//!   work item of the last, partial workgroup runs too: `kernel.global_id` can reach past the grid
+//!   (up to the workgroup-size multiple), and kernels guard their accesses (`scf.if %i < %n`).
+//!   `kernel.global_size` is the grid itself.
+//! - **Barriers.** Work items are resumable interpreter states. A workgroup whose kernel has no
+//!   barrier runs its work items one after the other; one with barriers runs them in lockstep:
+//!   each up to its next barrier, then the next round. Barriers inside `scf.for`/`scf.if`/
+//!   `scf.while` and helpers work as long as control flow is uniform in the workgroup; when work
+//!   items wait at different barriers, or some wait while others have finished, the dispatch
+//!   fails with a "non-uniform barrier" error.
+//! - **Parallelism.** Workgroups are independent (the execution model), so a dispatch of more
+//!   than one workgroup runs them in parallel with rayon (unless [`CpuBackend::set_parallel`]
+//!   turned it off). Race-free kernels give the same results either way. Dispatches are
+//!   synchronous: [`Backend::synchronize`] has nothing to wait for.
+//! - **Errors.** An out-of-bounds load, store or atomic stops the dispatch with
+//!   [`RuntimeError::DeviceOutOfBounds`] (kernel, global id of the work item, indices, shape,
+//!   location); integer division by zero with [`RuntimeError::Arithmetic`]. With several failing
+//!   workgroups, the error reported is that of the first workgroup in linear order (x fastest),
+//!   and in it the first work item to fail: the same error whether or not the run is parallel.
+//!   Nothing panics.
+//!
+//! Scalar semantics are those of [`crate::eval`].
+
+mod compile;
+mod interp;
+mod memory;
+#[cfg(test)]
+mod tests;
+
+pub use compile::DEFAULT_WORKGROUP_SIZE;
+
+use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelHandle};
+use crate::error::RuntimeError;
+use crate::eval::{self, type_name};
+use crate::value::{BufferLayout, ElementType, Scalar};
+use compile::{Param, Program};
+use hat_ir::types::DYNAMIC;
+use hat_ir::{Context, Op};
+use interp::{Env, Item};
+use memory::Memory;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The CPU reference backend. See the module documentation.
+#[derive(Debug)]
+pub struct CpuBackend {
+    buffers: Vec<Option<Memory>>,
+    kernels: Vec<Program>,
+    parallel: bool,
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CpuBackend {
+    /// A backend with no buffers and no kernels, running workgroups in parallel.
+    pub fn new() -> Self {
+        CpuBackend { buffers: Vec::new(), kernels: Vec::new(), parallel: true }
+    }
+
+    /// Whether dispatches run workgroups on several threads (the default) or one after the
+    /// other, in linear order (useful to make racy kernels deterministic).
+    pub fn set_parallel(&mut self, parallel: bool) {
+        self.parallel = parallel;
+    }
+
+    /// The layout of a live buffer.
+    pub fn layout(&self, buffer: DeviceBuffer) -> Option<BufferLayout> {
+        let memory = self.memory(buffer).ok()?;
+        Some(BufferLayout { element: memory.element, shape: memory.shape.to_vec() })
+    }
+
+    /// Bytes of device memory in use (live buffers).
+    pub fn bytes_in_use(&self) -> usize {
+        self.buffers.iter().flatten().map(Memory::bytes).sum()
+    }
+
+    /// The name of a compiled kernel.
+    pub fn kernel_name(&self, kernel: KernelHandle) -> Option<&str> {
+        self.kernels.get(kernel.0 as usize).map(|p| p.name.as_str())
+    }
+
+    /// The workgroup size of a compiled kernel.
+    pub fn workgroup_size(&self, kernel: KernelHandle) -> Option<[u64; 3]> {
+        self.kernels.get(kernel.0 as usize).map(|p| p.workgroup)
+    }
+
+    fn memory(&self, buffer: DeviceBuffer) -> Result<&Memory, RuntimeError> {
+        self.buffers
+            .get(buffer.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: device buffer {} does not exist", buffer.0)))
+    }
+
+    fn check_range(memory: &Memory, offset: usize, len: usize) -> Result<(), RuntimeError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= memory.bytes() => Ok(()),
+            _ => Err(RuntimeError::Backend(format!(
+                "cpu backend: {len} bytes at byte offset {offset} are outside a device buffer of {} bytes",
+                memory.bytes()
+            ))),
+        }
+    }
+
+    /// The parameter values (scalars, and buffer handles) and the buffer table of a dispatch.
+    fn bind<'a>(
+        &'a self,
+        program: &Program,
+        args: &[KernelArg],
+    ) -> Result<(Vec<Scalar>, Vec<&'a Memory>), RuntimeError> {
+        let bad = |name: &str, message: String| RuntimeError::BadArgument {
+            name: name.to_string(),
+            message: format!("kernel '{}' {message}", program.name),
+        };
+        if args.len() != program.params.len() {
+            return Err(RuntimeError::BadArgument {
+                name: format!("kernel '{}'", program.name),
+                message: format!("takes {} argument(s), but the dispatch passes {}", program.params.len(), args.len()),
+            });
+        }
+        let mut params = Vec::with_capacity(args.len());
+        let mut buffers = Vec::new();
+        for (param, arg) in program.params.iter().zip(args) {
+            match (param, arg) {
+                (Param::Buffer { name, element, shape }, KernelArg::Buffer(buffer)) => {
+                    let memory = self.memory(*buffer).map_err(|e| bad(name, e.to_string()))?;
+                    let fits = memory.element == *element
+                        && memory.shape.len() == shape.len()
+                        && shape.iter().zip(memory.shape.iter()).all(|(&s, &m)| s == DYNAMIC || s as u64 == m as u64);
+                    if !fits {
+                        let expected =
+                            describe_memref(*element, shape.iter().map(|&s| (s != DYNAMIC).then_some(s as u64)));
+                        let actual = describe_memref(memory.element, memory.shape.iter().map(|&s| Some(s as u64)));
+                        return Err(bad(name, format!("expects a buffer of type {expected}, got {actual}")));
+                    }
+                    params.push(Scalar::Int(buffers.len() as i64));
+                    buffers.push(memory);
+                }
+                (Param::Scalar { name, ty }, KernelArg::Scalar(value, arg_ty)) => {
+                    if ty != arg_ty {
+                        return Err(bad(name, format!("expects {}, got {}", type_name(*ty), type_name(*arg_ty))));
+                    }
+                    params.push(eval::normalize(*value, *ty));
+                }
+                (Param::Buffer { name, .. }, KernelArg::Scalar(..)) => {
+                    return Err(bad(name, "expects a buffer, got a scalar".into()))
+                }
+                (Param::Scalar { name, .. }, KernelArg::Buffer(_)) => {
+                    return Err(bad(name, "expects a scalar, got a buffer".into()))
+                }
+            }
+        }
+        Ok((params, buffers))
+    }
+}
+
+fn describe_memref(element: ElementType, shape: impl Iterator<Item = Option<u64>>) -> String {
+    let mut text = String::from("memref<");
+    for extent in shape {
+        match extent {
+            Some(extent) => text += &format!("{extent}x"),
+            None => text += "?x",
+        }
+    }
+    text + type_name(element) + ">"
+}
+
+/// Runs the workgroups `groups` (linear indices, x fastest) of a dispatch. Returns the error of
+/// the lowest failing workgroup, if any.
+fn run_groups(
+    program: &Program,
+    params: &[Scalar],
+    args: &[&Memory],
+    grid: [u64; 3],
+    num_groups: [u64; 3],
+    total: usize,
+    parallel: bool,
+) -> Result<(), RuntimeError> {
+    // The lowest failing workgroup so far (groups above it are skipped) and its error.
+    let lowest_failure = AtomicUsize::new(usize::MAX);
+    let failure: Mutex<Option<(usize, RuntimeError)>> = Mutex::new(None);
+    let record = |linear: usize, error: RuntimeError| {
+        let mut failure = failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if failure.as_ref().is_none_or(|(index, _)| linear < *index) {
+            *failure = Some((linear, error));
+        }
+        lowest_failure.fetch_min(linear, Ordering::Relaxed);
+    };
+    let run_one = |items: &mut Vec<Item>, linear: usize| {
+        if linear > lowest_failure.load(Ordering::Relaxed) {
+            return;
+        }
+        let l = linear as u64;
+        let group = [l % num_groups[0], (l / num_groups[0]) % num_groups[1], l / (num_groups[0] * num_groups[1])];
+        let locals: Result<Vec<Memory>, RuntimeError> = program
+            .locals
+            .iter()
+            .map(|b| {
+                Memory::try_poisoned(b.element, &b.shape).map_err(|message| RuntimeError::Allocation {
+                    bytes: b.shape.iter().fold(b.element.size(), |a, &d| a.saturating_mul(d)),
+                    message: format!("workgroup-local memory of kernel '{}': {message}", program.name),
+                })
+            })
+            .collect();
+        let locals = match locals {
+            Ok(locals) => locals,
+            Err(error) => {
+                record(linear, error);
+                return;
+            }
+        };
+        let mut buffers: Vec<&Memory> = Vec::with_capacity(args.len() + locals.len());
+        buffers.extend_from_slice(args);
+        buffers.extend(locals.iter());
+        let env = Env { program, buffers: &buffers, group, grid, num_groups };
+        if let Err(error) = interp::run_group(&env, params, items) {
+            record(linear, error);
+        }
+    };
+    if parallel && total > 1 {
+        (0..total).into_par_iter().for_each_init(Vec::new, run_one);
+    } else {
+        let mut items = Vec::new();
+        for linear in 0..total {
+            if lowest_failure.load(Ordering::Relaxed) != usize::MAX {
+                break;
+            }
+            run_one(&mut items, linear);
+        }
+    }
+    match failure.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+        Some((_, error)) => Err(error),
+        None => Ok(()),
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
+        let too_big = |message: &str| RuntimeError::Allocation {
+            bytes: layout.shape.iter().try_fold(layout.element.size(), |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX),
+            message: message.to_string(),
+        };
+        let len = layout
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| too_big("the size overflows"))?;
+        let bytes = len.checked_mul(layout.element.size()).ok_or_else(|| too_big("the size overflows"))?;
+        if bytes > isize::MAX as usize / 2 {
+            return Err(too_big("the buffer exceeds the CPU backend's limits"));
+        }
+        let memory = Memory::try_poisoned(layout.element, &layout.shape).map_err(|message| too_big(&message))?;
+        let id = u32::try_from(self.buffers.len()).map_err(|_| too_big("too many buffers"))?;
+        self.buffers.push(Some(memory));
+        Ok(DeviceBuffer(id))
+    }
+
+    fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
+        self.memory(buffer)?;
+        self.buffers[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    fn copy_to_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &[u8]) -> Result<(), RuntimeError> {
+        let memory = self.memory(buffer)?;
+        Self::check_range(memory, offset, data.len())?;
+        memory.write_bytes(offset, data);
+        Ok(())
+    }
+
+    fn copy_from_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &mut [u8]) -> Result<(), RuntimeError> {
+        let memory = self.memory(buffer)?;
+        Self::check_range(memory, offset, data.len())?;
+        memory.read_bytes(offset, data);
+        Ok(())
+    }
+
+    fn compile_kernel(&mut self, ctx: &Context, kernel: Op) -> Result<KernelHandle, RuntimeError> {
+        let program = compile::compile(ctx, kernel)?;
+        let id = u32::try_from(self.kernels.len()).map_err(|_| RuntimeError::Backend("too many kernels".into()))?;
+        self.kernels.push(program);
+        Ok(KernelHandle(id))
+    }
+
+    fn dispatch(&mut self, kernel: KernelHandle, grid: [u64; 3], args: &[KernelArg]) -> Result<(), RuntimeError> {
+        let program = self
+            .kernels
+            .get(kernel.0 as usize)
+            .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: kernel {} was not compiled", kernel.0)))?;
+        let (params, buffers) = self.bind(program, args)?;
+        let workgroup = program.workgroup;
+        let num_groups = [0, 1, 2].map(|d| grid[d].div_ceil(workgroup[d]));
+        let total = num_groups
+            .iter()
+            .try_fold(1u64, |a, &n| a.checked_mul(n))
+            .and_then(|t| usize::try_from(t).ok())
+            .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: the grid {grid:?} has too many workgroups")))?;
+        if total == 0 {
+            return Ok(());
+        }
+        run_groups(program, &params, &buffers, grid, num_groups, total, self.parallel)
+    }
+
+    fn synchronize(&mut self) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+}

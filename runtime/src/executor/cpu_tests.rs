@@ -1,0 +1,274 @@
+//! The executor with the CPU reference backend, on the scenarios of `examples/` (real kernel IR).
+
+use super::*;
+use crate::cpu::CpuBackend;
+use crate::report::TransferCount;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const EXAMPLES: &[(&str, &str)] = &[
+    ("01-squares", include_str!("../../../examples/01-squares.hat")),
+    ("02-fill", include_str!("../../../examples/02-fill.hat")),
+    ("02b-fill-masked", include_str!("../../../examples/02b-fill-masked.hat")),
+    ("03-repeat", include_str!("../../../examples/03-repeat.hat")),
+    ("04-peek", include_str!("../../../examples/04-peek.hat")),
+    ("05-host-edit", include_str!("../../../examples/05-host-edit.hat")),
+    ("06-life", include_str!("../../../examples/06-life.hat")),
+    ("07-life-display", include_str!("../../../examples/07-life-display.hat")),
+    ("08-mandelbrot", include_str!("../../../examples/08-mandelbrot.hat")),
+    ("09-kernel-chain", include_str!("../../../examples/09-kernel-chain.hat")),
+    ("10-sobel", include_str!("../../../examples/10-sobel.hat")),
+    ("11-morphology", include_str!("../../../examples/11-morphology.hat")),
+    ("12-pooling", include_str!("../../../examples/12-pooling.hat")),
+    ("13-in-place", include_str!("../../../examples/13-in-place.hat")),
+    ("14-helpers", include_str!("../../../examples/14-helpers.hat")),
+    ("15-alias", include_str!("../../../examples/15-alias.hat")),
+    ("16-races", include_str!("../../../examples/16-races.hat")),
+    ("17-residency", include_str!("../../../examples/17-residency.hat")),
+    ("18-conditional-escape", include_str!("../../../examples/18-conditional-escape.hat")),
+];
+
+fn example(name: &str) -> (Context, Op) {
+    let text = EXAMPLES.iter().find(|(n, _)| *n == name).unwrap().1;
+    parse(name, text)
+}
+
+fn parse(name: &str, text: &str) -> (Context, Op) {
+    let mut ctx = hat_dialects::context();
+    let module =
+        hat_ir::parse_source(&mut ctx, &format!("{name}.hat"), text).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let diagnostics = hat_ir::verify(&ctx, module);
+    assert!(diagnostics.is_empty(), "{name}: {diagnostics:?}");
+    (ctx, module)
+}
+
+/// Arguments for every parameter: buffers of small varied values, scalars 3 (or 0.5).
+fn arguments(parameters: &[Parameter]) -> Vec<ArgValue> {
+    parameters
+        .iter()
+        .map(|p| match &p.kind {
+            ParameterKind::Scalar(ty) if ty.is_float() => ArgValue::Scalar(Scalar::Float(0.5)),
+            ParameterKind::Scalar(_) => ArgValue::Scalar(Scalar::Int(3)),
+            ParameterKind::Buffer(layout) => {
+                let values: Vec<Scalar> = (0..layout.len())
+                    .map(|i| {
+                        if layout.element.is_float() {
+                            Scalar::Float((i % 9) as f64 * 0.25)
+                        } else {
+                            Scalar::Int((i % 7) as i64)
+                        }
+                    })
+                    .collect();
+                ArgValue::Buffer(HostBuffer::from_scalars(layout.clone(), &values).unwrap())
+            }
+            ParameterKind::DynamicBuffer { .. } => panic!("no dynamic parameters in the examples"),
+        })
+        .collect()
+}
+
+/// The host functions a module declares.
+fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
+    ctx.body_ops(module)
+        .into_iter()
+        .filter(|&op| ctx.name_str(op) == "compute.host_func")
+        .filter_map(|op| symbol_name(ctx, op).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn every_example_runs_under_the_reference_semantics() {
+    for (name, text) in EXAMPLES {
+        let (ctx, module) = parse(name, text);
+        let parameters = entry_parameters(&ctx, module, "main").unwrap();
+        let mut backend = CpuBackend::new();
+        let calls = Rc::new(RefCell::new(0));
+        let output = {
+            let mut executor =
+                Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+            for host in host_functions(&ctx, module) {
+                let calls = calls.clone();
+                executor.register_host_function(
+                    &host,
+                    Box::new(move |_: &mut HostCall| {
+                        *calls.borrow_mut() += 1;
+                        Ok(vec![])
+                    }),
+                );
+            }
+            executor.run("main", arguments(&parameters)).unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        assert_eq!(backend.bytes_in_use(), 0, "{name}: device memory is freed");
+        let report = &output.report;
+        assert!(report.dispatches > 0, "{name}");
+        assert_eq!(report.host_calls, *calls.borrow(), "{name}");
+        // Reference semantics: every dispatch copies each distinct buffer argument in and out.
+        assert_eq!(report.to_device, report.from_device, "{name}");
+        assert_eq!(
+            output.buffers.len(),
+            parameters.iter().filter(|p| !matches!(p.kind, ParameterKind::Scalar(_))).count()
+        );
+        let json = report.to_json();
+        for key in ["to_device", "from_device"] {
+            for field in ["count", "bytes"] {
+                assert!(json["transfers"][key][field].is_u64(), "{name}: {json}");
+            }
+        }
+        assert!(json["dispatches"].is_u64());
+    }
+}
+
+#[test]
+fn squares_on_the_cpu_backend() {
+    let (ctx, module) = example("01-squares");
+    let input: Vec<i32> = (0..64).collect();
+    let squares: Vec<i32> = input.iter().map(|v| v * v).collect();
+    let run = |mode| {
+        let mut backend = CpuBackend::new();
+        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode });
+        executor.run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[64], &input).unwrap())]).unwrap()
+    };
+    let reference = run(TransferMode::Reference);
+    assert_eq!(reference.buffers[0].to_i32().unwrap(), squares);
+    assert_eq!(reference.report.to_device, TransferCount { count: 1, bytes: 256 });
+    assert_eq!(reference.report.from_device, TransferCount { count: 1, bytes: 256 });
+    assert_eq!(reference.report.backend, "cpu");
+    // No transfers in the program: explicit mode leaves the caller's data as it was.
+    let explicit = run(TransferMode::Explicit);
+    assert_eq!(explicit.buffers[0].to_i32().unwrap(), input);
+    assert_eq!(explicit.report.total_transfers(), 0);
+}
+
+#[test]
+fn the_cpu_backend_s_poison_comes_back_without_the_copy_in() {
+    let text = include_str!("../../../examples/01-squares.hat").replace(
+        "  compute.dispatch @square[%c64](%data) : (memref<64xi32>)\n",
+        "  compute.dispatch @square[%c64](%data) : (memref<64xi32>)\n  buffer.from_device %data : memref<64xi32>\n",
+    );
+    let (ctx, module) = parse("squares-no-copy-in", &text);
+    let mut backend = CpuBackend::new();
+    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let output = executor.run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[64], &[2; 64]).unwrap())]).unwrap();
+    let poison = 0xDEAD_BEEFu32 as i32;
+    assert_eq!(output.buffers[0].to_i32().unwrap(), vec![poison.wrapping_mul(poison); 64]);
+}
+
+/// One generation of Life as the example's kernel computes it (dead border).
+fn life_step(grid: &[i32], n: usize) -> Vec<i32> {
+    let mut next = vec![0; n * n];
+    for y in 1..n - 1 {
+        for x in 1..n - 1 {
+            let mut neighbours = 0;
+            for dy in 0..3 {
+                for dx in 0..3 {
+                    if (dy, dx) != (1, 1) && grid[(y + dy - 1) * n + x + dx - 1] != 0 {
+                        neighbours += 1;
+                    }
+                }
+            }
+            let alive = grid[y * n + x] != 0;
+            next[y * n + x] = (neighbours == 3 || (alive && neighbours == 2)) as i32;
+        }
+    }
+    next
+}
+
+fn glider() -> Vec<i32> {
+    let mut grid = vec![0; 256];
+    for (y, x) in [(1, 2), (2, 3), (3, 1), (3, 2), (3, 3)] {
+        grid[y * 16 + x] = 1;
+    }
+    grid
+}
+
+#[test]
+fn life_flips_generations_and_lands_in_the_caller_s_grid() {
+    let (ctx, module) = example("06-life");
+    for count in [0i64, 1, 4, 7] {
+        let mut backend = CpuBackend::new();
+        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+        let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
+        let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(count))]).unwrap();
+        let mut expected = glider();
+        for _ in 0..count {
+            expected = life_step(&expected, 16);
+        }
+        assert_eq!(output.buffers[0].to_i32().unwrap(), expected, "count {count}");
+        // Reference: 2 buffers in and out per generation, 1024 B each.
+        let count = count as u64;
+        assert_eq!(output.report.to_device, TransferCount { count: 2 * count, bytes: 2048 * count });
+        assert_eq!(output.report.from_device, TransferCount { count: 2 * count, bytes: 2048 * count });
+        assert_eq!(output.report.dispatches, count);
+    }
+}
+
+#[test]
+fn life_with_the_standard_display() {
+    let (ctx, module) = example("07-life-display");
+    let out = Rc::new(RefCell::new(Vec::new()));
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut backend = CpuBackend::new();
+    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    executor.register_host_function("display", host_functions::display(Shared(out.clone())));
+    let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
+    let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(2))]).unwrap();
+    assert_eq!(output.report.host_calls, 2);
+    let text = String::from_utf8(out.borrow().clone()).unwrap();
+    let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
+    assert_eq!(frames.len(), 2);
+    let generation1 = life_step(&glider(), 16);
+    let drawn: String = generation1
+        .chunks(16)
+        .map(|row| row.iter().map(|&c| if c != 0 { '#' } else { '.' }).collect::<String>() + "\n")
+        .collect();
+    assert_eq!(format!("{}\n", frames[0]), format!("-- 0 --\n{drawn}"));
+    assert!(frames[1].starts_with("-- 1 --\n"));
+}
+
+#[test]
+fn a_device_out_of_bounds_access_is_an_error() {
+    let text = r#"
+kernel.func @oob(%b: memref<8xi32>) workgroup(8) {
+  %i = kernel.global_id x
+  %c1 = arith.constant 1 : index
+  %j = arith.addi %i, %c1 : index
+  %v = arith.constant 1 : i32
+  buffer.store %v, %b[%j] : memref<8xi32>
+  kernel.return
+}
+compute.func @main(%b: memref<8xi32>) {
+  %c8 = arith.constant 8 : index
+  compute.dispatch @oob[%c8](%b) : (memref<8xi32>)
+  compute.return
+}
+"#;
+    let (ctx, module) = parse("oob", text);
+    let mut backend = CpuBackend::new();
+    let error = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference })
+        .run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[8], &[0; 8]).unwrap())])
+        .unwrap_err();
+    assert!(matches!(&error, RuntimeError::DeviceOutOfBounds { kernel, .. } if kernel == "oob"), "{error}");
+    assert_eq!(backend.bytes_in_use(), 0);
+}
+
+#[test]
+fn residency_calls_a_dispatching_compute_helper() {
+    let (ctx, module) = example("17-residency");
+    let mut backend = CpuBackend::new();
+    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    let ones = || ArgValue::Buffer(HostBuffer::from_f32(&[64], &[1.0; 64]).unwrap());
+    let zeros = ArgValue::Buffer(HostBuffer::from_f32(&[64], &[0.0; 64]).unwrap());
+    let output = executor.run("main", vec![ones(), ones(), zeros]).unwrap();
+    assert_eq!(output.buffers[2].to_f32().unwrap(), vec![100.0; 64]);
+    assert_eq!(output.report.dispatches, 100);
+    assert_eq!(output.report.to_device, TransferCount { count: 300, bytes: 300 * 256 });
+    assert_eq!(output.report.buffer("acc").unwrap().from_device.count, 100);
+}

@@ -1,0 +1,431 @@
+//! The host executor: runs compute IR (`compute`, `buffer`, `arith`, `math`, `scf`) on the host
+//! and drives a [`Backend`] for the kernels.
+//!
+//! # Execution model
+//!
+//! Every buffer has a host copy, which the executor owns, and a device copy, which the backend
+//! holds (see `docs/` and the design brief). Host code — `buffer.load`/`store`/`copy`, host
+//! functions, the caller — reads and writes only host copies; kernels only device copies. What
+//! moves between them depends on the [`TransferMode`]:
+//!
+//! - [`TransferMode::Explicit`]: only the program's own `buffer.to_device`/`buffer.from_device`
+//!   move data. This is how a compiled program (one whose transfers a pass inserted) runs.
+//! - [`TransferMode::Reference`]: the reference semantics, "copy everything, every time": before
+//!   each dispatch every buffer argument goes to the device, after it every one comes back, and
+//!   the program's own transfers do nothing. Any program run this way gives the results every
+//!   correct transfer plan must give.
+//!
+//! In both modes the hooks of the runtime-tracking strategy (`buffer.before_host_read` ...) move
+//! nothing; they are counted in the report.
+//!
+//! Fresh memory is poison on both sides: a device copy holds what the backend's allocation left
+//! (the CPU reference backend's poison pattern) until a transfer or a kernel writes it, and the
+//! host copy of a buffer the program allocates is filled with [`ElementType::poison_bytes`]
+//! (uninitialised host memory is undefined too). So a missing transfer changes results.
+//!
+//! # Arguments
+//!
+//! The caller passes each argument by value ([`ArgValue`]); a buffer argument's bytes become its
+//! host copy and come back in [`RunOutput::buffers`]. Because each [`HostBuffer`] owns its bytes,
+//! two arguments can never be the same buffer: the design's "argument aliasing" pitfall cannot
+//! arise from this API, and the executor needs no entry check for it. (Inside the program, the
+//! same buffer may of course reach a callee, a kernel or a host function twice.)
+//!
+//! # Errors
+//!
+//! Bad programs and bad arguments give a [`RuntimeError`] with the location of the op at fault,
+//! never a panic: a missing entry or callee or kernel, a missing, extra or ill-typed argument, a
+//! wrong shape, an out-of-bounds access on the host ([`RuntimeError::HostOutOfBounds`]) or a
+//! transfer range outside its buffer, a use after `buffer.dealloc`, integer division by zero, an
+//! unregistered host function, unbounded recursion, and whatever the backend reports.
+
+mod buffers;
+mod host_buffer;
+pub mod host_functions;
+mod interpret;
+
+pub use hat_dialects::compute::ArgEffect;
+pub use host_buffer::HostBuffer;
+pub use host_functions::{HostArg, HostCall, HostFunction, STANDARD_HOST_FUNCTIONS};
+
+use crate::backend::{Backend, KernelHandle};
+use crate::error::RuntimeError;
+use crate::report::RunReport;
+use crate::value::{BufferLayout, ElementType, Scalar};
+use hat_dialects::syntax::function_signature;
+use hat_ir::printer::type_to_string;
+use hat_ir::types::DYNAMIC;
+use hat_ir::{AttributeKind, Context, Location, Op, Type, TypeKind};
+use rustc_hash::FxHashMap;
+
+/// How buffers move between host and device. See the module documentation.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TransferMode {
+    /// Only the program's own `buffer.to_device`/`buffer.from_device` move data.
+    #[default]
+    Explicit,
+    /// "Copy everything, every time": every buffer argument of a dispatch goes to the device
+    /// before it and comes back after it; the program's own transfers do nothing.
+    Reference,
+}
+
+impl TransferMode {
+    /// `explicit` or `reference`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransferMode::Explicit => "explicit",
+            TransferMode::Reference => "reference",
+        }
+    }
+}
+
+/// How an [`Executor`] runs programs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecutorOptions {
+    /// How buffers move.
+    pub mode: TransferMode,
+}
+
+/// A value passed to or returned from the entry function.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    /// A scalar (integers, `index` and `i1` as [`Scalar::Int`], floats as [`Scalar::Float`]).
+    Scalar(Scalar),
+    /// A buffer: its host copy.
+    Buffer(HostBuffer),
+}
+
+impl ArgValue {
+    /// The scalar, if it is one.
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        match self {
+            ArgValue::Scalar(value) => Some(*value),
+            ArgValue::Buffer(_) => None,
+        }
+    }
+
+    /// The buffer, if it is one.
+    pub fn as_buffer(&self) -> Option<&HostBuffer> {
+        match self {
+            ArgValue::Buffer(buffer) => Some(buffer),
+            ArgValue::Scalar(_) => None,
+        }
+    }
+}
+
+impl From<HostBuffer> for ArgValue {
+    fn from(buffer: HostBuffer) -> Self {
+        ArgValue::Buffer(buffer)
+    }
+}
+
+impl From<Scalar> for ArgValue {
+    fn from(value: Scalar) -> Self {
+        ArgValue::Scalar(value)
+    }
+}
+
+/// What a run gives back.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// The entry function's results (a returned buffer as a copy of its host copy).
+    pub results: Vec<ArgValue>,
+    /// The final host copies of the entry's buffer arguments, in parameter order.
+    pub buffers: Vec<HostBuffer>,
+    /// What moved, what ran, and how long it took.
+    pub report: RunReport,
+}
+
+/// What kind of value a parameter of the entry function takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParameterKind {
+    /// A scalar of this type.
+    Scalar(ElementType),
+    /// A buffer of exactly this layout.
+    Buffer(BufferLayout),
+    /// A buffer with dynamic dimensions (`memref<?x8xf32>`): `None` for each `?`, which any
+    /// extent fits.
+    DynamicBuffer {
+        /// The element type.
+        element: ElementType,
+        /// The dimensions, `None` where dynamic.
+        shape: Vec<Option<usize>>,
+    },
+}
+
+/// A parameter of the entry function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parameter {
+    /// Its source name without `%` (`grid`), or `arg0`, `arg1`, ... when unknown.
+    pub name: String,
+    /// What it takes.
+    pub kind: ParameterKind,
+    /// Its IR type as text (`memref<16x16xi32>`), for messages.
+    pub type_text: String,
+}
+
+impl Parameter {
+    /// Checks that `value` fits the parameter, and gives it in the form the program sees (a
+    /// scalar normalised to its type: `f32` rounded, integers in range). Errors are
+    /// [`RuntimeError::BadArgument`].
+    pub fn check(&self, value: ArgValue) -> Result<ArgValue, RuntimeError> {
+        let bad = |message: String| RuntimeError::BadArgument { name: self.name.clone(), message };
+        match (&self.kind, value) {
+            (ParameterKind::Scalar(ty), ArgValue::Scalar(scalar)) => {
+                check_scalar(*ty, scalar).map(ArgValue::Scalar).map_err(bad)
+            }
+            (ParameterKind::Buffer(layout), ArgValue::Buffer(buffer)) => {
+                let shape: Vec<Option<usize>> = layout.shape.iter().map(|&d| Some(d)).collect();
+                check_buffer(layout.element, &shape, &self.type_text, buffer).map(ArgValue::Buffer).map_err(bad)
+            }
+            (ParameterKind::DynamicBuffer { element, shape }, ArgValue::Buffer(buffer)) => {
+                check_buffer(*element, shape, &self.type_text, buffer).map(ArgValue::Buffer).map_err(bad)
+            }
+            (ParameterKind::Scalar(_), ArgValue::Buffer(buffer)) => Err(bad(format!(
+                "expects a scalar of type {}, got a buffer of shape {:?}",
+                self.type_text, buffer.layout.shape
+            ))),
+            (_, ArgValue::Scalar(_)) => Err(bad(format!("expects a buffer of type {}, got a scalar", self.type_text))),
+        }
+    }
+}
+
+fn check_scalar(ty: ElementType, value: Scalar) -> Result<Scalar, String> {
+    let name = crate::eval::type_name(ty);
+    match (ty.is_float(), value) {
+        (true, Scalar::Float(v)) => Ok(crate::eval::normalize(Scalar::Float(v), ty)),
+        (true, Scalar::Int(v)) => Err(format!("expects a float of type {name}, got the integer {v}")),
+        (false, Scalar::Float(v)) => Err(format!("expects an integer of type {name}, got the float {v}")),
+        (false, Scalar::Int(v)) => {
+            let bits = ty.bits();
+            let fits = match bits {
+                1 => v == 0 || v == 1,
+                64 => true,
+                _ => v >= -(1i64 << (bits - 1)) && v < (1i64 << bits),
+            };
+            if fits {
+                Ok(crate::eval::normalize(Scalar::Int(v), ty))
+            } else {
+                Err(format!("the value {v} does not fit in {name}"))
+            }
+        }
+    }
+}
+
+fn check_buffer(
+    element: ElementType,
+    shape: &[Option<usize>],
+    type_text: &str,
+    buffer: HostBuffer,
+) -> Result<HostBuffer, String> {
+    let layout = &buffer.layout;
+    if layout.element != element {
+        return Err(format!(
+            "expects {type_text}, got a buffer of {} elements",
+            crate::eval::type_name(layout.element)
+        ));
+    }
+    let fits =
+        layout.shape.len() == shape.len() && layout.shape.iter().zip(shape).all(|(&d, &e)| e.is_none_or(|e| e == d));
+    if !fits {
+        return Err(format!("expects {type_text}, got a buffer of shape {:?}", layout.shape));
+    }
+    if buffer.bytes.len() != layout.bytes() {
+        return Err(format!(
+            "a buffer of shape {:?} and element type {} needs {} bytes, but has {}",
+            layout.shape,
+            crate::eval::type_name(element),
+            layout.bytes(),
+            buffer.bytes.len()
+        ));
+    }
+    Ok(buffer)
+}
+
+/// What a value of IR type `ty` is at run time, or a message when the runtime cannot hold it.
+pub(crate) fn parameter_kind(ctx: &Context, ty: Type) -> Result<ParameterKind, String> {
+    if let TypeKind::MemRef { shape, element } = ctx.type_kind(ty) {
+        let element = ElementType::of(ctx, *element)
+            .ok_or_else(|| format!("the element type of {} is not supported at run time", type_to_string(ctx, ty)))?;
+        let dims: Vec<Option<usize>> =
+            shape.iter().map(|&d| if d == DYNAMIC { None } else { usize::try_from(d).ok() }).collect();
+        if shape.iter().zip(&dims).any(|(&d, dim)| d != DYNAMIC && dim.is_none()) {
+            return Err(format!("{} has a negative dimension", type_to_string(ctx, ty)));
+        }
+        return Ok(match dims.iter().copied().collect::<Option<Vec<usize>>>() {
+            Some(shape) => ParameterKind::Buffer(BufferLayout { element, shape }),
+            None => ParameterKind::DynamicBuffer { element, shape: dims },
+        });
+    }
+    ElementType::of(ctx, ty)
+        .map(ParameterKind::Scalar)
+        .ok_or_else(|| format!("the type {} is not supported at run time", type_to_string(ctx, ty)))
+}
+
+/// The `compute.func` named `name` in `module`.
+fn find_function(ctx: &Context, module: Op, name: &str) -> Result<Op, RuntimeError> {
+    ctx.body_ops(module)
+        .into_iter()
+        .find(|&op| ctx.name_str(op) == "compute.func" && symbol_name(ctx, op) == Some(name))
+        .ok_or_else(|| RuntimeError::MissingSymbol {
+            what: "entry function",
+            name: name.to_string(),
+            location: Location::UNKNOWN,
+        })
+}
+
+/// The `sym_name` of an op.
+pub(crate) fn symbol_name(ctx: &Context, op: Op) -> Option<&str> {
+    ctx.attribute(op, "sym_name").and_then(|a| ctx.attribute_kind(a).as_str())
+}
+
+/// The parameters of the `compute.func` named `entry` in `module`: source names (from
+/// [`Context::argument_name`]) and what each takes, so that a driver can build the arguments.
+pub fn entry_parameters(ctx: &Context, module: Op, entry: &str) -> Result<Vec<Parameter>, RuntimeError> {
+    let func = find_function(ctx, module, entry)?;
+    let location = ctx.location(func);
+    let malformed = |message: String| RuntimeError::Unsupported { op: "compute.func".to_string(), message, location };
+    let (inputs, _) =
+        function_signature(ctx, func).ok_or_else(|| malformed(format!("'@{entry}' has no function_type")))?;
+    let arguments = ctx
+        .regions(func)
+        .first()
+        .and_then(|&r| ctx.region_blocks(r).first())
+        .map(|&b| ctx.block_arguments(b).to_vec())
+        .unwrap_or_default();
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(index, &ty)| {
+            let name = arguments
+                .get(index)
+                .and_then(|&a| ctx.argument_name(a))
+                .map_or_else(|| format!("arg{index}"), str::to_string);
+            let kind =
+                parameter_kind(ctx, ty).map_err(|message| malformed(format!("parameter '{name}': {message}")))?;
+            Ok(Parameter { name, kind, type_text: type_to_string(ctx, ty) })
+        })
+        .collect()
+}
+
+/// Runs compute functions of one module on a backend. See the module documentation.
+///
+/// Kernels are compiled once per executor (on their first dispatch) and cached by symbol, so
+/// several runs of one executor compile each kernel once.
+pub struct Executor<'a> {
+    pub(crate) ctx: &'a Context,
+    pub(crate) module: Op,
+    pub(crate) backend: &'a mut dyn Backend,
+    pub(crate) options: ExecutorOptions,
+    pub(crate) host_functions: FxHashMap<String, Registered<'a>>,
+    pub(crate) symbols: FxHashMap<&'a str, Op>,
+    pub(crate) kernels: FxHashMap<String, KernelHandle>,
+    pub(crate) recursion_limit: usize,
+}
+
+/// A registered host function, with the effects the embedding program registered it with
+/// (checked against the program's declaration at each call) if it gave them.
+pub(crate) struct Registered<'a> {
+    pub(crate) function: HostFunction<'a>,
+    pub(crate) effects: Option<Vec<ArgEffect>>,
+}
+
+/// The default limit on nesting: each call of a compute function and each region of an `scf`
+/// op being run counts one level. The walk recurses on the host's stack; at this limit it needs
+/// about 1 MiB of stack in a debug build (much less optimised), well within a thread's default.
+pub const DEFAULT_RECURSION_LIMIT: usize = 512;
+
+impl<'a> Executor<'a> {
+    /// An executor of the compute functions of `module` (a `builtin.module`), on `backend`.
+    pub fn new(ctx: &'a Context, module: Op, backend: &'a mut dyn Backend, options: ExecutorOptions) -> Self {
+        let mut symbols = FxHashMap::default();
+        for op in ctx.body_ops(module) {
+            if let Some(name) = symbol_name(ctx, op) {
+                symbols.entry(name).or_insert(op);
+            }
+        }
+        Executor {
+            ctx,
+            module,
+            backend,
+            options,
+            host_functions: FxHashMap::default(),
+            symbols,
+            kernels: FxHashMap::default(),
+            recursion_limit: DEFAULT_RECURSION_LIMIT,
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> ExecutorOptions {
+        self.options
+    }
+
+    /// The module.
+    pub fn module(&self) -> Op {
+        self.module
+    }
+
+    /// Sets the limit on nesting, calls of compute functions and regions of `scf` ops together
+    /// (default [`DEFAULT_RECURSION_LIMIT`]); deeper is [`RuntimeError::RecursionLimit`]. A high
+    /// limit needs a large stack.
+    pub fn set_recursion_limit(&mut self, limit: usize) {
+        self.recursion_limit = limit;
+    }
+
+    /// Registers the host function a `compute.host_func @name` declares (a later registration
+    /// replaces it). Its buffer arguments get the views their declared effects allow (see
+    /// [`HostCall`]).
+    pub fn register_host_function(&mut self, name: &str, function: HostFunction<'a>) {
+        self.host_functions.insert(name.to_string(), Registered { function, effects: None });
+    }
+
+    /// Like [`register_host_function`](Self::register_host_function), also stating the effect
+    /// of each argument (`none` for scalars). Each call checks that the program's declaration
+    /// says the same, and fails with [`RuntimeError::HostFunctionFailed`] if not: a declaration
+    /// that understates a function's effects would let a transfer plan skip a needed copy.
+    pub fn register_host_function_with_effects(
+        &mut self,
+        name: &str,
+        effects: &[ArgEffect],
+        function: HostFunction<'a>,
+    ) {
+        self.host_functions.insert(name.to_string(), Registered { function, effects: Some(effects.to_vec()) });
+    }
+
+    /// Registers the standard host functions, writing to standard output: `print`
+    /// ([`host_functions::print`]) and `display` ([`host_functions::display`]).
+    pub fn register_standard_host_functions(&mut self) {
+        self.register_host_function("print", host_functions::print(std::io::stdout()));
+        self.register_host_function("display", host_functions::display(std::io::stdout()));
+    }
+
+    /// Whether a host function of this name is registered.
+    pub fn has_host_function(&self, name: &str) -> bool {
+        self.host_functions.contains_key(name)
+    }
+
+    /// The parameters of the compute function `entry` (see [`entry_parameters`]).
+    pub fn entry_parameters(&self, entry: &str) -> Result<Vec<Parameter>, RuntimeError> {
+        entry_parameters(self.ctx, self.module, entry)
+    }
+
+    /// Runs the compute function `entry` with `args`, one per parameter. See the module
+    /// documentation for what moves and what can go wrong.
+    pub fn run(&mut self, entry: &str, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
+        interpret::run(self, entry, args)
+    }
+}
+
+/// The value of an integer attribute of an op.
+pub(crate) fn integer_attribute(ctx: &Context, op: Op, name: &str) -> Option<i64> {
+    ctx.attribute(op, name).and_then(|a| match ctx.attribute_kind(a) {
+        AttributeKind::Integer { value, .. } => Some(*value),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod cpu_tests;
+#[cfg(test)]
+mod tests;
