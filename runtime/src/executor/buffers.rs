@@ -18,6 +18,21 @@ use crate::value::BufferLayout;
 use hat_ir::Location;
 use std::time::Instant;
 
+/// A host copy of `layout` filled with poison, or [`RuntimeError::Allocation`] when host memory
+/// cannot hold it (rather than aborting).
+fn try_poison(layout: &BufferLayout) -> Result<Vec<u8>, RuntimeError> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(layout.bytes()).map_err(|e| RuntimeError::Allocation {
+        bytes: layout.bytes(),
+        message: format!("no host memory for the buffer's host copy ({e})"),
+    })?;
+    let pattern = layout.element.poison_bytes();
+    for _ in 0..layout.len() {
+        bytes.extend_from_slice(&pattern);
+    }
+    Ok(bytes)
+}
+
 /// A buffer of the run (an index into [`Buffers`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct BufferId(pub(crate) usize);
@@ -91,7 +106,7 @@ impl Buffers {
         let state = &mut self.list[id.0];
         if state.host.is_none() {
             recorder.host_copy(state.slot);
-            state.host = Some(poison(&state.layout));
+            state.host = Some(try_poison(&state.layout)?);
         }
         Ok(state.host.as_mut().expect("made above"))
     }

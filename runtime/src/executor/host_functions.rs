@@ -1,6 +1,6 @@
 //! Host functions: the opaque functions a program declares with `compute.host_func` and the
 //! embedding program provides ([`Executor::register_host_function`](super::Executor::register_host_function)),
-//! and the standard ones `hat-opt` registers: [`print`] and [`display`].
+//! and the standard ones `hat-opt` registers: [`print()`] and [`display()`].
 //!
 //! A host function receives a [`HostCall`]: its scalar arguments, and its buffer arguments as
 //! views of their host copies. The declared effect of each buffer argument decides the view: a
@@ -18,7 +18,7 @@ use std::io::Write;
 /// expects) or a message, which becomes [`RuntimeError::HostFunctionFailed`](crate::RuntimeError::HostFunctionFailed).
 pub type HostFunction<'a> = Box<dyn FnMut(&mut HostCall) -> Result<Vec<Scalar>, String> + 'a>;
 
-/// The names of the standard host functions ([`print`] and [`display`]).
+/// The names of the standard host functions ([`print()`] and [`display()`]).
 pub const STANDARD_HOST_FUNCTIONS: &[&str] = &["print", "display"];
 
 #[derive(Clone, Debug)]
@@ -57,19 +57,15 @@ impl HostCall {
         self.slots.push(Slot::Scalar(value, ty));
     }
 
-    /// Adds a buffer argument; `view` is the index of its view, or `None` to add `buffer` as a
-    /// new view.
-    pub(crate) fn push_buffer(&mut self, view: Option<usize>, buffer: Option<HostBuffer>, effect: ArgEffect) -> usize {
-        let index = match (view, buffer) {
-            (Some(index), _) => index,
-            (None, Some(buffer)) => {
-                self.buffers.push(buffer);
-                self.buffers.len() - 1
-            }
-            (None, None) => unreachable!("a new view needs its buffer"),
-        };
-        self.slots.push(Slot::Buffer(index, effect));
-        index
+    /// Adds a buffer argument with a new view (the buffer's host copy, taken out of the run).
+    pub(crate) fn push_new_buffer(&mut self, buffer: HostBuffer, effect: ArgEffect) {
+        self.buffers.push(buffer);
+        self.slots.push(Slot::Buffer(self.buffers.len() - 1, effect));
+    }
+
+    /// Adds a buffer argument that is the same buffer as the one of view `view`.
+    pub(crate) fn push_same_buffer(&mut self, view: usize, effect: ArgEffect) {
+        self.slots.push(Slot::Buffer(view, effect));
     }
 
     /// The function's name (without `@`).
@@ -153,7 +149,7 @@ impl HostCall {
         format!("argument #{index} is missing ('@{}' got {} arguments)", self.name, self.len())
     }
 
-    /// The views handed back after the call, with the argument slots that name each.
+    /// The views, in the order they were added, to hand back to the run after the call.
     pub(crate) fn into_views(self) -> Vec<HostBuffer> {
         self.buffers
     }

@@ -106,7 +106,7 @@ struct Interpreter<'e, 'a> {
     ex: &'e mut Executor<'a>,
     buffers: Buffers,
     recorder: Recorder,
-    /// Nested compute-function calls.
+    /// Nesting: the calls and `scf` regions being run (see [`Executor::set_recursion_limit`]).
     depth: usize,
 }
 
@@ -653,13 +653,11 @@ impl<'a> Interpreter<'_, 'a> {
             match *arg {
                 RtValue::Scalar(scalar) => call.push_scalar(scalar, self.element_type(value, op)?),
                 RtValue::Buffer(id) => match views.iter().position(|&v| v == id) {
-                    Some(view) => {
-                        call.push_buffer(Some(view), None, effect);
-                    }
+                    Some(view) => call.push_same_buffer(view, effect),
                     None => {
                         let buffer = self.buffers.take_host(id, at, &mut self.recorder)?;
                         views.push(id);
-                        call.push_buffer(None, Some(buffer), effect);
+                        call.push_new_buffer(buffer, effect);
                     }
                 },
             }

@@ -165,8 +165,11 @@ pub struct Parameter {
 }
 
 impl Parameter {
-    /// Checks that `value` fits the parameter, and gives it in the form the program sees (a
-    /// scalar normalised to its type: `f32` rounded, integers in range). Errors are
+    /// Checks that `value` fits the parameter, and gives it in the form the program sees.
+    /// A float parameter takes a [`Scalar::Float`] (rounded to `f32` for `f32`); an integer one
+    /// a [`Scalar::Int`] that fits its width read as signed or unsigned (`255` for an `i8` is
+    /// `-1`; an `i1` takes 0 or 1). A buffer must have the element type and (static) shape of
+    /// the parameter and exactly `layout.bytes()` bytes. Errors are
     /// [`RuntimeError::BadArgument`].
     pub fn check(&self, value: ArgValue) -> Result<ArgValue, RuntimeError> {
         let bad = |message: String| RuntimeError::BadArgument { name: self.name.clone(), message };
