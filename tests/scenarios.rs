@@ -62,6 +62,9 @@ impl Program {
     }
 }
 
+/// What a host function saw, call by call: its index argument and its buffer's elements.
+type CallLog = Rc<RefCell<Vec<(i64, Vec<i32>)>>>;
+
 fn int(v: i64) -> ArgValue {
     ArgValue::Scalar(Scalar::Int(v))
 }
@@ -205,7 +208,17 @@ fn s02_fill() {
 fn s02b_fill_masked() {
     let program = Program::example("02b-fill-masked.hat");
     let data: Vec<i32> = (0..64).map(|i| 1000 + i).collect();
-    let mask: Vec<i32> = (0..64).map(|i| if i % 3 == 0 { 1 } else if i % 7 == 0 { -5 } else { 0 }).collect();
+    let mask: Vec<i32> = (0..64)
+        .map(|i| {
+            if i % 3 == 0 {
+                1
+            } else if i % 7 == 0 {
+                -5
+            } else {
+                0
+            }
+        })
+        .collect();
     let output = program.run(vec![i32s(&[64], &data), i32s(&[64], &mask), int(42)]);
     let expected: Vec<i32> = data.iter().zip(&mask).map(|(&d, &m)| if m != 0 { 42 } else { d }).collect();
     assert_eq!(out_i32(&output, 0), expected);
@@ -383,7 +396,7 @@ fn s07_life_display() {
     let program = Program::example("07-life-display.hat");
     let grid = random_grid();
     for count in [0usize, 1, 4, 5] {
-        let shown: Rc<RefCell<Vec<(i64, Vec<i32>)>>> = Rc::default();
+        let shown: CallLog = Rc::default();
         let log = shown.clone();
         let output = program.run_with(TransferMode::Reference, vec![i32s(&[N, N], &grid), int(count as i64)], |e| {
             e.register_host_function(
@@ -732,7 +745,7 @@ fn s18_conditional_escape() {
     let program = Program::example("18-conditional-escape.hat");
     let state = Inputs(18).ints(64, 0, 1 << 30);
     for count in [0usize, 1, 10, 11, 25] {
-        let seen: Rc<RefCell<Vec<(i64, Vec<i32>)>>> = Rc::default();
+        let seen: CallLog = Rc::default();
         let log = seen.clone();
         let output = program.run_with(TransferMode::Reference, vec![i32s(&[64], &state), int(count as i64)], |e| {
             e.register_host_function(

@@ -94,7 +94,9 @@ pub fn arguments(entry: &str, parameters: &[Parameter], assignments: &[String]) 
 fn argument(parameter: &Parameter, text: &str) -> Result<ArgValue, String> {
     let value = match &parameter.kind {
         ParameterKind::Scalar(ty) => ArgValue::Scalar(parse_scalar(*ty, text)?),
-        ParameterKind::Buffer(layout) => ArgValue::Buffer(buffer(layout.element, Some(&layout.shape), text, parameter)?),
+        ParameterKind::Buffer(layout) => {
+            ArgValue::Buffer(buffer(layout.element, Some(&layout.shape), text, parameter)?)
+        }
         ParameterKind::DynamicBuffer { element, .. } => ArgValue::Buffer(buffer(*element, None, text, parameter)?),
     };
     parameter.check(value).map_err(|error| match error {
@@ -107,7 +109,8 @@ fn argument(parameter: &Parameter, text: &str) -> Result<ArgValue, String> {
 pub fn parse_scalar(ty: ElementType, text: &str) -> Result<Scalar, String> {
     let type_name = hat_runtime::eval::type_name(ty);
     if ty.is_float() {
-        let value: f64 = text.trim().parse().map_err(|_| format!("expected a number of type {type_name}, got '{text}'"))?;
+        let value: f64 =
+            text.trim().parse().map_err(|_| format!("expected a number of type {type_name}, got '{text}'"))?;
         return Ok(Scalar::Float(if ty == ElementType::F32 { value as f32 as f64 } else { value }));
     }
     let trimmed = text.trim();
@@ -169,7 +172,9 @@ impl Generator {
             "random" => Generator::Random(0),
             _ => {
                 if let Some(seed) = text.strip_prefix("random:") {
-                    let seed = seed.parse().map_err(|_| format!("random:SEED needs a non-negative integer seed, got '{seed}'"))?;
+                    let seed = seed
+                        .parse()
+                        .map_err(|_| format!("random:SEED needs a non-negative integer seed, got '{seed}'"))?;
                     Generator::Random(seed)
                 } else if let Some(value) = text.strip_prefix("fill:") {
                     Generator::Fill(value.to_string())
@@ -238,7 +243,12 @@ impl SplitMix64 {
 
 /// The buffer a VALUE gives: a generator, or a `.npy` file. `shape` is `None` for a buffer with
 /// dynamic dimensions (the parameter's check then matches the file's shape against it).
-fn buffer(element: ElementType, shape: Option<&[usize]>, text: &str, parameter: &Parameter) -> Result<HostBuffer, String> {
+fn buffer(
+    element: ElementType,
+    shape: Option<&[usize]>,
+    text: &str,
+    parameter: &Parameter,
+) -> Result<HostBuffer, String> {
     if let Some(generator) = Generator::parse(text)? {
         let Some(shape) = shape else {
             return Err(format!(
@@ -278,7 +288,12 @@ fn dtype_of(element: ElementType) -> &'static str {
 }
 
 /// Reads a `.npy` file into a buffer of `element`s; its shape must be `shape` (when known).
-pub fn read_npy(path: &Path, element: ElementType, shape: Option<&[usize]>, type_text: &str) -> Result<HostBuffer, String> {
+pub fn read_npy(
+    path: &Path,
+    element: ElementType,
+    shape: Option<&[usize]>,
+    type_text: &str,
+) -> Result<HostBuffer, String> {
     let cannot = |e: std::io::Error| format!("cannot read '{}': {e}", path.display());
     let file = std::fs::File::open(path).map_err(cannot)?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(cannot)?;
@@ -286,7 +301,14 @@ pub fn read_npy(path: &Path, element: ElementType, shape: Option<&[usize]>, type
     let dtype = npy.dtype();
     let type_str = match &dtype {
         DType::Plain(type_str) => type_str.clone(),
-        other => return Err(format!("'{}' holds a structured array ({}); {type_text} needs dtype {}", path.display(), other.descr(), dtype_of(element))),
+        other => {
+            return Err(format!(
+                "'{}' holds a structured array ({}); {type_text} needs dtype {}",
+                path.display(),
+                other.descr(),
+                dtype_of(element)
+            ))
+        }
     };
     let matches = match element {
         ElementType::I1 => type_str.type_char() == TypeChar::Bool,
@@ -320,8 +342,12 @@ pub fn read_npy(path: &Path, element: ElementType, shape: Option<&[usize]>, type
         ElementType::I8 => npy.into_vec::<i8>().map_err(cannot)?.into_iter().map(|v| Scalar::Int(v as i64)).collect(),
         ElementType::I16 => npy.into_vec::<i16>().map_err(cannot)?.into_iter().map(|v| Scalar::Int(v as i64)).collect(),
         ElementType::I32 => npy.into_vec::<i32>().map_err(cannot)?.into_iter().map(|v| Scalar::Int(v as i64)).collect(),
-        ElementType::I64 | ElementType::Index => npy.into_vec::<i64>().map_err(cannot)?.into_iter().map(Scalar::Int).collect(),
-        ElementType::F32 => npy.into_vec::<f32>().map_err(cannot)?.into_iter().map(|v| Scalar::Float(v as f64)).collect(),
+        ElementType::I64 | ElementType::Index => {
+            npy.into_vec::<i64>().map_err(cannot)?.into_iter().map(Scalar::Int).collect()
+        }
+        ElementType::F32 => {
+            npy.into_vec::<f32>().map_err(cannot)?.into_iter().map(|v| Scalar::Float(v as f64)).collect()
+        }
         ElementType::F64 => npy.into_vec::<f64>().map_err(cannot)?.into_iter().map(Scalar::Float).collect(),
     };
     if values.len() != layout.len() {
@@ -401,7 +427,11 @@ pub fn outputs(entry: &str, parameters: &[Parameter], assignments: &[String]) ->
     for assignment in assignments {
         let (name, path) = split_assignment("out", assignment)?;
         let Some(index) = buffers.iter().position(|p| p.name == name) else {
-            let what = if parameters.iter().any(|p| p.name == name) { "is a scalar, not a buffer" } else { "is not a parameter" };
+            let what = if parameters.iter().any(|p| p.name == name) {
+                "is a scalar, not a buffer"
+            } else {
+                "is not a parameter"
+            };
             let names: Vec<String> = buffers.iter().map(|p| describe(p)).collect();
             return Err(format!(
                 "error: --out {assignment}: '%{name}' of @{entry} {what}; the buffer parameters are: {}",

@@ -1,5 +1,5 @@
 //! `hat-opt`: parse a `.hat` file, verify it, run a pass pipeline, and print it — following
-//! `mlir-opt`'s conventions.
+//! `mlir-opt`'s conventions — or, with `--run`, execute it (see `run.rs`).
 //!
 //! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`, or a
 //! bad command line).

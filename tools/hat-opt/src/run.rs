@@ -28,14 +28,14 @@
 
 use crate::args;
 use clap::ValueEnum;
-use hat_runtime::executor::host_functions::format_scalar;
+use hat_ir::diagnostics::render;
+use hat_ir::printer::type_to_string;
+use hat_ir::{Context, Op};
+use hat_runtime::executor::host_functions::{format_scalar, STANDARD_HOST_FUNCTIONS};
 use hat_runtime::{
     entry_parameters, ArgValue, CpuBackend, ElementType, Executor, ExecutorOptions, RunOutput, RuntimeError,
     TransferMode,
 };
-use hat_ir::diagnostics::render;
-use hat_ir::printer::type_to_string;
-use hat_ir::{Context, Op};
 use std::io::Write;
 
 /// What `--report` prints after a run.
@@ -108,7 +108,7 @@ pub fn run(ctx: &Context, module: Op, options: &RunOptions, summary: &mut dyn Wr
     };
     // The program's own output (print, display) comes before the summary.
     let _ = std::io::stdout().flush();
-    let output = output.map_err(|error| render(&ctx.sources, &[error.to_diagnostic()]))?;
+    let output = output.map_err(|error| render(&ctx.sources, &[diagnostic(&error)]))?;
     for (index, path) in &outputs {
         let buffer = &output.buffers[*index];
         args::write_npy(path, buffer)?;
@@ -118,13 +118,32 @@ pub fn run(ctx: &Context, module: Op, options: &RunOptions, summary: &mut dyn Wr
         ReportFormat::Text => text_summary(entry, &result_types, &output),
         ReportFormat::Json => json_summary(entry, &result_types, &output),
     };
-    summary.write_all(text.as_bytes()).and_then(|()| summary.flush()).map_err(|e| format!("error: cannot write output: {e}"))
+    summary
+        .write_all(text.as_bytes())
+        .and_then(|()| summary.flush())
+        .map_err(|e| format!("error: cannot write output: {e}"))
+}
+
+/// A runtime error as a diagnostic, with a note where hat-opt can say more.
+fn diagnostic(error: &RuntimeError) -> hat_ir::Diagnostic {
+    let diagnostic = error.to_diagnostic();
+    match error {
+        RuntimeError::UnknownHostFunction { .. } => diagnostic.with_note(
+            hat_ir::Location::UNKNOWN,
+            format!("hat-opt --run provides the host functions {}", STANDARD_HOST_FUNCTIONS.join(" and ")),
+        ),
+        _ => diagnostic,
+    }
 }
 
 /// The message for an `--entry` that names no compute function, listing those that exist.
 fn missing_entry(ctx: &Context, module: Op, entry: &str) -> String {
     let names: Vec<String> = compute_functions(ctx, module).into_iter().map(|(name, _)| format!("@{name}")).collect();
-    let known = if names.is_empty() { "the module has none".to_string() } else { format!("the module has {}", names.join(", ")) };
+    let known = if names.is_empty() {
+        "the module has none".to_string()
+    } else {
+        format!("the module has {}", names.join(", "))
+    };
     format!("error: no compute.func named '@{entry}' to run (--entry {entry}); {known}")
 }
 
@@ -152,7 +171,9 @@ fn result_types(ctx: &Context, module: Op, entry: &str) -> Vec<(String, Option<E
 /// A result as text: `42 : i32`, or a buffer's type.
 fn result_text(value: &ArgValue, ty: Option<&(String, Option<ElementType>)>) -> String {
     match (value, ty) {
-        (ArgValue::Scalar(scalar), Some((text, Some(element)))) => format!("{} : {text}", format_scalar(*scalar, *element)),
+        (ArgValue::Scalar(scalar), Some((text, Some(element)))) => {
+            format!("{} : {text}", format_scalar(*scalar, *element))
+        }
         (ArgValue::Scalar(scalar), _) => format!("{scalar:?}"),
         (ArgValue::Buffer(buffer), Some((text, _))) => format!("a buffer ({text}, {} elements)", buffer.len()),
         (ArgValue::Buffer(buffer), None) => format!("a buffer of shape {:?}", buffer.layout.shape),

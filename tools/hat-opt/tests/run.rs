@@ -36,12 +36,7 @@ fn text(bytes: &[u8]) -> String {
 /// Runs hat-opt, which must succeed; gives its standard output.
 fn succeed(args: &[&str]) -> String {
     let output = hat_opt(args);
-    assert!(
-        output.status.success(),
-        "hat-opt {args:?} failed ({:?}):\n{}",
-        output.status.code(),
-        text(&output.stderr)
-    );
+    assert!(output.status.success(), "hat-opt {args:?} failed ({:?}):\n{}", output.status.code(), text(&output.stderr));
     text(&output.stdout)
 }
 
@@ -184,7 +179,18 @@ fn scalars_of_every_kind_and_a_float_generator() {
     let directory = scratch("scalars");
     let output = directory.join("fill.npy");
     let out = format!("data={}", path_str(&output));
-    succeed(&["examples/02-fill.hat", "--run", "--arg", "data=zeros", "--arg", "value=-0x10", "--arg", "step=3", "--out", &out]);
+    succeed(&[
+        "examples/02-fill.hat",
+        "--run",
+        "--arg",
+        "data=zeros",
+        "--arg",
+        "value=-0x10",
+        "--arg",
+        "step=3",
+        "--out",
+        &out,
+    ]);
     assert_eq!(read_i32_npy(&output).1, (0..64).map(|i| -16 + 3 * i).collect::<Vec<i32>>());
     // f32 buffers and scalars.
     let stdout = succeed(&[
@@ -238,7 +244,8 @@ fn explicit_mode_moves_only_the_programs_transfers() {
     let directory = scratch("explicit");
     let output = directory.join("out.npy");
     let out = format!("data={}", path_str(&output));
-    let stdout = succeed(&["examples/01-squares.hat", "--run", "--run-mode=explicit", "--arg", "data=iota", "--out", &out]);
+    let stdout =
+        succeed(&["examples/01-squares.hat", "--run", "--run-mode=explicit", "--arg", "data=iota", "--out", &out]);
     assert!(stdout.starts_with("ran @main (explicit transfers, cpu backend)\n"), "{stdout}");
     assert!(stdout.contains("to device 0 copies (0 B), from device 0 copies (0 B)"), "{stdout}");
     // Without transfers the host copy never changes.
@@ -257,7 +264,16 @@ fn the_ir_goes_to_an_output_file() {
 
 #[test]
 fn passes_run_before_the_program() {
-    let stdout = succeed(&["examples/05-host-edit.hat", "--canonicalize", "--cse", "--run", "--arg", "data=iota", "--arg", "seed=1"]);
+    let stdout = succeed(&[
+        "examples/05-host-edit.hat",
+        "--canonicalize",
+        "--cse",
+        "--run",
+        "--arg",
+        "data=iota",
+        "--arg",
+        "seed=1",
+    ]);
     assert!(stdout.contains("dispatches: 2 (@affine_step 2)"), "{stdout}");
 }
 
@@ -296,7 +312,10 @@ fn an_unknown_argument() {
         &["error: --arg count=3: @main has no parameter '%count'", "%data: memref<64xi32>"],
     );
     fail(&["examples/01-squares.hat", "--run", "--arg", "data"], &["error: --arg data: expected NAME=VALUE"]);
-    fail(&["examples/01-squares.hat", "--run", "--arg", "data=iota", "--arg", "data=zeros"], &["'%data' is given twice"]);
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", "data=iota", "--arg", "data=zeros"],
+        &["'%data' is given twice"],
+    );
 }
 
 #[test]
@@ -314,7 +333,18 @@ fn ill_typed_scalars() {
         &["--arg value=99999999999: the value 99999999999 does not fit in i32"],
     );
     fail(
-        &["examples/14-helpers.hat", "--run", "--arg", "x=zeros", "--arg", "y=zeros", "--arg", "out=zeros", "--arg", "t=half"],
+        &[
+            "examples/14-helpers.hat",
+            "--run",
+            "--arg",
+            "x=zeros",
+            "--arg",
+            "y=zeros",
+            "--arg",
+            "out=zeros",
+            "--arg",
+            "t=half",
+        ],
         &["expected a number of type f32, got 'half'"],
     );
 }
@@ -333,8 +363,14 @@ fn buffers_and_scalars_mixed_up() {
         &["examples/04-peek.hat", "--run", "--arg", "data=iota", "--arg", "count=zeros"],
         &["expected an integer of type index, got 'zeros'"],
     );
-    fail(&["examples/01-squares.hat", "--run", "--arg", "data=fill:x"], &["fill:x: expected an integer of type i32, got 'x'"]);
-    fail(&["examples/01-squares.hat", "--run", "--arg", "data=random:-1"], &["random:SEED needs a non-negative integer seed"]);
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", "data=fill:x"],
+        &["fill:x: expected an integer of type i32, got 'x'"],
+    );
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", "data=random:-1"],
+        &["random:SEED needs a non-negative integer seed"],
+    );
 }
 
 #[test]
@@ -351,7 +387,10 @@ fn npy_files_of_the_wrong_shape_or_dtype() {
     let floats = directory.join("floats.npy");
     write_f32_npy(&floats, &[64], &[0.0; 64]);
     let arg = format!("data={}", path_str(&floats));
-    fail(&["examples/01-squares.hat", "--run", "--arg", &arg], &["has dtype <f4, but memref<64xi32> needs <i4 (i32 elements)"]);
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["has dtype <f4, but memref<64xi32> needs <i4 (i32 elements)"],
+    );
     let missing = directory.join("missing.npy");
     let arg = format!("data={}", path_str(&missing));
     fail(&["examples/01-squares.hat", "--run", "--arg", &arg], &["cannot read '", "missing.npy'"]);
@@ -389,7 +428,10 @@ fn a_kernel_that_does_not_exist() {
     // A dispatch of a missing kernel does not verify: the run never starts.
     fail(
         &["tests/malformed/65-dispatch-to-missing-kernel.hat", "--run"],
-        &["'compute.dispatch' op 'kernel' refers to '@missing', which is not defined", "65-dispatch-to-missing-kernel.hat:3:3"],
+        &[
+            "'compute.dispatch' op 'kernel' refers to '@missing', which is not defined",
+            "65-dispatch-to-missing-kernel.hat:3:3",
+        ],
     );
 }
 
