@@ -133,34 +133,46 @@ impl Memory {
 
     /// Copies `data` into the buffer from byte `offset` (little-endian elements).
     pub(crate) fn write_bytes(&self, offset: usize, data: &[u8]) {
-        let size = self.element.size();
-        let mut position = offset;
-        let end = offset + data.len();
-        while position < end {
-            let element = position / size;
-            let start = element * size;
-            let mut raw = self.load_bits(element).to_le_bytes();
-            let from = position - start;
-            let to = size.min(end - start);
-            raw[from..to].copy_from_slice(&data[position - offset..start + to - offset]);
-            self.store_bits(element, u64::from_le_bytes(raw));
-            position = start + to;
+        for span in element_spans(self.element.size(), offset, data.len()) {
+            let mut raw = self.load_bits(span.element).to_le_bytes();
+            raw[span.within.clone()].copy_from_slice(&data[span.data]);
+            self.store_bits(span.element, u64::from_le_bytes(raw));
         }
     }
 
     /// Copies bytes from byte `offset` of the buffer into `data`.
     pub(crate) fn read_bytes(&self, offset: usize, data: &mut [u8]) {
-        let size = self.element.size();
-        let mut position = offset;
-        let end = offset + data.len();
-        while position < end {
-            let element = position / size;
-            let start = element * size;
-            let raw = self.load_bits(element).to_le_bytes();
-            let from = position - start;
-            let to = size.min(end - start);
-            data[position - offset..start + to - offset].copy_from_slice(&raw[from..to]);
-            position = start + to;
+        for span in element_spans(self.element.size(), offset, data.len()) {
+            let raw = self.load_bits(span.element).to_le_bytes();
+            data[span.data].copy_from_slice(&raw[span.within]);
         }
     }
+}
+
+/// The part of one element that a byte range covers.
+struct ElementSpan {
+    /// Which element.
+    element: usize,
+    /// The bytes of the element, relative to its start.
+    within: std::ops::Range<usize>,
+    /// The same bytes, relative to the start of the range.
+    data: std::ops::Range<usize>,
+}
+
+/// The elements (of `size` bytes) that bytes `offset..offset + length` touch, in order; the
+/// first and last may be partial.
+fn element_spans(size: usize, offset: usize, length: usize) -> impl Iterator<Item = ElementSpan> {
+    let end = offset + length;
+    let mut position = offset;
+    std::iter::from_fn(move || {
+        if position >= end {
+            return None;
+        }
+        let element = position / size;
+        let start = element * size;
+        let to = size.min(end - start);
+        let span = ElementSpan { element, within: position - start..to, data: position - offset..start + to - offset };
+        position = start + to;
+        Some(span)
+    })
 }
