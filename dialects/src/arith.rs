@@ -115,6 +115,18 @@ const fn float_binary(name: &'static str, summary: &'static str, traits: OpTrait
 
 // ----- comparisons --------------------------------------------------------------------------
 
+/// The comparison predicate of an `arith.cmpi` or `arith.cmpf` (its position in
+/// [`CMPI_PREDICATES`] or [`CMPF_PREDICATES`]), if it has one.
+pub fn predicate(ctx: &Context, op: Op) -> Option<i64> {
+    ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64())
+}
+
+/// The attribute entry `predicate = N : i64`, as MLIR stores a comparison's predicate.
+pub fn predicate_attribute(ctx: &mut Context, predicate: i64) -> (hat_ir::Ident, hat_ir::Attribute) {
+    let i64_type = ctx.integer_type(64);
+    (ctx.ident("predicate"), ctx.integer_attr(predicate, i64_type))
+}
+
 fn parse_compare(p: &mut OpParser<'_, '_>, state: &mut OperationState, predicates: &[&str]) -> ParseResult<()> {
     let location = p.location();
     let keyword = p.parse_keyword("a comparison predicate")?;
@@ -130,18 +142,14 @@ fn parse_compare(p: &mut OpParser<'_, '_>, state: &mut OperationState, predicate
     let ty = p.parse_type()?;
     state.operands = vec![p.resolve_operand(&lhs, ty)?, p.resolve_operand(&rhs, ty)?];
     let ctx = p.ctx();
-    let i64_type = ctx.integer_type(64);
-    let value = ctx.integer_attr(predicate as i64, i64_type);
-    let key = ctx.ident("predicate");
-    state.attributes.push((key, value));
+    state.attributes.push(predicate_attribute(ctx, predicate as i64));
     state.result_types = vec![ctx.integer_type(1)];
     Ok(())
 }
 
 fn print_compare(p: &mut OpPrinter<'_, '_>, op: Op, predicates: &[&str]) {
     let ctx = p.ctx();
-    let predicate = ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64());
-    let name = predicate
+    let name = predicate(ctx, op)
         .and_then(|i| usize::try_from(i).ok())
         .and_then(|i| predicates.get(i))
         .copied()

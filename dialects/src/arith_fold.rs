@@ -656,8 +656,7 @@ fn fold_negf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 // ----- comparisons --------------------------------------------------------------------------
 
 fn predicate(f: &FoldContext<'_>, op: Op) -> Option<i64> {
-    let ctx = f.ctx();
-    ctx.attribute_kind(ctx.attribute(op, "predicate")?).as_i64()
+    crate::arith::predicate(f.ctx(), op)
 }
 
 /// `cmpi` predicates, in MLIR's numbering: eq ne slt sle sgt sge ult ule ugt uge.

@@ -1,6 +1,7 @@
 //! The canonicalization patterns of `arith` (rules P1–P6 of `docs/rewrites.md`).
 
 use crate::support::materialize_constant;
+use hat_dialects::arith::{predicate, predicate_attribute};
 use hat_ir::rewrite::{constant_value, RewritePattern, Rewriter};
 use hat_ir::{Context, Op, OpTraits, OperationState, TypeKind, Value};
 
@@ -72,14 +73,8 @@ impl RewritePattern for ComparisonConstantToRight {
         if constant_value(ctx, lhs).is_none() || constant_value(ctx, rhs).is_some() {
             return false;
         }
-        let Some(predicate) = ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64()) else {
-            return false;
-        };
-        let Some(swapped) = swapped_cmpi_predicate(predicate) else { return false };
-        let ctx = rewriter.ctx_mut();
-        let i64_type = ctx.integer_type(64);
-        let swapped = ctx.integer_attr(swapped, i64_type);
-        let key = ctx.ident("predicate");
+        let Some(swapped) = predicate(ctx, op).and_then(swapped_cmpi_predicate) else { return false };
+        let (key, swapped) = predicate_attribute(rewriter.ctx_mut(), swapped);
         rewriter.set_attribute(op, key, swapped);
         rewriter.set_operands(op, &[rhs, lhs]);
         true
@@ -126,19 +121,15 @@ impl RewritePattern for InvertComparison {
             return false;
         }
         let Some(compare) = ctx.defining_op(lhs).filter(|&d| ctx.name_str(d) == "arith.cmpi") else { return false };
-        let Some(predicate) = ctx.attribute(compare, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64()) else {
-            return false;
-        };
-        let Some(inverse) = inverse_cmpi_predicate(predicate) else { return false };
+        let Some(inverse) = predicate(ctx, compare).and_then(inverse_cmpi_predicate) else { return false };
         let mut state = OperationState::new(ctx.name(compare), ctx.location(op));
         state.operands = ctx.operands(compare).to_vec();
         state.result_types = vec![ctx.value_type(lhs)];
         state.attributes = ctx.attributes(compare).to_vec();
         let ctx = rewriter.ctx_mut();
-        let i64_type = ctx.integer_type(64);
-        let inverse = ctx.integer_attr(inverse, i64_type);
-        state.attributes.retain(|(n, _)| ctx.ident_str(*n) != "predicate");
-        state.attributes.push((ctx.ident("predicate"), inverse));
+        let inverse = predicate_attribute(ctx, inverse);
+        state.attributes.retain(|(n, _)| *n != inverse.0);
+        state.attributes.push(inverse);
         let new = rewriter.build_before(op, state);
         rewriter.replace_op_with_op(op, new);
         true

@@ -421,8 +421,8 @@ impl<'c> Compiler<'c> {
         let location = ctx.location(op);
         let operands = ctx.operands(op);
         if name != "arith.select" && ScalarOp::is_scalar_op(name) {
-            let predicate = ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64());
-            let scalar = ScalarOp::from_name(name, predicate).map_err(|message| self.error(op, message))?;
+            let scalar = ScalarOp::from_name(name, hat_dialects::arith::predicate(ctx, op))
+                .map_err(|message| self.error(op, message))?;
             if operands.len() != scalar.arity() || ctx.result_count(op) != 1 {
                 return Err(self.error(op, "has the wrong number of operands or results"));
             }

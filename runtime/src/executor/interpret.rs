@@ -462,7 +462,7 @@ impl<'a> Interpreter<'_, 'a> {
         let ctx = self.ctx;
         let name = ctx.name_str(op);
         let scalar_op =
-            ScalarOp::from_name(name, integer_attribute(ctx, op, "predicate")).map_err(|m| self.unsupported(op, m))?;
+            ScalarOp::from_name(name, hat_dialects::arith::predicate(ctx, op)).map_err(|m| self.unsupported(op, m))?;
         let operands = ctx.operands(op).iter().map(|&v| self.scalar(frame, v, op)).collect::<Result<Vec<_>, _>>()?;
         let operand_type = self.element_type(self.operand(op, 0)?, op)?;
         let result = ctx.results(op).next().ok_or_else(|| self.unsupported(op, "has no result"))?;
