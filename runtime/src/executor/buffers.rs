@@ -177,34 +177,11 @@ impl Buffers {
         Ok(offset as usize * size..(offset + count) as usize * size)
     }
 
-    /// Copies the host copy (or an element range of it) to the device copy. A range of no
-    /// elements moves nothing and is not counted.
-    pub(crate) fn copy_to_device(
+    /// Copies the host copy (or an element range of it) to the device copy, or back. A range of
+    /// no elements moves nothing and is not counted.
+    pub(crate) fn transfer(
         &mut self,
-        id: BufferId,
-        range: Option<(i64, i64)>,
-        at: At<'_>,
-        backend: &mut dyn Backend,
-        recorder: &mut Recorder,
-    ) -> Result<(), RuntimeError> {
-        let bytes = self.byte_range(id, range, at)?;
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        let device = self.device(id, at, backend, recorder)?;
-        self.host(id, at, recorder)?;
-        let state = &self.list[id.0];
-        let host = state.host.as_deref().expect("made above");
-        let start = Instant::now();
-        backend.copy_to_device(device, bytes.start, &host[bytes.clone()])?;
-        recorder.transfer(state.slot, Direction::ToDevice, bytes.len(), start.elapsed());
-        Ok(())
-    }
-
-    /// Copies the device copy (or an element range of it) to the host copy. A range of no
-    /// elements moves nothing and is not counted.
-    pub(crate) fn copy_from_device(
-        &mut self,
+        direction: Direction,
         id: BufferId,
         range: Option<(i64, i64)>,
         at: At<'_>,
@@ -218,10 +195,13 @@ impl Buffers {
         let device = self.device(id, at, backend, recorder)?;
         self.host(id, at, recorder)?;
         let state = &mut self.list[id.0];
-        let host = state.host.as_deref_mut().expect("made above");
+        let host = &mut state.host.as_deref_mut().expect("made above")[bytes.clone()];
         let start = Instant::now();
-        backend.copy_from_device(device, bytes.start, &mut host[bytes.clone()])?;
-        recorder.transfer(state.slot, Direction::FromDevice, bytes.len(), start.elapsed());
+        match direction {
+            Direction::ToDevice => backend.copy_to_device(device, bytes.start, host)?,
+            Direction::FromDevice => backend.copy_from_device(device, bytes.start, host)?,
+        }
+        recorder.transfer(state.slot, direction, bytes.len(), start.elapsed());
         Ok(())
     }
 

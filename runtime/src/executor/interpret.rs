@@ -12,7 +12,7 @@ use super::{
 use crate::backend::{KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::eval::{self, ScalarOp};
-use crate::report::Recorder;
+use crate::report::{Direction, Recorder};
 use crate::value::{BufferLayout, ElementType, Scalar};
 use hat_dialects::compute::{dispatch_segments, host_func_arg_effects};
 use hat_dialects::syntax::flat_symbol_ref;
@@ -415,11 +415,9 @@ impl<'a> Interpreter<'_, 'a> {
         let at = self.at(op);
         match (self.ex.options.mode, at.op) {
             (TransferMode::Reference, _) => self.buffers.byte_range(id, range, at).map(drop)?,
-            (TransferMode::Explicit, "buffer.to_device") => {
-                self.buffers.copy_to_device(id, range, at, self.ex.backend, &mut self.recorder)?
-            }
-            (TransferMode::Explicit, _) => {
-                self.buffers.copy_from_device(id, range, at, self.ex.backend, &mut self.recorder)?
+            (TransferMode::Explicit, name) => {
+                let direction = if name == "buffer.to_device" { Direction::ToDevice } else { Direction::FromDevice };
+                self.buffers.transfer(direction, id, range, at, self.ex.backend, &mut self.recorder)?
             }
         }
         Ok(())
@@ -757,7 +755,7 @@ impl<'a> Interpreter<'_, 'a> {
         let reference = self.ex.options.mode == TransferMode::Reference;
         if reference {
             for &id in &buffers {
-                self.buffers.copy_to_device(id, None, at, self.ex.backend, &mut self.recorder)?;
+                self.buffers.transfer(Direction::ToDevice, id, None, at, self.ex.backend, &mut self.recorder)?;
             }
         }
         let mut kernel_args = Vec::with_capacity(args.len());
@@ -772,7 +770,7 @@ impl<'a> Interpreter<'_, 'a> {
         self.recorder.dispatch(name, start.elapsed());
         if reference {
             for &id in &buffers {
-                self.buffers.copy_from_device(id, None, at, self.ex.backend, &mut self.recorder)?;
+                self.buffers.transfer(Direction::FromDevice, id, None, at, self.ex.backend, &mut self.recorder)?;
             }
         }
         Ok(())
