@@ -1,6 +1,7 @@
 //! Verification helpers shared by the dialects' verifiers.
 
 use crate::syntax::function_signature;
+use hat_ir::interfaces::{enclosing_execution_space, ExecutionSpace};
 use hat_ir::{AttributeKind, Op, Type, TypeKind, VerifyContext};
 
 /// The type of operand `index`.
@@ -181,6 +182,36 @@ pub fn has_ancestor(v: &mut VerifyContext<'_>, op: Op, ancestors: &[&str]) -> bo
         v.error(op, format!("expects to be nested in one of: {}", ancestors.join(", ")));
     }
     ok
+}
+
+/// Checks that `op` runs in `space`: the nearest enclosing op that declares an execution space
+/// (see [`hat_ir::interfaces::ExecutionSpace`]) declares this one.
+pub fn in_execution_space(v: &mut VerifyContext<'_>, op: Op, space: ExecutionSpace) -> bool {
+    let ctx = v.ctx();
+    if enclosing_execution_space(ctx, op).is_some_and(|(_, found)| found == space) {
+        return true;
+    }
+    let mut declaring: Vec<&str> = ctx
+        .registered_ops()
+        .into_iter()
+        .filter(|d| d.traits().contains(space.trait_flag()) && d.region_count() != Some(0))
+        .map(|d| d.name())
+        .collect();
+    declaring.sort_unstable();
+    v.error(op, format!("expects to be nested in one of: {}", declaring.join(", ")));
+    false
+}
+
+/// Checks that `op` does not run in `space` (see [`in_execution_space`]).
+pub fn outside_execution_space(v: &mut VerifyContext<'_>, op: Op, space: ExecutionSpace) -> bool {
+    let ctx = v.ctx();
+    match enclosing_execution_space(ctx, op) {
+        Some((ancestor, found)) if found == space => {
+            v.error(op, format!("is not allowed inside '{}'", ctx.name_str(ancestor)));
+            false
+        }
+        _ => true,
+    }
 }
 
 /// Checks that `op` is not nested, at any depth, in an op named one of `ancestors`.

@@ -13,15 +13,18 @@
 
 pub mod arith;
 pub mod arith_fold;
+pub mod arith_views;
 pub mod buffer;
 pub mod builtin;
 pub mod checks;
 pub mod compute;
+pub mod functions;
 pub mod kernel;
 pub mod math;
 pub mod op_spec;
 pub mod scf;
 pub mod syntax;
+mod views_check;
 
 /// Registers every hat dialect with `ctx`.
 pub fn register_all(ctx: &mut hat_ir::Context) {

@@ -11,6 +11,7 @@
 
 use crate::attributes::{sign_extend, AttributeKind};
 use crate::dialect::{DialectInfo, OpDefinition, OpTraits};
+use crate::interfaces::InterfaceSet;
 use crate::interner::Interner;
 use crate::location::{Location, SourceMap};
 use crate::rewrite::FoldFn;
@@ -78,6 +79,7 @@ struct RegionData {
 struct OpNameInfo {
     name: Box<str>,
     definition: Option<Arc<dyn OpDefinition>>,
+    interfaces: InterfaceSet,
 }
 
 /// What an operation is made from; [`Context::create_op`] turns it into an op.
@@ -203,7 +205,7 @@ impl Context {
             return handle;
         }
         let handle = OpName::from_index(self.op_names.len());
-        self.op_names.push(OpNameInfo { name: name.into(), definition: None });
+        self.op_names.push(OpNameInfo { name: name.into(), definition: None, interfaces: InterfaceSet::default() });
         self.op_name_lookup.insert(name.into(), handle);
         handle
     }
@@ -238,6 +240,28 @@ impl Context {
     /// Whether an op has all of `traits`.
     pub fn has_traits(&self, op: Op, traits: OpTraits) -> bool {
         self.traits(op).contains(traits)
+    }
+
+    /// Attaches an implementation of the interface `I` (a `dyn Trait`) to the ops named `name`,
+    /// registered or not, replacing an earlier one (see [`crate::interfaces`]).
+    pub fn attach_interface<I: ?Sized + Sync + 'static>(&mut self, name: &str, implementation: &'static I) {
+        let name = self.op_name(name);
+        self.op_names[name.index()].interfaces.attach(implementation);
+    }
+
+    /// The implementation of interface `I` attached to `op`'s name.
+    pub fn interface<I: ?Sized + Sync + 'static>(&self, op: Op) -> Option<&'static I> {
+        self.name_interface(self.op(op).name)
+    }
+
+    /// The implementation of interface `I` attached to an op name.
+    pub fn name_interface<I: ?Sized + Sync + 'static>(&self, name: OpName) -> Option<&'static I> {
+        self.op_names[name.index()].interfaces.get::<I>()
+    }
+
+    /// The type names of the interfaces attached to an op name (for `--show-dialects` and tests).
+    pub fn interface_names(&self, name: OpName) -> Vec<&'static str> {
+        self.op_names[name.index()].interfaces.names().collect()
     }
 
     /// Registers the folder of the ops named `name` (a later registration replaces it). A folder

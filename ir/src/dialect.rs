@@ -41,6 +41,10 @@ impl OpTraits {
     /// Its memory effects are exactly those of the ops in its regions (MLIR's
     /// `RecursiveMemoryEffects`); it has none of its own.
     pub const RECURSIVE_EFFECTS: OpTraits = OpTraits(1 << 11);
+    /// A function-like op whose body runs on the host (see [`crate::interfaces::ExecutionSpace`]).
+    pub const HOST_CODE: OpTraits = OpTraits(1 << 12);
+    /// A function-like op whose body runs on the device (see [`crate::interfaces::ExecutionSpace`]).
+    pub const DEVICE_CODE: OpTraits = OpTraits(1 << 13);
 
     /// Whether every trait of `other` is in `self`.
     pub const fn contains(self, other: OpTraits) -> bool {

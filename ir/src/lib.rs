@@ -14,6 +14,7 @@ pub mod diagnostics;
 pub mod dialect;
 pub mod effects;
 mod entity;
+pub mod interfaces;
 mod interner;
 pub mod location;
 pub mod parser;
@@ -22,6 +23,7 @@ pub mod printer;
 pub mod rewrite;
 pub mod types;
 pub mod verifier;
+pub mod view;
 
 pub use attributes::AttributeKind;
 pub use context::{BlockOps, Context, OperationState, ValueDef};

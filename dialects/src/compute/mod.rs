@@ -3,13 +3,17 @@
 //! with the effect of each argument, and explicit device synchronisation. The reference page is
 //! `docs/dialects/compute.md`.
 
+mod interfaces;
+
+pub use interfaces::{CallOp, DispatchOp, FuncOp, HostFuncOp, ReturnOp, SyncOp};
+
 use crate::checks;
-use crate::kernel::KERNEL_CODE;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{
     flat_symbol_ref, flat_symbol_ref_attr, function_signature, parse_bare, parse_call, parse_operands_colon_types,
     parse_plain_function, print_bare, print_call, print_malformed, print_operands_colon_types, print_plain_function,
 };
+use hat_ir::interfaces::ExecutionSpace;
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
     AttributeKind, Context, MemoryEffects, Op, OpParser, OpPrinter, OpTraits, OperationState, Type, VerifyContext,
@@ -103,7 +107,7 @@ fn print_dispatch(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_dispatch(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     if !v.expect_result_count(op, 0) {
         return;
     }
@@ -139,7 +143,7 @@ fn verify_dispatch(v: &mut VerifyContext<'_>, op: Op) {
 // ----- call ------------------------------------------------------------------------------------
 
 fn verify_call(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     let Some((callee, name)) = checks::symbol_target(v, op, "callee", &["compute.func", "compute.host_func"]) else {
         return;
     };
@@ -341,7 +345,7 @@ fn verify_host_func(v: &mut VerifyContext<'_>, op: Op) {
 // ----- sync ------------------------------------------------------------------------------------
 
 fn verify_sync(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     checks::plain_op(v, op, 0, 0);
 }
 
@@ -350,7 +354,7 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "compute.func",
         summary: "A host function: the entry point of a program, or one it calls",
-        traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
+        traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL).union(OpTraits::HOST_CODE),
         regions: 1,
         syntax: Syntax::Custom { parse: parse_plain_function, print: print_plain_function },
         verify: verify_func,
@@ -386,7 +390,7 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "compute.host_func",
         summary: "Declares an opaque host function and its effect on each argument",
-        traits: OpTraits::SYMBOL,
+        traits: OpTraits::SYMBOL.union(OpTraits::HOST_CODE),
         regions: 0,
         syntax: Syntax::Custom { parse: parse_host_func, print: print_host_func },
         verify: verify_host_func,
@@ -407,6 +411,7 @@ pub const OPS: &[OpSpec] = &[
 pub fn register(ctx: &mut Context) {
     ctx.register_dialect("compute", "Host code: functions, kernel dispatches, calls, host functions, sync");
     crate::op_spec::register_specs(ctx, OPS);
+    interfaces::attach(ctx);
 }
 
 #[cfg(test)]

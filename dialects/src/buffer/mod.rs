@@ -6,10 +6,17 @@
 //! row-major element range), and the hooks that the runtime-tracking strategy wraps around host
 //! accesses. The reference page is `docs/dialects/buffer.md`.
 
+mod views;
+
+pub use views::{
+    AfterHostReadOp, AfterHostWriteOp, AllocOp, BeforeHostReadOp, BeforeHostWriteOp, CopyOp, DeallocOp, DimOp,
+    FromDeviceOp, LoadOp, StoreOp, ToDeviceOp,
+};
+
 use crate::checks::{self, memref_parts};
-use crate::kernel::KERNEL_CODE;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{parse_colon_memref, parse_indexed, print_indexed, print_malformed, resolve_indices};
+use hat_ir::interfaces::ExecutionSpace;
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
     Context, EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace, Op, OpParser, OpPrinter, OpTraits,
@@ -69,7 +76,7 @@ fn print_alloc(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_alloc(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     let ctx = v.ctx();
     if !v.expect_result_count(op, 1) {
         return;
@@ -119,7 +126,7 @@ fn print_buffer_operand(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_dealloc(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     if checks::plain_op(v, op, 1, 0) {
         expect_memref(v, op, 0, "operand");
     }
@@ -294,7 +301,7 @@ fn print_copy(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_copy(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     if !checks::plain_op(v, op, 2, 0) {
         return;
     }
@@ -354,7 +361,7 @@ fn print_transfer(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_transfer(v: &mut VerifyContext<'_>, op: Op) {
-    checks::lacks_ancestor(v, op, KERNEL_CODE);
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
     let ok = v.expect_result_count(op, 0);
     let count = v.ctx().operands(op).len();
     if count != 1 && count != 3 {

@@ -6,6 +6,10 @@
 //! - `scf.while (%a = %init) : (i32) -> i32 { ... scf.condition(%c) %a : i32 } do { ^bb0(%b: i32): ... }`
 //! - `scf.yield %a, %b : i32, f32` and `scf.condition(%c) %a : i32`, the terminators.
 
+mod interfaces;
+
+pub use interfaces::{ConditionOp, ForOp, IfOp, WhileOp, YieldOp};
+
 use crate::checks::{has_parent, is_i1, is_signless_integer_like, operand_type};
 use crate::op_spec::{register_specs, OpSpec, Syntax};
 use crate::syntax::{parse_operands_colon_types, print_operands_colon_types};
@@ -460,4 +464,5 @@ pub const OPS: &[OpSpec] = &[
 pub fn register(ctx: &mut Context) {
     ctx.register_dialect("scf", "Structured control flow (MLIR's scf)");
     register_specs(ctx, OPS);
+    interfaces::attach(ctx);
 }

@@ -2,6 +2,10 @@
 //! ids and sizes, the workgroup barrier, workgroup-local memory and atomics. The reference page is
 //! `docs/dialects/kernel.md`.
 
+mod interfaces;
+
+pub use interfaces::{AtomicRmwOp, BarrierOp, CallOp, FuncOp, HelperOp, LocalAllocOp, ReturnOp};
+
 use crate::checks;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{
@@ -9,15 +13,12 @@ use crate::syntax::{
     parse_plain_function, print_bare, print_call, print_function_like, print_malformed, print_operands_colon_types,
     print_plain_function, resolve_indices,
 };
+use hat_ir::interfaces::ExecutionSpace;
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
     AttributeKind, Context, EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace, Op, OpParser,
     OpPrinter, OpTraits, OperationState, TypeKind, VerifyContext,
 };
-
-/// The ops whose bodies are kernel code: device ops must be nested in one of them, host-only ops
-/// must not.
-pub const KERNEL_CODE: &[&str] = &["kernel.func", "kernel.helper"];
 
 // ----- func, helper, return --------------------------------------------------------------------
 
@@ -102,7 +103,7 @@ fn verify_helper(v: &mut VerifyContext<'_>, op: Op) {
 
 fn verify_return(v: &mut VerifyContext<'_>, op: Op) {
     // The operand types are checked against the function's results by the function's verifier.
-    checks::has_parent(v, op, KERNEL_CODE);
+    checks::has_parent(v, op, &["kernel.func", "kernel.helper"]);
     v.expect_result_count(op, 0);
 }
 
@@ -114,7 +115,7 @@ fn no_effects(_: &Context, _: Op) -> MemoryEffects {
 // ----- call ------------------------------------------------------------------------------------
 
 fn verify_call(v: &mut VerifyContext<'_>, op: Op) {
-    checks::has_ancestor(v, op, KERNEL_CODE);
+    checks::in_execution_space(v, op, ExecutionSpace::Device);
     let Some((callee, name)) = checks::symbol_target(v, op, "callee", &["kernel.helper"]) else {
         return;
     };
@@ -157,7 +158,7 @@ fn print_id(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_id(v: &mut VerifyContext<'_>, op: Op) {
-    checks::has_ancestor(v, op, KERNEL_CODE);
+    checks::in_execution_space(v, op, ExecutionSpace::Device);
     if !checks::plain_op(v, op, 0, 1) {
         return;
     }
@@ -189,7 +190,7 @@ const fn id_op(name: &'static str, summary: &'static str) -> OpSpec {
 // ----- barrier, local_alloc --------------------------------------------------------------------
 
 fn verify_barrier(v: &mut VerifyContext<'_>, op: Op) {
-    checks::has_ancestor(v, op, KERNEL_CODE);
+    checks::in_execution_space(v, op, ExecutionSpace::Device);
     checks::plain_op(v, op, 0, 0);
 }
 
@@ -212,7 +213,7 @@ fn print_local_alloc(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_local_alloc(v: &mut VerifyContext<'_>, op: Op) {
-    checks::has_ancestor(v, op, KERNEL_CODE);
+    checks::in_execution_space(v, op, ExecutionSpace::Device);
     if !checks::plain_op(v, op, 0, 1) {
         return;
     }
@@ -284,7 +285,7 @@ fn print_atomic_rmw(p: &mut OpPrinter<'_, '_>, op: Op) {
 }
 
 fn verify_atomic_rmw(v: &mut VerifyContext<'_>, op: Op) {
-    checks::has_ancestor(v, op, KERNEL_CODE);
+    checks::in_execution_space(v, op, ExecutionSpace::Device);
     if !v.expect_result_count(op, 1) {
         return;
     }
@@ -331,7 +332,7 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "kernel.func",
         summary: "An entry kernel: runs once per work item of a dispatch's grid",
-        traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
+        traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL).union(OpTraits::DEVICE_CODE),
         regions: 1,
         syntax: Syntax::Custom { parse: parse_func, print: print_func },
         verify: verify_func,
@@ -340,7 +341,7 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "kernel.helper",
         summary: "A device function that kernels call",
-        traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL),
+        traits: OpTraits::ISOLATED_FROM_ABOVE.union(OpTraits::SYMBOL).union(OpTraits::DEVICE_CODE),
         regions: 1,
         syntax: Syntax::Custom { parse: parse_plain_function, print: print_plain_function },
         verify: verify_helper,
@@ -403,6 +404,7 @@ pub const OPS: &[OpSpec] = &[
 pub fn register(ctx: &mut Context) {
     ctx.register_dialect("kernel", "Device code: kernels, helpers, work-item ids, barriers, local memory, atomics");
     crate::op_spec::register_specs(ctx, OPS);
+    interfaces::attach(ctx);
 }
 
 #[cfg(test)]
