@@ -4,7 +4,7 @@
 
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface};
 use hat_ir::verifier::symbol_name;
-use hat_ir::{AttributeKind, Context, Ident, Op, Region};
+use hat_ir::{AttributeKind, Context, Ident, MemoryEffects, Op, Region};
 
 /// The flat symbol held by the attribute `name` of `op` (`@f`), if it is one.
 pub fn flat_symbol(ctx: &Context, op: Op, name: &str) -> Option<Ident> {
@@ -65,11 +65,16 @@ impl CallableOpInterface for FunctionWithBody {
     }
 }
 
-/// A declaration: a function whose code is outside the IR, kept whatever refers to it.
-pub(crate) struct Declaration;
+/// A declaration: a function whose code is outside the IR, kept whatever refers to it, with the
+/// effects it declares on its parameters.
+pub(crate) struct Declaration(pub fn(&Context, Op) -> MemoryEffects);
 
 impl CallableOpInterface for Declaration {
     fn body(&self, _: &Context, _: Op) -> Option<Region> {
         None
+    }
+
+    fn parameter_effects(&self, ctx: &Context, op: Op) -> MemoryEffects {
+        (self.0)(ctx, op)
     }
 }

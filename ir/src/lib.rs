@@ -29,7 +29,7 @@ pub use attributes::AttributeKind;
 pub use context::{BlockOps, Context, OperationState, ValueDef};
 pub use diagnostics::{Diagnostic, Severity};
 pub use dialect::{OpDefinition, OpTraits};
-pub use effects::{EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace};
+pub use effects::{EffectKind, EffectTarget, Extent, MemoryEffect, MemoryEffects, MemorySpace};
 pub use entity::{Attribute, Block, Ident, Op, OpName, Region, Type, Value};
 pub use location::{Location, SourceMap};
 pub use parser::{parse_bytes, parse_owned_bytes, parse_source, OpParser, ParseError, ParseResult};

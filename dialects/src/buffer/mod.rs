@@ -24,8 +24,15 @@ use hat_ir::{
 };
 
 /// An effect on operand `operand` in memory space `space`.
-fn effect(kind: EffectKind, operand: usize, space: MemorySpace) -> MemoryEffect {
-    MemoryEffect { kind, target: EffectTarget::Operand(operand), space }
+/// An effect on operand `operand`'s copy in `space`: the whole buffer, or the element span its
+/// optional `[offset, count]` operands name (transfers).
+fn transfer_effect(ctx: &Context, op: Op, kind: EffectKind, space: MemorySpace) -> MemoryEffect {
+    let effect = MemoryEffect::on_operand(kind, 0).in_space(space);
+    if ctx.operands(op).len() == 3 {
+        effect.on_span(1)
+    } else {
+        effect
+    }
 }
 
 /// Checks that a memref-typed operand is a memref; reports `what` it is otherwise.
@@ -97,11 +104,7 @@ fn verify_alloc(v: &mut VerifyContext<'_>, op: Op) {
 }
 
 fn alloc_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([MemoryEffect {
-        kind: EffectKind::Allocate,
-        target: EffectTarget::Result(0),
-        space: MemorySpace::Current,
-    }])
+    MemoryEffects::of([MemoryEffect::new(EffectKind::Allocate, EffectTarget::Result(0))])
 }
 
 /// `%b attr-dict : memref<...>`: one buffer operand, no results.
@@ -175,8 +178,9 @@ fn verify_load(v: &mut VerifyContext<'_>, op: Op) {
     }
 }
 
-fn load_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Read, 0)])
+fn load_effects(ctx: &Context, op: Op) -> MemoryEffects {
+    let rank = ctx.operands(op).len().saturating_sub(1);
+    MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Read, 0).on_element(1, rank)])
 }
 
 /// `%v, %b[%i, %j] attr-dict : memref<...>`; the value has the element type.
@@ -219,8 +223,9 @@ fn verify_store(v: &mut VerifyContext<'_>, op: Op) {
     }
 }
 
-fn store_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Write, 1)])
+fn store_effects(ctx: &Context, op: Op) -> MemoryEffects {
+    let rank = ctx.operands(op).len().saturating_sub(2);
+    MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Write, 1).on_element(2, rank)])
 }
 
 /// `%b, N attr-dict : memref<...>`; `N` is the `dimension` attribute, the result an `index`.
@@ -316,7 +321,10 @@ fn verify_copy(v: &mut VerifyContext<'_>, op: Op) {
 }
 
 fn copy_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([effect(EffectKind::Read, 0, MemorySpace::Host), effect(EffectKind::Write, 1, MemorySpace::Host)])
+    MemoryEffects::of([
+        MemoryEffect::on_operand(EffectKind::Read, 0).in_space(MemorySpace::Host),
+        MemoryEffect::on_operand(EffectKind::Write, 1).in_space(MemorySpace::Host),
+    ])
 }
 
 // ----- transfers and hooks ---------------------------------------------------------------------
@@ -380,17 +388,17 @@ fn verify_transfer(v: &mut VerifyContext<'_>, op: Op) {
     }
 }
 
-fn to_device_effects(_: &Context, _: Op) -> MemoryEffects {
+fn to_device_effects(ctx: &Context, op: Op) -> MemoryEffects {
     MemoryEffects::of([
-        effect(EffectKind::Read, 0, MemorySpace::Host),
-        effect(EffectKind::Write, 0, MemorySpace::Device),
+        transfer_effect(ctx, op, EffectKind::Read, MemorySpace::Host),
+        transfer_effect(ctx, op, EffectKind::Write, MemorySpace::Device),
     ])
 }
 
-fn from_device_effects(_: &Context, _: Op) -> MemoryEffects {
+fn from_device_effects(ctx: &Context, op: Op) -> MemoryEffects {
     MemoryEffects::of([
-        effect(EffectKind::Read, 0, MemorySpace::Device),
-        effect(EffectKind::Write, 0, MemorySpace::Host),
+        transfer_effect(ctx, op, EffectKind::Read, MemorySpace::Device),
+        transfer_effect(ctx, op, EffectKind::Write, MemorySpace::Host),
     ])
 }
 
@@ -631,7 +639,7 @@ mod tests {
             let op = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == name).unwrap();
             ctx.definition(ctx.name(op)).unwrap().memory_effects(&ctx, op)
         };
-        let on = |kind, operand, space| MemoryEffect { kind, target: EffectTarget::Operand(operand), space };
+        let on = |kind, operand, space| MemoryEffect::on_operand(kind, operand).in_space(space);
         assert_eq!(
             effects("buffer.to_device"),
             MemoryEffects::of([
@@ -653,7 +661,15 @@ mod tests {
                 on(EffectKind::Write, 1, MemorySpace::Host)
             ])
         );
-        assert_eq!(effects("buffer.store"), MemoryEffects::of([on(EffectKind::Write, 1, MemorySpace::Current)]));
+        let store = MemoryEffect {
+            kind: EffectKind::Write,
+            target: EffectTarget::Operand(1),
+            space: MemorySpace::Current,
+            extent: hat_ir::Extent::Element { first: 2, count: 1 },
+            must: true,
+            atomic: false,
+        };
+        assert_eq!(effects("buffer.store"), MemoryEffects::of([store]));
         assert_eq!(effects("buffer.before_host_read"), MemoryEffects::Unknown);
         assert!(effects("buffer.dim").is_none());
     }

@@ -98,7 +98,7 @@ impl LaunchOpInterface for Launch {
 /// Attaches `compute`'s interfaces.
 pub(crate) fn attach(ctx: &mut Context) {
     ctx.attach_interface::<dyn CallableOpInterface>(FuncOp::NAME, &FunctionWithBody(Removal::UnlessEntryOrLibrary));
-    ctx.attach_interface::<dyn CallableOpInterface>(HostFuncOp::NAME, &Declaration);
+    ctx.attach_interface::<dyn CallableOpInterface>(HostFuncOp::NAME, &Declaration(super::host_func_parameter_effects));
     ctx.attach_interface::<dyn CallOpInterface>(CallOp::NAME, &CalleeAttributeCall);
     ctx.attach_interface::<dyn LaunchOpInterface>(DispatchOp::NAME, &Launch);
 }

@@ -16,7 +16,8 @@ use crate::syntax::{
 use hat_ir::interfaces::ExecutionSpace;
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
-    AttributeKind, Context, MemoryEffects, Op, OpParser, OpPrinter, OpTraits, OperationState, Type, VerifyContext,
+    AttributeKind, Context, EffectKind, EffectTarget, MemoryEffect, MemoryEffects, MemorySpace, Op, OpParser,
+    OpPrinter, OpTraits, OperationState, Type, VerifyContext,
 };
 
 // ----- func, return ----------------------------------------------------------------------------
@@ -344,6 +345,30 @@ fn verify_host_func(v: &mut VerifyContext<'_>, op: Op) {
 
 // ----- sync ------------------------------------------------------------------------------------
 
+/// `compute.sync` waits until every command submitted to the device has completed.
+fn sync_effects(_: &Context, _: Op) -> MemoryEffects {
+    MemoryEffects::of([MemoryEffect::synchronize(MemorySpace::Device)])
+}
+
+/// A host function touches exactly what it declares, on the host copies of its arguments: `read`
+/// is a read, `write` a may-write (the declaration does not promise that every element is
+/// written), `readwrite` both. These are effects on its parameters, which a call maps to its
+/// arguments; the declaration itself does nothing when it is not called.
+pub fn host_func_parameter_effects(ctx: &Context, op: Op) -> MemoryEffects {
+    let Some(effects) = host_func_arg_effects(ctx, op) else { return MemoryEffects::Unknown };
+    let mut list = Vec::new();
+    for (index, effect) in effects.into_iter().enumerate() {
+        let on = |kind| MemoryEffect::new(kind, EffectTarget::Parameter(index)).in_space(MemorySpace::Host);
+        match effect {
+            ArgEffect::None => {}
+            ArgEffect::Read => list.push(on(EffectKind::Read)),
+            ArgEffect::Write => list.push(on(EffectKind::Write).may()),
+            ArgEffect::ReadWrite => list.extend([on(EffectKind::Read), on(EffectKind::Write).may()]),
+        }
+    }
+    MemoryEffects::of(list)
+}
+
 fn verify_sync(v: &mut VerifyContext<'_>, op: Op) {
     checks::outside_execution_space(v, op, ExecutionSpace::Device);
     checks::plain_op(v, op, 0, 0);
@@ -403,7 +428,7 @@ pub const OPS: &[OpSpec] = &[
         regions: 0,
         syntax: Syntax::Custom { parse: parse_bare, print: print_bare },
         verify: verify_sync,
-        effects: None,
+        effects: Some(sync_effects),
     },
 ];
 

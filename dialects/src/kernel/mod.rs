@@ -229,11 +229,13 @@ fn verify_local_alloc(v: &mut VerifyContext<'_>, op: Op) {
 }
 
 fn local_alloc_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([MemoryEffect {
-        kind: EffectKind::Allocate,
-        target: EffectTarget::Result(0),
-        space: MemorySpace::Current,
-    }])
+    MemoryEffects::of([
+        MemoryEffect::new(EffectKind::Allocate, EffectTarget::Result(0)).in_space(MemorySpace::Workgroup)
+    ])
+}
+
+fn barrier_effects(_: &Context, _: Op) -> MemoryEffects {
+    MemoryEffects::of([MemoryEffect::synchronize(MemorySpace::Workgroup)])
 }
 
 // ----- atomic_rmw ------------------------------------------------------------------------------
@@ -323,8 +325,11 @@ fn verify_atomic_rmw(v: &mut VerifyContext<'_>, op: Op) {
     }
 }
 
-fn atomic_rmw_effects(_: &Context, _: Op) -> MemoryEffects {
-    MemoryEffects::of([MemoryEffect::on_operand(EffectKind::Read, 0), MemoryEffect::on_operand(EffectKind::Write, 0)])
+fn atomic_rmw_effects(ctx: &Context, op: Op) -> MemoryEffects {
+    // Operands: the buffer, one index per dimension, the value.
+    let rank = ctx.operands(op).len().saturating_sub(2);
+    let on_element = |kind| MemoryEffect::on_operand(kind, 0).on_element(1, rank).atomically();
+    MemoryEffects::of([on_element(EffectKind::Read), on_element(EffectKind::Write)])
 }
 
 /// The ops of `kernel`.
@@ -378,7 +383,7 @@ pub const OPS: &[OpSpec] = &[
         regions: 0,
         syntax: Syntax::Custom { parse: parse_bare, print: print_bare },
         verify: verify_barrier,
-        effects: None,
+        effects: Some(barrier_effects),
     },
     OpSpec {
         name: "kernel.local_alloc",

@@ -5,7 +5,7 @@
 //! operands) bind to the entry block arguments of the callee's body, one to one.
 
 use super::symbols::lookup_symbol;
-use crate::{Context, Ident, Op, Region, Type, TypeKind};
+use crate::{Context, Ident, MemoryEffects, Op, Region, Type, TypeKind};
 use std::ops::Range;
 
 /// An op that transfers control to a function and back.
@@ -35,6 +35,16 @@ pub trait CallableOpInterface: Sync {
             },
             _ => None,
         }
+    }
+
+    /// What a call does to the buffers it passes, as effects on [`EffectTarget::Parameter`]s:
+    /// what a declaration declares, or a summary. By default unknown: an analysis either looks
+    /// into the body or assumes anything.
+    ///
+    /// [`EffectTarget::Parameter`]: crate::EffectTarget::Parameter
+    fn parameter_effects(&self, ctx: &Context, op: Op) -> MemoryEffects {
+        let _ = (ctx, op);
+        MemoryEffects::Unknown
     }
 
     /// Whether the function is a program entry: something outside the IR calls it, so it is

@@ -40,7 +40,7 @@ pub fn has_droppable_effects(ctx: &Context, op: Op) -> bool {
         MemoryEffects::Known(effects) => effects.iter().all(|e| match e.kind {
             EffectKind::Read => true,
             EffectKind::Allocate => matches!(e.target, EffectTarget::Result(_)),
-            EffectKind::Write | EffectKind::Free => false,
+            EffectKind::Write | EffectKind::Free | EffectKind::Synchronize => false,
         }),
         MemoryEffects::Unknown => false,
     }
