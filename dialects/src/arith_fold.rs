@@ -243,8 +243,11 @@ fn fold_division(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
+    // A signed division reads `i1`'s `true` as -1, and `x / -1` is not `x` (it is undefined for
+    // `x = true`).
+    let signed = f.ctx().name_str(op) != "arith.divui";
     match int_operand(f, op, 1) {
-        Some(b) if b.is_one() => Some(FoldResult::Value(operand(f, op, 0))),
+        Some(b) if b.is_one() && !(signed && b.width == 1) => Some(FoldResult::Value(operand(f, op, 0))),
         _ => None,
     }
 }
@@ -641,6 +644,11 @@ mod tests {
         assert_eq!(with_x("muli", "0 : i32", true), some("0 : i32"));
         assert_eq!(with_x("divsi", "1 : i32", true), some("%x"));
         assert_eq!(with_x("divui", "1 : i32", true), some("%x"));
+        // `true` is -1 to a signed division.
+        for op in ["divsi", "ceildivsi", "floordivsi"] {
+            assert_eq!(fold(&format!("  %t = arith.constant true\n  %r = arith.{op} %p, %t : i1")), None, "{op}");
+        }
+        assert_eq!(fold("  %t = arith.constant true\n  %r = arith.divui %p, %t : i1"), some("%p"));
         assert_eq!(with_x("remsi", "1 : i32", true), some("0 : i32"));
         assert_eq!(with_x("andi", "0 : i32", true), some("0 : i32"));
         assert_eq!(with_x("andi", "-1 : i32", true), some("%x"));
