@@ -9,6 +9,9 @@
 //!   generic form stores the predicate as MLIR does, `{predicate = 2 : i64}`
 //! - `%r = arith.select %p, %a, %b : T` (any type, buffers included)
 //! - casts: `%r = arith.index_cast %a : index to i32`, ...
+//!
+//! What the ops compute is [`crate::semantics`]'s; the predicates are its [`IntPredicate`] and
+//! [`FloatPredicate`].
 
 use crate::checks::{
     integer_attribute, is_float, is_i1, is_signless_integer_like, operand_type, result_type,
