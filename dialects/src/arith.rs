@@ -9,24 +9,26 @@
 //!   generic form stores the predicate as MLIR does, `{predicate = 2 : i64}`
 //! - `%r = arith.select %p, %a, %b : T` (any type, buffers included)
 //! - casts: `%r = arith.index_cast %a : index to i32`, ...
+//!
+//! What the ops compute is [`crate::semantics`]'s; the predicates are its [`IntPredicate`] and
+//! [`FloatPredicate`].
 
 use crate::checks::{
     integer_attribute, is_float, is_i1, is_signless_integer_like, operand_type, result_type,
     uniform_operands_and_result,
 };
 use crate::op_spec::{register_specs, OpSpec, Syntax};
+use crate::semantics::{FloatPredicate, IntPredicate};
 use crate::syntax::{parse_binary, parse_cast, parse_unary, print_binary, print_cast, print_unary};
 use hat_ir::parser::{ParseResult, TokenKind};
 use hat_ir::{
     AttributeKind, Context, Op, OpParser, OpPrinter, OpTraits, OperationState, Type, TypeKind, VerifyContext,
 };
 
-/// Predicates of `arith.cmpi`, in MLIR's numbering.
-pub const CMPI_PREDICATES: &[&str] = &["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"];
-/// Predicates of `arith.cmpf`, in MLIR's numbering.
-pub const CMPF_PREDICATES: &[&str] = &[
-    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
-];
+/// Predicates of `arith.cmpi`, in MLIR's numbering ([`IntPredicate::NAMES`]).
+pub const CMPI_PREDICATES: &[&str] = &IntPredicate::NAMES;
+/// Predicates of `arith.cmpf`, in MLIR's numbering ([`FloatPredicate::NAMES`]).
+pub const CMPF_PREDICATES: &[&str] = &FloatPredicate::NAMES;
 
 const PURE: OpTraits = OpTraits::PURE;
 const PURE_COMMUTATIVE: OpTraits = OpTraits::PURE.union(OpTraits::COMMUTATIVE);
@@ -119,6 +121,16 @@ const fn float_binary(name: &'static str, summary: &'static str, traits: OpTrait
 /// [`CMPI_PREDICATES`] or [`CMPF_PREDICATES`]), if it has one.
 pub fn predicate(ctx: &Context, op: Op) -> Option<i64> {
     ctx.attribute(op, "predicate").and_then(|a| ctx.attribute_kind(a).as_i64())
+}
+
+/// The predicate of an `arith.cmpi`, if it has a valid one.
+pub fn int_predicate(ctx: &Context, op: Op) -> Option<IntPredicate> {
+    predicate(ctx, op).and_then(IntPredicate::from_i64)
+}
+
+/// The predicate of an `arith.cmpf`, if it has a valid one.
+pub fn float_predicate(ctx: &Context, op: Op) -> Option<FloatPredicate> {
+    predicate(ctx, op).and_then(FloatPredicate::from_i64)
 }
 
 /// The attribute entry `predicate = N : i64`, as MLIR stores a comparison's predicate.

@@ -1,16 +1,24 @@
-//! Folders of `arith` (registered by [`crate::arith::register`]): constant folding of every
-//! binary op, comparison, `select` and cast, and the algebraic identities that need no new op.
-//! The rules, and what is deliberately not folded, are written in `docs/rewrites.md`.
+//! Folders of `arith` (registered by [`crate::arith::register`]): constant folding of every op,
+//! and the algebraic identities that need no new op. The rules, and what is deliberately not
+//! folded, are written in `docs/rewrites.md`.
 //!
-//! Integers are folded in the width of their type (`index` is 64 bits): results wrap as the ops
-//! do, and a signed op reads its operands sign-extended from that width (`i1`'s `1` is `-1`).
-//! Nothing here panics: division by zero, signed division overflow, shifts by the width or more,
-//! float-to-integer conversions out of range, widths over 64 bits and the 16-bit float formats
-//! are left unfolded.
+//! Constant folding computes nothing itself: the constant operands become [`Scalar`]s of their
+//! types, [`ScalarOp::evaluate`] computes (the one statement of what `arith` means, in
+//! [`crate::semantics`]) and the result becomes an attribute of the result type. So the folder
+//! agrees with the executor and the CPU backend by construction. It does not fold:
+//!
+//! - what `evaluate` refuses: division and remainder by zero, malformed ops;
+//! - what MLIR leaves undefined ([`crate::semantics::Evaluation::undefined`]): `MIN / -1`, shifts
+//!   by the width or more, `fptosi`/`fptoui` of NaN or out of range. hat's executor gives a
+//!   value there, but a program may not rely on it, and folding would hide the difference;
+//! - an inexact `truncf`: the rounding mode at run time is not known to be to-nearest;
+//! - types without a [`ScalarType`]: integers over 64 bits, the 16-bit floats.
+//!
+//! Nothing here panics, on any op that verifies or not.
 
+use crate::semantics::{to_bits, FloatPredicate, IntPredicate, Scalar, ScalarOp, ScalarType};
 use hat_ir::rewrite::{FoldContext, FoldFn, FoldResult};
-use hat_ir::types::FloatKind;
-use hat_ir::{AttributeKind, Context, Op, Type, TypeKind, Value};
+use hat_ir::{Context, Op, Type, Value};
 
 /// Registers the folder of every `arith` op that has one.
 pub fn register(ctx: &mut Context) {
@@ -18,18 +26,18 @@ pub fn register(ctx: &mut Context) {
         ("arith.addi", fold_addi),
         ("arith.subi", fold_subi),
         ("arith.muli", fold_muli),
-        ("arith.divsi", fold_divsi),
-        ("arith.divui", fold_divui),
-        ("arith.ceildivsi", fold_ceildivsi),
-        ("arith.floordivsi", fold_floordivsi),
-        ("arith.remsi", fold_remsi),
-        ("arith.remui", fold_remui),
+        ("arith.divsi", fold_division),
+        ("arith.divui", fold_division),
+        ("arith.ceildivsi", fold_division),
+        ("arith.floordivsi", fold_division),
+        ("arith.remsi", fold_remainder),
+        ("arith.remui", fold_remainder),
         ("arith.andi", fold_andi),
         ("arith.ori", fold_ori),
         ("arith.xori", fold_xori),
-        ("arith.shli", fold_shli),
-        ("arith.shrsi", fold_shrsi),
-        ("arith.shrui", fold_shrui),
+        ("arith.shli", fold_shift),
+        ("arith.shrsi", fold_shift),
+        ("arith.shrui", fold_shift),
         ("arith.maxsi", fold_maxsi),
         ("arith.minsi", fold_minsi),
         ("arith.maxui", fold_maxui),
@@ -38,23 +46,23 @@ pub fn register(ctx: &mut Context) {
         ("arith.subf", fold_subf),
         ("arith.mulf", fold_mulf),
         ("arith.divf", fold_divf),
-        ("arith.remf", fold_remf),
-        ("arith.maximumf", fold_maximumf),
-        ("arith.minimumf", fold_minimumf),
-        ("arith.negf", fold_negf),
+        ("arith.remf", fold_constants),
+        ("arith.maximumf", fold_float_min_max),
+        ("arith.minimumf", fold_float_min_max),
+        ("arith.negf", fold_constants),
         ("arith.cmpi", fold_cmpi),
         ("arith.cmpf", fold_cmpf),
         ("arith.select", fold_select),
         ("arith.index_cast", fold_index_cast),
         ("arith.index_castui", fold_index_castui),
-        ("arith.extsi", fold_extsi),
-        ("arith.extui", fold_extui),
+        ("arith.extsi", fold_constants),
+        ("arith.extui", fold_constants),
         ("arith.trunci", fold_trunci),
-        ("arith.sitofp", fold_sitofp),
-        ("arith.uitofp", fold_uitofp),
-        ("arith.fptosi", fold_fptosi),
-        ("arith.fptoui", fold_fptoui),
-        ("arith.extf", fold_extf),
+        ("arith.sitofp", fold_constants),
+        ("arith.uitofp", fold_constants),
+        ("arith.fptosi", fold_constants),
+        ("arith.fptoui", fold_constants),
+        ("arith.extf", fold_constants),
         ("arith.truncf", fold_truncf),
         ("arith.bitcast", fold_bitcast),
     ];
@@ -63,54 +71,63 @@ pub fn register(ctx: &mut Context) {
     }
 }
 
-// ----- reading operands ---------------------------------------------------------------------
+// ----- constant folding ---------------------------------------------------------------------
 
-/// The width of a signless integer or `index` type that folding handles (1 to 64 bits).
-fn int_width(ctx: &Context, ty: Type) -> Option<u32> {
-    match ctx.type_kind(ty) {
-        TypeKind::Integer { width, .. } if (1..=64).contains(width) => Some(*width),
-        TypeKind::Index => Some(64),
-        _ => None,
-    }
+fn result_type(f: &FoldContext<'_>, op: Op) -> Type {
+    let ctx = f.ctx();
+    ctx.value_type(ctx.result(op, 0))
 }
 
-/// A float format that folding handles exactly (`f32`, `f64`).
-fn float_kind(ctx: &Context, ty: Type) -> Option<FloatKind> {
-    match ctx.type_kind(ty) {
-        TypeKind::Float(kind @ (FloatKind::F32 | FloatKind::F64)) => Some(*kind),
-        _ => None,
-    }
+fn operand(f: &FoldContext<'_>, op: Op, index: usize) -> Value {
+    f.ctx().operand(op, index)
 }
 
-fn mask(width: u32) -> u64 {
-    if width >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << width) - 1
-    }
+/// The scalar type of operand `index`.
+fn operand_type(f: &FoldContext<'_>, op: Op, index: usize) -> Option<ScalarType> {
+    let value = *f.ctx().operands(op).get(index)?;
+    ScalarType::of(f.ctx(), f.ctx().value_type(value))
 }
 
-/// An integer of a given width, as its bits; read signed or unsigned.
+/// Operand `index` as a scalar of its type, when it is a constant.
+fn constant(f: &FoldContext<'_>, op: Op, index: usize) -> Option<Scalar> {
+    Scalar::from_attribute(f.constant_kind(index)?, operand_type(f, op, index)?)
+}
+
+/// Folds `op` when every operand is a constant: evaluates it with the shared semantics and
+/// answers the result as an attribute; `None` where `evaluate` errs or the result is undefined.
+fn fold_constants(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    let scalar_op = ScalarOp::decode(f.ctx(), op).ok()?;
+    let count = f.ctx().operands(op).len();
+    let mut operands = [Scalar::Int(0); 3];
+    if count > operands.len() {
+        return None;
+    }
+    for (index, slot) in operands.iter_mut().enumerate().take(count) {
+        *slot = constant(f, op, index)?;
+    }
+    // `select`'s operand type is that of the values it chooses between, not of its condition.
+    let typed_operand = if scalar_op == ScalarOp::Select { 1 } else { 0 };
+    let operand_type = operand_type(f, op, typed_operand)?;
+    let ty = result_type(f, op);
+    let result_type = ScalarType::of(f.ctx(), ty)?;
+    let value = scalar_op.evaluate(&operands[..count], operand_type, result_type).ok()?.defined_value()?;
+    Some(FoldResult::Attribute(match value {
+        Scalar::Int(v) => f.integer_attr(v, ty),
+        Scalar::Float(v) => f.float_attr(v, ty),
+    }))
+}
+
+// ----- integer identities -------------------------------------------------------------------
+
+/// An integer constant operand as its bits in its width (for the identities, which look at a
+/// constant's bit pattern: zero, one, all ones, the extremes of an order).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-struct Int {
+struct Bits {
     bits: u64,
     width: u32,
 }
 
-impl Int {
-    fn new(value: i64, width: u32) -> Int {
-        Int { bits: value as u64 & mask(width), width }
-    }
-
-    fn unsigned(self) -> u64 {
-        self.bits
-    }
-
-    fn signed(self) -> i64 {
-        let shift = 64 - self.width;
-        ((self.bits << shift) as i64) >> shift
-    }
-
+impl Bits {
     fn is_zero(self) -> bool {
         self.bits == 0
     }
@@ -124,66 +141,23 @@ impl Int {
     }
 }
 
-fn result_type(f: &FoldContext<'_>, op: Op) -> Type {
-    let ctx = f.ctx();
-    ctx.value_type(ctx.result(op, 0))
-}
-
-fn operand(f: &FoldContext<'_>, op: Op, index: usize) -> Value {
-    f.ctx().operand(op, index)
-}
-
-/// Operand `index` as an integer constant of the width of its type.
-fn int_operand(f: &FoldContext<'_>, op: Op, index: usize) -> Option<Int> {
-    let width = int_width(f.ctx(), f.ctx().value_type(operand(f, op, index)))?;
-    match f.constant_kind(index)? {
-        AttributeKind::Integer { value, .. } => Some(Int::new(*value, width)),
-        _ => None,
+fn mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
     }
 }
 
-/// Operand `index` as a float constant.
-fn float_operand(f: &FoldContext<'_>, op: Op, index: usize) -> Option<f64> {
-    float_kind(f.ctx(), f.ctx().value_type(operand(f, op, index)))?;
-    f.constant_kind(index)?.as_f64()
+/// Operand `index` as an integer constant.
+fn int_operand(f: &FoldContext<'_>, op: Op, index: usize) -> Option<Bits> {
+    let ty = operand_type(f, op, index).filter(|t| t.is_integer())?;
+    Some(Bits { bits: to_bits(constant(f, op, index)?, ty), width: ty.bits() })
 }
 
 fn int_result(f: &mut FoldContext<'_>, op: Op, value: u64) -> Option<FoldResult> {
     let ty = result_type(f, op);
     Some(FoldResult::Attribute(f.integer_attr(value as i64, ty)))
-}
-
-/// A comparison's `i1` result.
-fn bool_result(f: &mut FoldContext<'_>, op: Op, value: bool) -> Option<FoldResult> {
-    int_result(f, op, value as u64)
-}
-
-/// Rounds `value` to the format of `ty` and makes the attribute.
-fn float_result(f: &mut FoldContext<'_>, op: Op, value: f64) -> Option<FoldResult> {
-    let ty = result_type(f, op);
-    float_kind(f.ctx(), ty)?;
-    Some(FoldResult::Attribute(f.float_attr(value, ty)))
-}
-
-/// A NaN made quiet (its payload and sign kept). The quiet bit of an `f32` NaN widened to `f64`
-/// is the `f64` quiet bit.
-fn quiet(nan: f64) -> f64 {
-    f64::from_bits(nan.to_bits() | 0x0008_0000_0000_0000)
-}
-
-/// NaNs as IEEE 754 and LLVM's APFloat make them, so that folding does not depend on the host: a
-/// NaN operand propagates (the first one, quieted); an invalid operation on numbers (`inf - inf`,
-/// `0 / 0`) gives the canonical quiet NaN (positive, no payload).
-fn ieee_nan(a: f64, b: f64, result: f64) -> f64 {
-    if a.is_nan() {
-        quiet(a)
-    } else if b.is_nan() {
-        quiet(b)
-    } else if result.is_nan() {
-        f64::NAN
-    } else {
-        result
-    }
 }
 
 /// The operands of the op named `name` that defines `value`, if one does.
@@ -197,18 +171,9 @@ fn same_value(f: &FoldContext<'_>, op: Op) -> Option<Value> {
     (a == b).then_some(a)
 }
 
-// ----- integer binary ops -------------------------------------------------------------------
-
-/// Folds a binary integer op whose operands are both constant, with `compute` (which may refuse).
-fn fold_int_constants(f: &mut FoldContext<'_>, op: Op, compute: fn(Int, Int) -> Option<u64>) -> Option<FoldResult> {
-    let (a, b) = (int_operand(f, op, 0)?, int_operand(f, op, 1)?);
-    let value = compute(a, b)?;
-    int_result(f, op, value)
-}
-
 /// For a commutative op: the constant operand and the other operand, when exactly one side (or
 /// the right one, when both) is a constant.
-fn constant_side(f: &FoldContext<'_>, op: Op) -> Option<(Int, Value)> {
+fn constant_side(f: &FoldContext<'_>, op: Op) -> Option<(Bits, Value)> {
     if let Some(b) = int_operand(f, op, 1) {
         return Some((b, operand(f, op, 0)));
     }
@@ -220,7 +185,7 @@ fn zero(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 }
 
 fn fold_addi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| Some(a.unsigned().wrapping_add(b.unsigned()))) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if let Some(folded) = match constant_side(f, op) {
@@ -243,13 +208,13 @@ fn fold_addi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 }
 
 fn fold_subi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| Some(a.unsigned().wrapping_sub(b.unsigned()))) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if same_value(f, op).is_some() {
         return zero(f, op);
     }
-    if int_operand(f, op, 1).is_some_and(Int::is_zero) {
+    if int_operand(f, op, 1).is_some_and(Bits::is_zero) {
         return Some(FoldResult::Value(operand(f, op, 0)));
     }
     // (a + b) - b → a, (a + b) - a → b.
@@ -263,7 +228,7 @@ fn fold_subi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 }
 
 fn fold_muli(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| Some(a.unsigned().wrapping_mul(b.unsigned()))) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     match constant_side(f, op)? {
@@ -273,92 +238,33 @@ fn fold_muli(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     }
 }
 
-/// The signed range of a width.
-fn fits_signed(value: i128, width: u32) -> bool {
-    let half = 1i128 << (width - 1);
-    (-half..half).contains(&value)
-}
-
-/// A signed division with `round` applied to the exact quotient's direction; refuses a zero
-/// divisor and a quotient that overflows the width.
-fn signed_division(a: Int, b: Int, round: fn(i128, i128) -> i128) -> Option<u64> {
-    if b.is_zero() {
-        return None;
+/// The divisions: constants, and `x / 1 → x`.
+fn fold_division(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    if let Some(folded) = fold_constants(f, op) {
+        return Some(folded);
     }
-    let quotient = round(a.signed() as i128, b.signed() as i128);
-    fits_signed(quotient, a.width).then_some(quotient as u64)
-}
-
-/// `x / 1 → x` for the divisions.
-fn divide_by_one(f: &FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    // A signed division reads `i1`'s `true` as -1, and `x / -1` is not `x` (it is undefined for
+    // `x = true`).
+    let signed = f.ctx().name_str(op) != "arith.divui";
     match int_operand(f, op, 1) {
-        Some(b) if b.is_one() => Some(FoldResult::Value(operand(f, op, 0))),
+        Some(b) if b.is_one() && !(signed && b.width == 1) => Some(FoldResult::Value(operand(f, op, 0))),
         _ => None,
     }
 }
 
-fn fold_divsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| signed_division(a, b, |x, y| x / y)).or_else(|| divide_by_one(f, op))
-}
-
-fn ceil_division(x: i128, y: i128) -> i128 {
-    let q = x / y;
-    if x % y != 0 && ((x < 0) == (y < 0)) {
-        q + 1
-    } else {
-        q
+/// The remainders: constants, and `x % 1 → 0`.
+fn fold_remainder(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    if let Some(folded) = fold_constants(f, op) {
+        return Some(folded);
     }
-}
-
-fn floor_division(x: i128, y: i128) -> i128 {
-    let q = x / y;
-    if x % y != 0 && ((x < 0) != (y < 0)) {
-        q - 1
-    } else {
-        q
-    }
-}
-
-fn fold_ceildivsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| signed_division(a, b, ceil_division)).or_else(|| divide_by_one(f, op))
-}
-
-fn fold_floordivsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| signed_division(a, b, floor_division)).or_else(|| divide_by_one(f, op))
-}
-
-fn fold_divui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| a.unsigned().checked_div(b.unsigned())).or_else(|| divide_by_one(f, op))
-}
-
-/// `x % 1 → 0` for the remainders.
-fn remainder_by_one(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     match int_operand(f, op, 1) {
         Some(b) if b.is_one() => zero(f, op),
         _ => None,
     }
 }
 
-fn fold_remsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let remainder = |a: Int, b: Int| {
-        // i128 keeps `MIN % -1` (0) from overflowing.
-        (!b.is_zero()).then(|| ((a.signed() as i128) % (b.signed() as i128)) as u64)
-    };
-    if let Some(folded) = fold_int_constants(f, op, remainder) {
-        return Some(folded);
-    }
-    remainder_by_one(f, op)
-}
-
-fn fold_remui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| a.unsigned().checked_rem(b.unsigned())) {
-        return Some(folded);
-    }
-    remainder_by_one(f, op)
-}
-
 fn fold_andi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| Some(a.unsigned() & b.unsigned())) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if let Some(x) = same_value(f, op) {
@@ -385,7 +291,7 @@ fn absorb(f: &FoldContext<'_>, op: Op, name: &str) -> Option<FoldResult> {
 }
 
 fn fold_ori(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| Some(a.unsigned() | b.unsigned())) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if let Some(x) = same_value(f, op) {
@@ -393,14 +299,14 @@ fn fold_ori(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     }
     match constant_side(f, op) {
         Some((c, x)) if c.is_zero() => return Some(FoldResult::Value(x)),
-        Some((c, _)) if c.is_all_ones() => return int_result(f, op, c.unsigned()),
+        Some((c, _)) if c.is_all_ones() => return int_result(f, op, c.bits),
         _ => {}
     }
     absorb(f, op, "arith.ori")
 }
 
 fn fold_xori(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, |a, b| Some(a.unsigned() ^ b.unsigned())) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if same_value(f, op).is_some() {
@@ -424,34 +330,19 @@ fn fold_xori(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
     None
 }
 
-/// A shift amount below the width, or `None` (a shift by the width or more is poison).
-fn shift_amount(a: Int, b: Int) -> Option<u32> {
-    (b.unsigned() < a.width as u64).then_some(b.unsigned() as u32)
-}
-
-/// `x shifted by 0 → x`.
-fn shift_by_zero(f: &FoldContext<'_>, op: Op) -> Option<FoldResult> {
+/// The shifts: constants, and `x shifted by 0 → x`.
+fn fold_shift(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    if let Some(folded) = fold_constants(f, op) {
+        return Some(folded);
+    }
     match int_operand(f, op, 1) {
         Some(b) if b.is_zero() => Some(FoldResult::Value(operand(f, op, 0))),
         _ => None,
     }
 }
 
-fn fold_shli(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| shift_amount(a, b).map(|s| a.unsigned() << s)).or_else(|| shift_by_zero(f, op))
-}
-
-fn fold_shrsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| shift_amount(a, b).map(|s| (a.signed() >> s) as u64))
-        .or_else(|| shift_by_zero(f, op))
-}
-
-fn fold_shrui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_constants(f, op, |a, b| shift_amount(a, b).map(|s| a.unsigned() >> s)).or_else(|| shift_by_zero(f, op))
-}
-
 /// Which constant a min/max absorbs into (`absorbing`: the result is that constant) and which it
-/// ignores (`neutral`: the result is the other operand).
+/// ignores (`neutral`: the result is the other operand), as bit patterns of a width.
 #[derive(Copy, Clone)]
 struct Bounds {
     absorbing: fn(u32) -> u64,
@@ -474,14 +365,9 @@ fn unsigned_min(_: u32) -> u64 {
     0
 }
 
-/// A min/max: both constant, `op(x, x) → x`, and the extreme constants of its order.
-fn fold_min_max(
-    f: &mut FoldContext<'_>,
-    op: Op,
-    compute: fn(Int, Int) -> Option<u64>,
-    bounds: Bounds,
-) -> Option<FoldResult> {
-    if let Some(folded) = fold_int_constants(f, op, compute) {
+/// A min/max: constants, `op(x, x) → x`, and the extreme constants of its order.
+fn fold_min_max(f: &mut FoldContext<'_>, op: Op, bounds: Bounds) -> Option<FoldResult> {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if let Some(x) = same_value(f, op) {
@@ -495,50 +381,30 @@ fn fold_min_max(
 }
 
 fn fold_maxsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let bounds = Bounds { absorbing: signed_max, neutral: signed_min };
-    fold_min_max(f, op, |a, b| Some(if a.signed() >= b.signed() { a.bits } else { b.bits }), bounds)
+    fold_min_max(f, op, Bounds { absorbing: signed_max, neutral: signed_min })
 }
 
 fn fold_minsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let bounds = Bounds { absorbing: signed_min, neutral: signed_max };
-    fold_min_max(f, op, |a, b| Some(if a.signed() <= b.signed() { a.bits } else { b.bits }), bounds)
+    fold_min_max(f, op, Bounds { absorbing: signed_min, neutral: signed_max })
 }
 
 fn fold_maxui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let bounds = Bounds { absorbing: unsigned_max, neutral: unsigned_min };
-    fold_min_max(f, op, |a, b| Some(a.bits.max(b.bits)), bounds)
+    fold_min_max(f, op, Bounds { absorbing: unsigned_max, neutral: unsigned_min })
 }
 
 fn fold_minui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let bounds = Bounds { absorbing: unsigned_min, neutral: unsigned_max };
-    fold_min_max(f, op, |a, b| Some(a.bits.min(b.bits)), bounds)
+    fold_min_max(f, op, Bounds { absorbing: unsigned_min, neutral: unsigned_max })
 }
 
-// ----- float ops ----------------------------------------------------------------------------
-
-/// Computes a binary float op in the result's format: `f32` operations for `f32` (no double
-/// rounding), `f64` for `f64`.
-fn fold_float_constants(
-    f: &mut FoldContext<'_>,
-    op: Op,
-    compute32: fn(f32, f32) -> f32,
-    compute64: fn(f64, f64) -> f64,
-) -> Option<FoldResult> {
-    let (a, b) = (float_operand(f, op, 0)?, float_operand(f, op, 1)?);
-    let value = match float_kind(f.ctx(), result_type(f, op))? {
-        FloatKind::F32 => compute32(a as f32, b as f32) as f64,
-        _ => compute64(a, b),
-    };
-    float_result(f, op, ieee_nan(a, b, value))
-}
+// ----- float identities ---------------------------------------------------------------------
 
 /// Whether operand `index` is the float constant `expected`, sign of zero included.
 fn is_float_constant(f: &FoldContext<'_>, op: Op, index: usize, expected: f64) -> bool {
-    float_operand(f, op, index).is_some_and(|v| v.to_bits() == expected.to_bits())
+    constant(f, op, index).is_some_and(|v| v.same_as(Scalar::Float(expected)))
 }
 
 fn fold_addf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_float_constants(f, op, |a, b| a + b, |a, b| a + b) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     // x + -0.0 is x for every x (x + +0.0 is not, for x = -0.0).
@@ -549,14 +415,14 @@ fn fold_addf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 }
 
 fn fold_subf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_float_constants(f, op, |a, b| a - b, |a, b| a - b) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     is_float_constant(f, op, 1, 0.0).then(|| FoldResult::Value(operand(f, op, 0)))
 }
 
 fn fold_mulf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_float_constants(f, op, |a, b| a * b, |a, b| a * b) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     if is_float_constant(f, op, 1, 1.0) {
@@ -566,188 +432,60 @@ fn fold_mulf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
 }
 
 fn fold_divf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    if let Some(folded) = fold_float_constants(f, op, |a, b| a / b, |a, b| a / b) {
+    if let Some(folded) = fold_constants(f, op) {
         return Some(folded);
     }
     is_float_constant(f, op, 1, 1.0).then(|| FoldResult::Value(operand(f, op, 0)))
 }
 
-fn fold_remf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_float_constants(f, op, |a, b| a % b, |a, b| a % b)
-}
-
-/// IEEE 754-2019 maximum: NaN if either is NaN, and `+0 > -0`.
-fn maximum<T: num_like::Float>(a: T, b: T) -> T {
-    if a.is_nan() || b.is_nan() {
-        return T::nan();
-    }
-    if a == b {
-        return if a.is_sign_negative() { b } else { a };
-    }
-    if a > b {
-        a
-    } else {
-        b
-    }
-}
-
-/// IEEE 754-2019 minimum: NaN if either is NaN, and `-0 < +0`.
-fn minimum<T: num_like::Float>(a: T, b: T) -> T {
-    if a.is_nan() || b.is_nan() {
-        return T::nan();
-    }
-    if a == b {
-        return if a.is_sign_negative() { a } else { b };
-    }
-    if a < b {
-        a
-    } else {
-        b
-    }
-}
-
-mod num_like {
-    /// The little of a float type that `maximum` and `minimum` need.
-    pub trait Float: Copy + PartialOrd {
-        fn is_nan(self) -> bool;
-        fn is_sign_negative(self) -> bool;
-        fn nan() -> Self;
-    }
-
-    impl Float for f32 {
-        fn is_nan(self) -> bool {
-            f32::is_nan(self)
-        }
-        fn is_sign_negative(self) -> bool {
-            f32::is_sign_negative(self)
-        }
-        fn nan() -> Self {
-            f32::NAN
-        }
-    }
-
-    impl Float for f64 {
-        fn is_nan(self) -> bool {
-            f64::is_nan(self)
-        }
-        fn is_sign_negative(self) -> bool {
-            f64::is_sign_negative(self)
-        }
-        fn nan() -> Self {
-            f64::NAN
-        }
-    }
-}
-
-fn fold_maximumf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_float_constants(f, op, maximum, maximum).or_else(|| same_value(f, op).map(FoldResult::Value))
-}
-
-fn fold_minimumf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_float_constants(f, op, minimum, minimum).or_else(|| same_value(f, op).map(FoldResult::Value))
-}
-
-fn fold_negf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let a = float_operand(f, op, 0)?;
-    // Negation flips the sign bit, of a NaN too.
-    float_result(f, op, -a)
+/// `maximumf`, `minimumf`: constants, and `op(x, x) → x`.
+fn fold_float_min_max(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    fold_constants(f, op).or_else(|| same_value(f, op).map(FoldResult::Value))
 }
 
 // ----- comparisons --------------------------------------------------------------------------
 
-fn predicate(f: &FoldContext<'_>, op: Op) -> Option<i64> {
-    crate::arith::predicate(f.ctx(), op)
-}
-
-/// `cmpi` predicates, in MLIR's numbering: eq ne slt sle sgt sge ult ule ugt uge.
-fn compare_ints(predicate: i64, a: Int, b: Int) -> Option<bool> {
-    let (sa, sb, ua, ub) = (a.signed(), b.signed(), a.unsigned(), b.unsigned());
-    Some(match predicate {
-        0 => ua == ub,
-        1 => ua != ub,
-        2 => sa < sb,
-        3 => sa <= sb,
-        4 => sa > sb,
-        5 => sa >= sb,
-        6 => ua < ub,
-        7 => ua <= ub,
-        8 => ua > ub,
-        9 => ua >= ub,
-        _ => return None,
-    })
+fn bool_result(f: &mut FoldContext<'_>, op: Op, value: bool) -> Option<FoldResult> {
+    int_result(f, op, value as u64)
 }
 
 fn fold_cmpi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let predicate = predicate(f, op)?;
-    if let (Some(a), Some(b)) = (int_operand(f, op, 0), int_operand(f, op, 1)) {
-        let value = compare_ints(predicate, a, b)?;
-        return bool_result(f, op, value);
+    if let Some(folded) = fold_constants(f, op) {
+        return Some(folded);
     }
+    let predicate = crate::arith::int_predicate(f.ctx(), op)?;
     if same_value(f, op).is_some() {
-        // x == x, x <= x, x >= x hold; x != x, x < x, x > x do not.
-        let value = match predicate {
-            0 | 3 | 5 | 7 | 9 => true,
-            1 | 2 | 4 | 6 | 8 => false,
-            _ => return None,
-        };
-        return bool_result(f, op, value);
+        return bool_result(f, op, predicate.is_reflexive());
     }
     // On i1: x != false and x == true are x.
     let lhs = operand(f, op, 0);
-    let is_i1 = matches!(f.ctx().type_kind(f.ctx().value_type(lhs)), TypeKind::Integer { width: 1, .. });
+    let is_i1 = operand_type(f, op, 0) == Some(ScalarType::I1);
     match (is_i1, predicate, int_operand(f, op, 1)) {
-        (true, 1, Some(b)) if b.is_zero() => Some(FoldResult::Value(lhs)),
-        (true, 0, Some(b)) if b.is_one() => Some(FoldResult::Value(lhs)),
+        (true, IntPredicate::Ne, Some(b)) if b.is_zero() => Some(FoldResult::Value(lhs)),
+        (true, IntPredicate::Eq, Some(b)) if b.is_one() => Some(FoldResult::Value(lhs)),
         _ => None,
     }
 }
 
-/// `cmpf` predicates, in MLIR's numbering: false oeq ogt oge olt ole one ord ueq ugt uge ult ule
-/// une uno true. Ordered predicates are false when either side is NaN, unordered ones true.
-fn compare_floats(predicate: i64, a: f64, b: f64) -> Option<bool> {
-    let ordered = !a.is_nan() && !b.is_nan();
-    Some(match predicate {
-        0 => false,
-        1 => ordered && a == b,
-        2 => ordered && a > b,
-        3 => ordered && a >= b,
-        4 => ordered && a < b,
-        5 => ordered && a <= b,
-        6 => ordered && a != b,
-        7 => ordered,
-        8 => !ordered || a == b,
-        9 => !ordered || a > b,
-        10 => !ordered || a >= b,
-        11 => !ordered || a < b,
-        12 => !ordered || a <= b,
-        13 => !ordered || a != b,
-        14 => !ordered,
-        15 => true,
-        _ => return None,
-    })
-}
-
 fn fold_cmpf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let predicate = predicate(f, op)?;
-    match predicate {
-        0 => return bool_result(f, op, false),
-        15 => return bool_result(f, op, true),
-        _ => {}
+    if let Some(folded) = fold_constants(f, op) {
+        return Some(folded);
     }
-    let (a, b) = (f.constant_kind(0).and_then(|k| k.as_f64()), f.constant_kind(1).and_then(|k| k.as_f64()));
-    // A NaN on either side decides every predicate, whatever the other side is.
-    let (a, b) = match (a, b) {
-        (Some(x), _) | (_, Some(x)) if x.is_nan() => (x, x),
-        (Some(a), Some(b)) => (a, b),
-        _ => return None,
-    };
-    let value = compare_floats(predicate, a, b)?;
-    bool_result(f, op, value)
+    let predicate = crate::arith::float_predicate(f.ctx(), op)?;
+    // `false` and `true` do not look at their operands; a NaN on either side decides every
+    // predicate, whatever the other side is. No rule for x p x: x may be NaN.
+    let nan_operand = (0..2).any(|i| constant(f, op, i).is_some_and(|v| v.as_f64().is_nan()));
+    if nan_operand || matches!(predicate, FloatPredicate::False | FloatPredicate::True) {
+        return bool_result(f, op, predicate.compare(f64::NAN, f64::NAN));
+    }
+    None
 }
 
 // ----- select -------------------------------------------------------------------------------
 
 fn fold_select(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
+    // `select` returns the operand it chooses unchanged, so a constant condition folds to that
+    // operand, constant or not (and whatever its type: buffers too).
     let (on_true, on_false) = (operand(f, op, 1), operand(f, op, 2));
     if let Some(condition) = int_operand(f, op, 0) {
         return Some(FoldResult::Value(if condition.is_zero() { on_false } else { on_true }));
@@ -756,9 +494,8 @@ fn fold_select(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
         return Some(FoldResult::Value(on_true));
     }
     // select(c, true, false) : i1 is c.
-    let is_i1 = int_width(f.ctx(), result_type(f, op)) == Some(1)
-        && matches!(f.ctx().type_kind(result_type(f, op)), TypeKind::Integer { .. });
-    if is_i1 && int_operand(f, op, 1).is_some_and(Int::is_one) && int_operand(f, op, 2).is_some_and(Int::is_zero) {
+    let is_i1 = operand_type(f, op, 1) == Some(ScalarType::I1);
+    if is_i1 && int_operand(f, op, 1).is_some_and(Bits::is_one) && int_operand(f, op, 2).is_some_and(Bits::is_zero) {
         return Some(FoldResult::Value(operand(f, op, 0)));
     }
     None
@@ -778,121 +515,28 @@ fn undo_cast(f: &FoldContext<'_>, op: Op, inner: &[&str]) -> Option<FoldResult> 
     (ctx.value_type(source) == result_type(f, op)).then_some(FoldResult::Value(source))
 }
 
-/// An integer cast of a constant: `signed` reads the operand sign-extended, else zero-extended;
-/// the result is truncated to its width.
-fn fold_int_cast(f: &mut FoldContext<'_>, op: Op, signed: bool) -> Option<FoldResult> {
-    int_width(f.ctx(), result_type(f, op))?;
-    let a = int_operand(f, op, 0)?;
-    let value = if signed { a.signed() as u64 } else { a.unsigned() };
-    int_result(f, op, value)
-}
-
 fn fold_index_cast(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_cast(f, op, true).or_else(|| undo_cast(f, op, &["arith.index_cast"]))
+    fold_constants(f, op).or_else(|| undo_cast(f, op, &["arith.index_cast"]))
 }
 
 fn fold_index_castui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_cast(f, op, false).or_else(|| undo_cast(f, op, &["arith.index_castui"]))
-}
-
-fn fold_extsi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_cast(f, op, true)
-}
-
-fn fold_extui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_cast(f, op, false)
+    fold_constants(f, op).or_else(|| undo_cast(f, op, &["arith.index_castui"]))
 }
 
 fn fold_trunci(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    fold_int_cast(f, op, false).or_else(|| undo_cast(f, op, &["arith.extsi", "arith.extui"]))
-}
-
-/// An integer converted to the result's float format (one rounding, from the integer itself).
-fn int_to_float(f: &mut FoldContext<'_>, op: Op, signed: bool) -> Option<FoldResult> {
-    let a = int_operand(f, op, 0)?;
-    let value = match (float_kind(f.ctx(), result_type(f, op))?, signed) {
-        (FloatKind::F32, true) => a.signed() as f32 as f64,
-        (FloatKind::F32, false) => a.unsigned() as f32 as f64,
-        (_, true) => a.signed() as f64,
-        (_, false) => a.unsigned() as f64,
-    };
-    float_result(f, op, value)
-}
-
-fn fold_sitofp(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    int_to_float(f, op, true)
-}
-
-fn fold_uitofp(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    int_to_float(f, op, false)
-}
-
-/// A float truncated toward zero to the result's integer type; `None` for NaN, infinities and
-/// values out of range (poison).
-fn float_to_int(f: &mut FoldContext<'_>, op: Op, signed: bool) -> Option<FoldResult> {
-    let a = float_operand(f, op, 0)?;
-    let width = int_width(f.ctx(), result_type(f, op))?;
-    if !a.is_finite() {
-        return None;
-    }
-    let truncated = a.trunc();
-    let bits = if signed {
-        let half = 2f64.powi(width as i32 - 1);
-        if truncated < -half || truncated >= half {
-            return None;
-        }
-        truncated as i64 as u64
-    } else {
-        if truncated < 0.0 || truncated >= 2f64.powi(width as i32) {
-            return None;
-        }
-        truncated as u64
-    };
-    int_result(f, op, bits)
-}
-
-fn fold_fptosi(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    float_to_int(f, op, true)
-}
-
-fn fold_fptoui(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    float_to_int(f, op, false)
-}
-
-fn fold_extf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let a = float_operand(f, op, 0)?;
-    float_result(f, op, a)
+    fold_constants(f, op).or_else(|| undo_cast(f, op, &["arith.extsi", "arith.extui"]))
 }
 
 fn fold_truncf(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let a = float_operand(f, op, 0)?;
     // Only exact conversions: the rounding mode at run time is not known to be to-nearest (MLIR
     // folds the same way).
+    let a = constant(f, op, 0)?.as_f64();
     let exact = a.is_nan() || (a as f32) as f64 == a;
-    exact.then(|| float_result(f, op, a)).flatten()
+    exact.then(|| fold_constants(f, op)).flatten()
 }
 
 fn fold_bitcast(f: &mut FoldContext<'_>, op: Op) -> Option<FoldResult> {
-    let to = result_type(f, op);
-    if let Some(folded) = undo_cast(f, op, &["arith.bitcast"]) {
-        return Some(folded);
-    }
-    let from = f.ctx().value_type(operand(f, op, 0));
-    if let Some(a) = int_operand(f, op, 0) {
-        return match (float_kind(f.ctx(), to), a.width) {
-            (Some(FloatKind::F32), 32) => float_result(f, op, f32::from_bits(a.unsigned() as u32) as f64),
-            (Some(FloatKind::F64), 64) => float_result(f, op, f64::from_bits(a.unsigned())),
-            (None, _) if int_width(f.ctx(), to) == Some(a.width) => int_result(f, op, a.unsigned()),
-            _ => None,
-        };
-    }
-    let a = float_operand(f, op, 0)?;
-    match (float_kind(f.ctx(), from)?, int_width(f.ctx(), to)) {
-        (FloatKind::F32, Some(32)) => int_result(f, op, (a as f32).to_bits() as u64),
-        (FloatKind::F64, Some(64)) => int_result(f, op, a.to_bits()),
-        (kind, None) if float_kind(f.ctx(), to) == Some(kind) => float_result(f, op, a),
-        _ => None,
-    }
+    undo_cast(f, op, &["arith.bitcast"]).or_else(|| fold_constants(f, op))
 }
 
 #[cfg(test)]
@@ -1000,6 +644,11 @@ mod tests {
         assert_eq!(with_x("muli", "0 : i32", true), some("0 : i32"));
         assert_eq!(with_x("divsi", "1 : i32", true), some("%x"));
         assert_eq!(with_x("divui", "1 : i32", true), some("%x"));
+        // `true` is -1 to a signed division.
+        for op in ["divsi", "ceildivsi", "floordivsi"] {
+            assert_eq!(fold(&format!("  %t = arith.constant true\n  %r = arith.{op} %p, %t : i1")), None, "{op}");
+        }
+        assert_eq!(fold("  %t = arith.constant true\n  %r = arith.divui %p, %t : i1"), some("%p"));
         assert_eq!(with_x("remsi", "1 : i32", true), some("0 : i32"));
         assert_eq!(with_x("andi", "0 : i32", true), some("0 : i32"));
         assert_eq!(with_x("andi", "-1 : i32", true), some("%x"));

@@ -9,6 +9,7 @@
 //! - `kernel` — device code: kernels, helpers, work-item ids, barriers, local memory, atomics.
 //!
 //! Each dialect is a table of [`op_spec::OpSpec`]s; their memory effects are what analyses ask.
+//! What the scalar ops of `arith` and `math` compute is written once, in [`semantics`].
 #![deny(missing_docs)]
 
 pub mod arith;
@@ -23,6 +24,7 @@ pub mod kernel;
 pub mod math;
 pub mod op_spec;
 pub mod scf;
+pub mod semantics;
 pub mod syntax;
 mod views_check;
 

@@ -1,6 +1,10 @@
 //! Runtime values: scalars, element types and buffer shapes, shared by the host executor and
-//! every backend.
+//! every backend. [`Scalar`] and what it means to compute on one are `hat_dialects::semantics`'s;
+//! an [`ElementType`] is how the runtime stores a scalar, and converts to the
+//! [`ScalarType`] it is computed in.
 
+use hat_dialects::semantics::ScalarType;
+pub use hat_dialects::semantics::{sign_extend, Scalar};
 use hat_ir::types::{FloatKind, TypeKind};
 use hat_ir::{Context, Type};
 
@@ -67,6 +71,20 @@ impl ElementType {
         }
     }
 
+    /// The type the element is computed in.
+    pub fn scalar_type(self) -> ScalarType {
+        match self {
+            ElementType::I1 => ScalarType::I1,
+            ElementType::I8 => ScalarType::I8,
+            ElementType::I16 => ScalarType::I16,
+            ElementType::I32 => ScalarType::I32,
+            ElementType::I64 => ScalarType::I64,
+            ElementType::Index => ScalarType::INDEX,
+            ElementType::F32 => ScalarType::F32,
+            ElementType::F64 => ScalarType::F64,
+        }
+    }
+
     /// Reads one element from little-endian bytes.
     pub fn read(self, bytes: &[u8]) -> Scalar {
         let mut buffer = [0u8; 8];
@@ -101,40 +119,9 @@ impl ElementType {
     }
 }
 
-/// Sign-extends the low `bits` bits of `value` (1-bit values stay 0 or 1).
-pub fn sign_extend(value: i64, bits: u32) -> i64 {
-    match bits {
-        1 => value & 1,
-        64.. => value,
-        _ => (value << (64 - bits)) >> (64 - bits),
-    }
-}
-
-/// A scalar value: integers (and `index`, `i1`) as sign-extended `i64`, floats as `f64` (an
-/// `f32` holds a value that `f32` represents exactly).
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub enum Scalar {
-    /// An integer, `index` or `i1`.
-    Int(i64),
-    /// A float.
-    Float(f64),
-}
-
-impl Scalar {
-    /// The integer value (floats truncate).
-    pub fn as_i64(self) -> i64 {
-        match self {
-            Scalar::Int(v) => v,
-            Scalar::Float(v) => v as i64,
-        }
-    }
-
-    /// The float value (integers convert).
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Scalar::Int(v) => v as f64,
-            Scalar::Float(v) => v,
-        }
+impl From<ElementType> for ScalarType {
+    fn from(element: ElementType) -> ScalarType {
+        element.scalar_type()
     }
 }
 
