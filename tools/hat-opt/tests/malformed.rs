@@ -294,3 +294,32 @@ fn empty_standard_input_is_an_empty_module() {
     let output = hat_opt(&malformed_dir(), &["-"], b"");
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+// ----- line endings ---------------------------------------------------------------------------
+
+/// The same two-line program after a comment line, with each kind of line ending: the comment
+/// ends at the line ending (a CR alone included, as old Mac files have), nothing is lost, and a
+/// diagnostic points at the right line.
+#[test]
+fn every_line_ending_ends_a_line() {
+    for (ending, name) in [("\n", "lf"), ("\r\n", "crlf"), ("\r", "cr")] {
+        let valid = ["// a comment", "%a = arith.constant 1 : i32", "%b = arith.addi %a, %a : i32", ""].join(ending);
+        let output = hat_opt(&malformed_dir(), &["-"], valid.as_bytes());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{name}: {stderr}");
+        assert!(stdout.contains("arith.addi"), "{name}: the program after the comment is kept:\n{stdout}");
+
+        let invalid =
+            ["// a comment", "%a = arith.constant 1 : i32", "%b = arith.addi %a, %missing : i32", ""].join(ending);
+        let output = hat_opt(&malformed_dir(), &["-"], invalid.as_bytes());
+        if let Some(problem) = clean_failure_problem("<stdin>", &output) {
+            panic!("{name}: {problem}");
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("<stdin>:3:21"), "{name}: the diagnostic points at the use of %missing:\n{stderr}");
+        // The snippet shows line 3 alone, without a stray carriage return.
+        assert!(stderr.contains("3 │ %b = arith.addi %a, %missing : i32\n"), "{name}: {stderr:?}");
+        assert!(!stderr.contains('\r'), "{name}: {stderr:?}");
+    }
+}
