@@ -71,6 +71,24 @@ fn write_f32_npy(path: &Path, shape: &[u64], values: &[f32]) {
     writer.finish().expect("npy written");
 }
 
+/// A `.npy` file (format 1.0) with the header `descr` and `shape` and then `data`, whatever its
+/// length: for files whose data does not match their header.
+fn write_raw_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Magic, version and length take 10 bytes; the header ends in a newline, padded to 64.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    std::fs::write(path, bytes).expect("write npy");
+}
+
 /// The shape and values of an `i32` `.npy` file.
 fn read_i32_npy(path: &Path) -> (Vec<u64>, Vec<i32>) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -398,6 +416,94 @@ fn npy_files_of_the_wrong_shape_or_dtype() {
     std::fs::write(&garbage, b"not an npy file at all").expect("write");
     let arg = format!("data={}", path_str(&garbage));
     fail(&["examples/01-squares.hat", "--run", "--arg", &arg], &["cannot read '", "garbage.npy'"]);
+}
+
+#[test]
+fn a_buffer_larger_than_host_memory() {
+    // Every generator, and a .npy file whose header claims that size, fail with a message (the
+    // allocation is fallible) instead of aborting the process.
+    let directory = scratch("huge_argument");
+    let npy = directory.join("huge.npy");
+    write_raw_npy(&npy, "<i4", &[1_000_000_000_000_000], &[]);
+    for arg in ["data=zeros", "data=iota", "data=random:1", "data=fill:3"] {
+        fail(
+            &["tests/run/huge-argument.hat", "--run", "--arg", arg],
+            &["host allocation of 4000000000000000 bytes for memref<1000000000000000xi32> failed"],
+        );
+    }
+    // The file does not hold what its header says: that is found before anything is allocated.
+    let npy_arg = format!("data={}", path_str(&npy));
+    fail(&["tests/run/huge-argument.hat", "--run", "--arg", &npy_arg], &["is truncated", "4000000000000000 bytes"]);
+}
+
+#[test]
+fn a_buffer_whose_size_overflows() {
+    fail(
+        &["tests/run/overflowing-argument.hat", "--run", "--arg", "data=zeros"],
+        &[
+            "tests/run/overflowing-argument.hat:3:1",
+            "memref<9223372036854775807x4xi32> has 147573952589676412912 bytes",
+            "more than the largest possible allocation",
+        ],
+    );
+    fail(
+        &["tests/run/overflowing-alloc.hat", "--run"],
+        &[
+            "tests/run/overflowing-alloc.hat:4:3",
+            "memref<9223372036854775807x4xi32> has 147573952589676412912 bytes",
+            "more than the largest possible allocation",
+        ],
+    );
+}
+
+#[test]
+fn a_host_copy_larger_than_host_memory() {
+    let stderr = fail(
+        &["tests/run/huge-host-copy.hat", "--run"],
+        &["error: host allocation of 4611686018427387904 bytes failed", "tests/run/huge-host-copy.hat:6:3"],
+    );
+    assert!(!stderr.contains("device"), "a host allocation is not a device allocation:\n{stderr}");
+}
+
+/// A `.npy` file that does not hold what its header says, or whose header no buffer can match:
+/// an error naming the file and the sizes, found before the buffer is allocated.
+#[test]
+fn npy_files_that_contradict_their_header() {
+    let directory = scratch("contradicting_npy");
+    // A file shorter than its header says: which file, what the header says, what it holds.
+    let truncated = directory.join("truncated.npy");
+    write_raw_npy(&truncated, "<i4", &[64], &[7; 42]);
+    let arg = format!("data={}", path_str(&truncated));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["truncated.npy' is truncated: its header says shape (64,) of <i4: 64 elements, 256 bytes of data; the file \
+             holds 42 bytes of data (10 elements)"],
+    );
+    let empty = directory.join("empty.npy");
+    write_raw_npy(&empty, "<i4", &[64], &[]);
+    let arg = format!("data={}", path_str(&empty));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["empty.npy' is truncated: its header says shape (64,) of <i4: 64 elements, 256 bytes of data; the file \
+           holds 0 bytes of data (0 elements)"],
+    );
+    // A header whose shape's number of elements overflows, and one too long to read.
+    let overflowing = directory.join("overflowing.npy");
+    write_raw_npy(&overflowing, "<i4", &[1 << 40, 1 << 40], &[]);
+    let arg = format!("data={}", path_str(&overflowing));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["overflowing.npy' has shape (1099511627776, 1099511627776), whose number of elements overflows"],
+    );
+    let long_header = directory.join("long-header.npy");
+    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+    bytes.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    std::fs::write(&long_header, bytes).expect("write");
+    let arg = format!("data={}", path_str(&long_header));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["long-header.npy' has a header of 4294967280 bytes, more than the 1048576 hat-opt reads"],
+    );
 }
 
 #[test]
