@@ -323,3 +323,38 @@ fn every_line_ending_ends_a_line() {
         assert!(!stderr.contains('\r'), "{name}: {stderr:?}");
     }
 }
+
+// ----- long lines -------------------------------------------------------------------------------
+
+/// A 50 MB literal on one line: the diagnostic shows a window of the line around the error, not
+/// the whole line and an underline as long, and still gives the exact `file:line:col`.
+#[test]
+fn a_huge_literal_gives_a_short_diagnostic() {
+    // The size reported; the other cases use less, to keep the test quick (the output does not
+    // depend on the size once a line is longer than a snippet shows).
+    const SIZE: usize = 50_000_000;
+    const SMALLER: usize = 5_000_000;
+    let cases = [
+        // The error is at the literal: its underline is clipped.
+        ("huge-integer.hat", format!("%a = arith.constant {} : i32\n", "1".repeat(SIZE)), "huge-integer.hat:1:21"),
+        // The error is after it: the line is shown from shortly before the error.
+        (
+            "huge-string.hat",
+            format!("\"test.op\"() {{a = \"{}\"}} : () -> (), %bad\n", "x".repeat(SMALLER)),
+            "huge-string.hat:1:5000032",
+        ),
+        // The error is at a 50 MB name, which the message echoes: the message is clipped too.
+        ("huge-name.hat", format!("%a = arith.constant 1 : i32\n  {}\n", "x".repeat(SMALLER)), "huge-name.hat:2:3"),
+    ];
+    for (name, text, location) in &cases {
+        let output = hat_opt_on_generated(name, text, &["--allow-unregistered-dialect"]);
+        if let Some(problem) = clean_failure_problem(name, &output) {
+            panic!("{problem}");
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let shown: String = stderr.chars().take(4000).collect();
+        assert!(stderr.len() < 4000, "{name}: {} bytes of diagnostics:\n{shown}", stderr.len());
+        assert!(stderr.contains(location), "{name}: {stderr}");
+        assert!(stderr.contains('…'), "{name}: the cut is marked:\n{stderr}");
+    }
+}
