@@ -125,6 +125,12 @@ fn is_suffix_continue(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-')
 }
 
+/// Whether `%name` lexes as one value name without a result number (what an argument's name
+/// must be for the printer to write it).
+pub fn is_value_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_suffix_continue)
+}
+
 impl<'a> Lexer<'a> {
     /// A lexer at the start of `text`.
     pub fn new(text: &'a str) -> Self {

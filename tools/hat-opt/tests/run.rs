@@ -115,6 +115,18 @@ fn the_readme_command_runs_squares() {
     assert!(!stdout.contains("kernel.func"), "{stdout}");
 }
 
+/// hat-opt's output keeps the parameters' names, so `--arg NAME=...` works on it as on the source.
+#[test]
+fn hat_opts_own_output_runs_with_the_same_arguments() {
+    let directory = scratch("own_output");
+    let printed = directory.join("squares.hat");
+    succeed(&["examples/01-squares.hat", "-o", path_str(&printed)]);
+    let text = std::fs::read_to_string(&printed).expect("hat-opt wrote its output");
+    assert!(text.contains("compute.func @main(%data: memref<64xi32>)"), "{text}");
+    let stdout = succeed(&[path_str(&printed), "--run", "--arg", "data=iota"]);
+    assert!(stdout.contains("dispatches: 1 (@square 1)"), "{stdout}");
+}
+
 #[test]
 fn a_generator_in_and_npy_out() {
     let directory = scratch("generator_in_npy_out");
