@@ -325,9 +325,13 @@ impl<'a> Printer<'a> {
         self.indent += 1;
         for (position, &block) in ctx.region_blocks(region).iter().enumerate() {
             let arguments = ctx.block_arguments(block);
-            // An empty entry block needs its label too, or it would read back as no block.
-            let empty = ctx.first_op(block).is_none();
-            if position > 0 || (print_entry_arguments && (!arguments.is_empty() || empty)) {
+            // An empty entry block needs its label too, or it would read back as no block; so
+            // does an entry block that is branched to (which the verifier rejects, but which
+            // must still read back as it is), or the branch would name an undefined block.
+            let labelled = position > 0
+                || (print_entry_arguments
+                    && (!arguments.is_empty() || ctx.first_op(block).is_none() || is_successor(ctx, region, block)));
+            if labelled {
                 self.indent -= 1;
                 self.write_indent();
                 self.indent += 1;
@@ -421,6 +425,11 @@ impl<'a> Printer<'a> {
         write_dict_entries(self.ctx, shown.into_iter().copied(), &mut self.out);
         self.out.push('}');
     }
+}
+
+/// Whether an op of `region` branches to `block`.
+fn is_successor(ctx: &Context, region: Region, block: Block) -> bool {
+    ctx.region_blocks(region).iter().any(|&b| ctx.block_ops(b).any(|op| ctx.successors(op).contains(&block)))
 }
 
 /// What a custom form's printer sees.
