@@ -29,6 +29,28 @@ fn hat_opt(args: &[&str]) -> Output {
         .expect("hat-opt runs")
 }
 
+/// Runs hat-opt like [`hat_opt`], but kills it after `seconds`: `None` when it ran that long.
+fn hat_opt_within(args: &[&str], seconds: u64) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hat-opt"))
+        .current_dir(root())
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("hat-opt starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().expect("hat-opt runs").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().expect("hat-opt's output"))
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -651,5 +673,38 @@ fn every_example_runs() {
         let json: serde_json::Value =
             serde_json::from_str(json_line).unwrap_or_else(|e| panic!("{file}: {e}: {stdout}"));
         assert!(json["dispatches"].is_number(), "{file}: {json}");
+    }
+}
+
+// ----- limits the executor rewrite (issue 7) is to lift or add ------------------------------------
+
+/// A recursion 100 deep runs today; see [`a_recursion_1000_deep_runs`].
+#[test]
+fn a_recursion_100_deep_runs() {
+    let stdout = succeed(&["tests/run/recursion.hat", "--run", "--arg", "n=100"]);
+    assert!(stdout.contains("results:    100 : index"), "{stdout}");
+}
+
+/// A legitimate recursion 1,000 deep must run: the executor's call depth is to be bounded by
+/// the stack (`stacker`), not by a small constant (today 512 nested calls and regions).
+#[test]
+#[ignore = "issue 7: executor call depth sized by stack"]
+fn a_recursion_1000_deep_runs() {
+    let stdout = succeed(&["tests/run/recursion.hat", "--run", "--arg", "n=1000"]);
+    assert!(stdout.contains("results:    1000 : index"), "{stdout}");
+}
+
+/// A dispatch over 2^40 work items must be refused before it runs (today it runs for hours),
+/// with an error at the dispatch that names the grid's size and the executor's limit.
+#[test]
+#[ignore = "issue 7: executor refuses a grid over its limit before running"]
+fn a_dispatch_over_2_to_the_40_work_items_is_refused() {
+    let args = ["tests/run/huge-grid.hat", "--run", "--arg", "data=zeros"];
+    let output = hat_opt_within(&args, 60).expect("refused at once, not run for a minute or more");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for expected in ["1099511627776", "limit", "tests/run/huge-grid.hat:8:3"] {
+        assert!(stderr.contains(expected), "stderr lacks `{expected}`:\n{stderr}");
     }
 }
