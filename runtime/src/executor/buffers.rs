@@ -127,7 +127,14 @@ impl Buffers {
         at: At<'_>,
         recorder: &mut Recorder,
     ) -> Result<HostBuffer, RuntimeError> {
-        let bytes = self.host(id, at, recorder)?.clone();
+        let host = self.host(id, at, recorder)?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(host.len()).map_err(|e| RuntimeError::HostAllocation {
+            bytes: host.len(),
+            message: format!("no host memory for a copy of the buffer's host copy ({e})"),
+            location: at.location,
+        })?;
+        bytes.extend_from_slice(host);
         Ok(HostBuffer { layout: self.list[id.0].layout.clone(), bytes })
     }
 

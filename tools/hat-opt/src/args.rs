@@ -516,12 +516,14 @@ pub fn write_npy(path: &Path, buffer: &HostBuffer) -> Result<(), String> {
     let shape: Vec<u64> = buffer.layout.shape.iter().map(|&d| d as u64).collect();
     let dtype = DType::parse(&format!("'{}'", dtype_of(element))).map_err(cannot)?;
     let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(cannot)?);
-    let scalars = buffer.to_scalars();
+    // The elements go from the buffer's bytes to the file one at a time: no copy as large as
+    // the buffer (or larger) is made.
+    let scalars = buffer.bytes.chunks_exact(element.size()).map(|chunk| element.read(chunk));
     macro_rules! write_as {
         ($t:ty, $convert:expr) => {{
             let mut writer =
                 npyz::WriteOptions::<$t>::new().dtype(dtype).shape(&shape).writer(file).begin_nd().map_err(cannot)?;
-            writer.extend(scalars.iter().map(|&v| $convert(v))).map_err(cannot)?;
+            writer.extend(scalars.map(|v| $convert(v))).map_err(cannot)?;
             writer.finish().map_err(cannot)
         }};
     }
