@@ -60,12 +60,17 @@ impl SourceFile {
         &self.text
     }
 
-    /// Byte offsets where lines start.
+    /// Byte offsets where lines start. A line ends with LF, CRLF (one line ending) or a CR alone
+    /// (old Mac files), as the lexer ends a comment; the line ending belongs to its line.
     pub fn line_starts(&self) -> &[u32] {
         self.line_starts.get_or_init(|| {
-            std::iter::once(0)
-                .chain(self.text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i as u32 + 1))
-                .collect()
+            let bytes = self.text.as_bytes();
+            let ends_line = |i: usize| match bytes[i] {
+                b'\n' => true,
+                b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+                _ => false,
+            };
+            std::iter::once(0).chain((0..bytes.len()).filter(|&i| ends_line(i)).map(|i| i as u32 + 1)).collect()
         })
     }
 
@@ -120,5 +125,40 @@ impl SourceMap {
 
     pub(crate) fn files(&self) -> &[SourceFile] {
         &self.files
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> SourceFile {
+        SourceFile { name: "f".into(), text: text.into(), line_starts: OnceLock::new() }
+    }
+
+    #[test]
+    fn every_line_ending_counts_once() {
+        // Line 3 begins with `c` in each file: LF, CRLF, CR alone, and the three mixed.
+        for text in ["a\nb\ncd", "a\r\nb\r\ncd", "a\rb\rcd", "a\r\nb\rcd", "a\rb\ncd", "a\nb\r\ncd"] {
+            let f = file(text);
+            let c = text.find('c').unwrap() as u32;
+            assert_eq!(f.line_col(c), (3, 1), "{text:?}");
+            assert_eq!(f.line_col(c + 1), (3, 2), "{text:?}");
+            assert_eq!(f.line_col(0), (1, 1), "{text:?}");
+            assert_eq!(f.line_starts().len(), 3, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_line_ending_belongs_to_its_line() {
+        // The CR and the LF of a CRLF are both on line 1, so a diagnostic at either points there.
+        let f = file("ab\r\ncd");
+        assert_eq!(f.line_col(2), (1, 3));
+        assert_eq!(f.line_col(3), (1, 4));
+        assert_eq!(f.line_col(4), (2, 1));
+        // A CR at the end of the text ends the last line; nothing follows it.
+        let f = file("ab\r");
+        assert_eq!(f.line_col(2), (1, 3));
+        assert_eq!(f.line_col(3), (2, 1));
     }
 }

@@ -4,6 +4,16 @@
 //! arguments of regions `%argN`, other values `%N`, a multi-result op's results `%N:k` at the
 //! definition and `%N#i` at uses. Blocks are `^bbN`, numbered by position in their region. Printing
 //! the output again after parsing it gives the same text.
+//!
+//! A region (block) argument with a source name ([`Context::argument_name`], kept by the parser)
+//! prints by that name, as MLIR's asm name hints (`OpAsmOpInterface::getAsmBlockArgumentNames`)
+//! do, so that names a user gave survive a trip through the printer. The name is left out, and
+//! the argument numbered, when it is no valid value name, when it looks like a name the printer
+//! makes (`N`, `argN`), or when it clashes: when an argument of the same region or of an
+//! enclosing one (up to the isolated op) already has it, where the parser would see both. An
+//! entry-block argument uses up its `argN` number whether or not it prints by name (so `%argN` is
+//! the same argument in every print); an argument of another block takes a `%N` only when it
+//! prints as one. Either way a second print of the parsed output gives the same text.
 
 use crate::attributes::AttributeKind;
 use crate::dialect::OpTraits;
@@ -66,6 +76,22 @@ const UNNAMED: u32 = u32::MAX;
 const ARGUMENT_FLAG: u32 = 1 << 31;
 /// Marks the results of a multi-result op: they print as `%N#i`.
 const GROUP_FLAG: u32 = 1 << 30;
+/// Marks a region argument printed by its source name: the other bits index [`Printer::hints`].
+const HINT_FLAG: u32 = 1 << 29;
+
+/// Whether a source name can be printed as itself: a valid value name, unlike every name the
+/// printer makes (`N` and `argN`), so that it cannot clash with one.
+fn usable_hint(name: &str) -> bool {
+    let all_digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    crate::parser::is_value_name(name) && !all_digits(name) && !name.strip_prefix("arg").is_some_and(all_digits)
+}
+
+/// The argument names printed in one region, and the region's enclosing one within the same
+/// isolated op: a name may not be given again where the parser would see both.
+struct HintScope<'a> {
+    parent: Option<usize>,
+    names: FxHashSet<&'a str>,
+}
 
 /// Printer state; custom forms see it through [`OpPrinter`].
 pub struct Printer<'a> {
@@ -77,6 +103,8 @@ pub struct Printer<'a> {
     /// Ops printed in the generic form because they failed verification.
     unverified: FxHashSet<Op>,
     value_names: Vec<u32>,
+    /// The source names of arguments that print by them (see the module documentation).
+    hints: Vec<&'a str>,
     indent: usize,
 }
 
@@ -95,6 +123,7 @@ impl<'a> Printer<'a> {
             options,
             unverified,
             value_names: vec![UNNAMED; ctx.value_count()],
+            hints: Vec::new(),
             indent: 0,
         }
     }
@@ -112,58 +141,88 @@ impl<'a> Printer<'a> {
     }
 
     /// Numbers the values of `root`'s regions (not inside nested isolated ops, which are numbered
-    /// when printed). With `include_root`, the root's own results are numbered first.
+    /// when printed), giving arguments their source names where they can have them. With
+    /// `include_root`, the root's own results are numbered first.
     fn number_isolated_scope(&mut self, root: Op, include_root: bool) {
+        /// Each with the index of the [`HintScope`] of the region holding it.
         enum Work {
-            Op(Op),
-            Block(Block, bool),
+            Op(Op, usize),
+            Block(Block, bool, usize),
         }
+        let ctx = self.ctx;
         let (mut next_value, mut next_argument) = (0u32, 0u32);
         let mut stack = Vec::new();
-        let push_regions = |stack: &mut Vec<Work>, ctx: &Context, op: Op| {
+        let mut scopes: Vec<HintScope<'a>> = Vec::new();
+        let push_regions = |stack: &mut Vec<Work>, scopes: &mut Vec<HintScope<'a>>, op: Op, parent: Option<usize>| {
             for &region in ctx.regions(op).iter().rev() {
+                let scope = scopes.len();
+                scopes.push(HintScope { parent, names: FxHashSet::default() });
                 for (position, &block) in ctx.region_blocks(region).iter().enumerate().rev() {
-                    stack.push(Work::Block(block, position == 0));
+                    stack.push(Work::Block(block, position == 0, scope));
                 }
             }
         };
         let name_results = |names: &mut Vec<u32>, op: Op, next_value: &mut u32| {
-            let count = self.ctx.result_count(op);
+            let count = ctx.result_count(op);
             if count == 0 {
                 return;
             }
             let name = if count > 1 { *next_value | GROUP_FLAG } else { *next_value };
-            for result in self.ctx.results(op) {
+            for result in ctx.results(op) {
                 names[result.index()] = name;
             }
             *next_value += 1;
         };
+        // Whether `name` is given to an argument of the region of `scope` or an enclosing one.
+        let taken = |scopes: &[HintScope<'a>], mut scope: usize, name: &str| loop {
+            if scopes[scope].names.contains(name) {
+                return true;
+            }
+            match scopes[scope].parent {
+                Some(parent) => scope = parent,
+                None => return false,
+            }
+        };
         if include_root {
             name_results(&mut self.value_names, root, &mut next_value);
         }
-        push_regions(&mut stack, self.ctx, root);
+        push_regions(&mut stack, &mut scopes, root, None);
         while let Some(work) = stack.pop() {
             match work {
-                Work::Op(op) => {
+                Work::Op(op, scope) => {
                     name_results(&mut self.value_names, op, &mut next_value);
-                    if !self.ctx.has_traits(op, OpTraits::ISOLATED_FROM_ABOVE) {
-                        push_regions(&mut stack, self.ctx, op);
+                    if !ctx.has_traits(op, OpTraits::ISOLATED_FROM_ABOVE) {
+                        push_regions(&mut stack, &mut scopes, op, Some(scope));
                     }
                 }
-                Work::Block(block, is_entry) => {
-                    for &argument in self.ctx.block_arguments(block) {
-                        self.value_names[argument.index()] = if is_entry {
-                            next_argument += 1;
-                            (next_argument - 1) | ARGUMENT_FLAG
-                        } else {
-                            next_value += 1;
-                            next_value - 1
+                Work::Block(block, is_entry, scope) => {
+                    for &argument in ctx.block_arguments(block) {
+                        let hint = ctx
+                            .argument_name(argument)
+                            .filter(|name| usable_hint(name) && !taken(&scopes, scope, name));
+                        self.value_names[argument.index()] = match hint {
+                            Some(name) => {
+                                scopes[scope].names.insert(name);
+                                self.hints.push(name);
+                                if is_entry {
+                                    next_argument += 1;
+                                }
+                                (self.hints.len() as u32 - 1) | HINT_FLAG
+                            }
+                            None if is_entry => {
+                                next_argument += 1;
+                                (next_argument - 1) | ARGUMENT_FLAG
+                            }
+                            None => {
+                                next_value += 1;
+                                next_value - 1
+                            }
                         };
                     }
-                    let mut cursor = self.ctx.last_op(block);
+                    let mut cursor = ctx.last_op(block);
                     while let Some(op) = cursor {
-                        stack.push(Work::Op(op));
-                        cursor = self.ctx.prev_op(op);
+                        stack.push(Work::Op(op, scope));
+                        cursor = ctx.prev_op(op);
                     }
                 }
             }
@@ -266,9 +325,13 @@ impl<'a> Printer<'a> {
         self.indent += 1;
         for (position, &block) in ctx.region_blocks(region).iter().enumerate() {
             let arguments = ctx.block_arguments(block);
-            // An empty entry block needs its label too, or it would read back as no block.
-            let empty = ctx.first_op(block).is_none();
-            if position > 0 || (print_entry_arguments && (!arguments.is_empty() || empty)) {
+            // An empty entry block needs its label too, or it would read back as no block; so
+            // does an entry block that is branched to (which the verifier rejects, but which
+            // must still read back as it is), or the branch would name an undefined block.
+            let labelled = position > 0
+                || (print_entry_arguments
+                    && (!arguments.is_empty() || ctx.first_op(block).is_none() || is_successor(ctx, region, block)));
+            if labelled {
                 self.indent -= 1;
                 self.write_indent();
                 self.indent += 1;
@@ -329,6 +392,9 @@ impl<'a> Printer<'a> {
             let _ = write!(self.out, "%<<UNKNOWN SSA VALUE {}>>", value.index());
         } else if name & ARGUMENT_FLAG != 0 {
             let _ = write!(self.out, "%arg{}", name & !ARGUMENT_FLAG);
+        } else if name & HINT_FLAG != 0 {
+            self.out.push('%');
+            self.out.push_str(self.hints[(name & !HINT_FLAG) as usize]);
         } else if name & GROUP_FLAG != 0 {
             let index = match self.ctx.value_def(value) {
                 ValueDef::Result { index, .. } => index,
@@ -359,6 +425,11 @@ impl<'a> Printer<'a> {
         write_dict_entries(self.ctx, shown.into_iter().copied(), &mut self.out);
         self.out.push('}');
     }
+}
+
+/// Whether an op of `region` branches to `block`.
+fn is_successor(ctx: &Context, region: Region, block: Block) -> bool {
+    ctx.region_blocks(region).iter().any(|&b| ctx.block_ops(b).any(|op| ctx.successors(op).contains(&block)))
 }
 
 /// What a custom form's printer sees.

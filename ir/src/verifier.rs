@@ -42,6 +42,7 @@ pub fn verify_detailed(ctx: &Context, root: Op) -> Verification {
         visible_in: vec![NOT_VISIBLE; ctx.value_count()],
         barrier: 0,
         next_scope: 1,
+        entries_with_predecessors: FxHashSet::default(),
     };
     verifier.verify_op(root);
     Verification { diagnostics: verifier.diagnostics, failed_ops: verifier.failed_ops }
@@ -62,6 +63,8 @@ pub struct VerifyContext<'a> {
     /// The innermost isolation scope: values from scopes numbered below it are hidden.
     barrier: u32,
     next_scope: u32,
+    /// Regions whose entry block was found branched to (reported once each).
+    entries_with_predecessors: FxHashSet<Region>,
 }
 
 impl<'a> VerifyContext<'a> {
@@ -197,9 +200,11 @@ impl<'a> VerifyContext<'a> {
             }
         }
         for &successor in ctx.successors(op) {
-            let same_region = ctx.parent_block(op).and_then(|b| ctx.block_parent(b)) == ctx.block_parent(successor);
-            if !same_region {
+            let region = ctx.parent_block(op).and_then(|b| ctx.block_parent(b));
+            if region != ctx.block_parent(successor) {
                 self.error(op, "has a successor that is not a block of the same region");
+            } else if let Some(region) = region.filter(|&r| ctx.region_blocks(r).first() == Some(&successor)) {
+                self.entry_has_predecessors(region);
             }
         }
         if !ctx.regions(op).is_empty() {
@@ -223,6 +228,15 @@ impl<'a> VerifyContext<'a> {
         }
         if let Some(definition) = definition.filter(|_| shape_ok) {
             definition.verify(self, op);
+        }
+    }
+
+    /// Reports, once per region, that its entry block is branched to: as in MLIR, an error on
+    /// the region's op (the entry block is where the region starts; it has no predecessors).
+    fn entry_has_predecessors(&mut self, region: Region) {
+        let Some(owner) = self.ctx.region_parent(region) else { return };
+        if self.entries_with_predecessors.insert(region) {
+            self.error(owner, "entry block of region may not have predecessors");
         }
     }
 

@@ -134,7 +134,7 @@ mod tests {
                 "%a: i32, %p: i1) -> (i32",
                 "  %c0 = arith.constant 0 : i32\n  %c2 = arith.constant 2 : i32\n  %c3 = arith.constant 3 : i32\n  %0 = arith.addi %c2, %c3 : i32\n  %1 = arith.addi %a, %c0 : i32\n  %2 = arith.muli %1, %0 : i32\n  %t = arith.constant true\n  %3 = scf.if %t -> (i32) {\n    %c7 = arith.constant 7 : i32\n    %4 = arith.addi %2, %c7 : i32\n    scf.yield %4 : i32\n  } else {\n    scf.yield %a : i32\n  }\n  compute.return %3 : i32",
             ),
-            "compute.func @f(%arg0: i32, %arg1: i1) -> i32 {\n    %0 = arith.constant 5 : i32\n    %1 = arith.constant 7 : i32\n    %2 = arith.muli %arg0, %0 : i32\n    %3 = arith.addi %2, %1 : i32\n    compute.return %3 : i32\n  }",
+            "compute.func @f(%a: i32, %p: i1) -> i32 {\n    %0 = arith.constant 5 : i32\n    %1 = arith.constant 7 : i32\n    %2 = arith.muli %a, %0 : i32\n    %3 = arith.addi %2, %1 : i32\n    compute.return %3 : i32\n  }",
         );
     }
 
@@ -174,7 +174,7 @@ mod tests {
                 "%a: i32, %m: memref<4xi32>, %i: index) -> (i32",
                 "  %false = arith.constant false\n  scf.if %false {\n    buffer.store %a, %m[%i] : memref<4xi32>\n  }\n  %0 = scf.if %false -> (i32) {\n    scf.yield %a : i32\n  } else {\n    %1 = arith.muli %a, %a : i32\n    buffer.store %1, %m[%i] : memref<4xi32>\n    scf.yield %1 : i32\n  }\n  compute.return %0 : i32",
             ),
-            "compute.func @f(%arg0: i32, %arg1: memref<4xi32>, %arg2: index) -> i32 {\n    %0 = arith.muli %arg0, %arg0 : i32\n    buffer.store %0, %arg1[%arg2] : memref<4xi32>\n    compute.return %0 : i32\n  }",
+            "compute.func @f(%a: i32, %m: memref<4xi32>, %i: index) -> i32 {\n    %0 = arith.muli %a, %a : i32\n    buffer.store %0, %m[%i] : memref<4xi32>\n    compute.return %0 : i32\n  }",
         );
     }
 
@@ -188,10 +188,10 @@ mod tests {
             ),
         );
         assert!(!out.contains("arith.addi"), "zero trips: the body is gone\n{out}");
-        assert!(out.contains("buffer.store %arg1, %arg2[%0]"), "one trip: the body with i = 0\n{out}");
-        assert!(out.contains("%2 = arith.muli %arg1, %arg1"), "{out}");
+        assert!(out.contains("buffer.store %a, %m[%0]"), "one trip: the body with i = 0\n{out}");
+        assert!(out.contains("%2 = arith.muli %a, %a"), "{out}");
         assert_eq!(out.matches("scf.for").count(), 1, "unknown trip count: kept\n{out}");
-        assert!(out.contains("compute.return %arg1, %2, %3 : i32, i32, i32"), "{out}");
+        assert!(out.contains("compute.return %a, %2, %3 : i32, i32, i32"), "{out}");
     }
 
     #[test]
@@ -231,9 +231,9 @@ mod tests {
                 "  %true = arith.constant true\n  %0 = arith.cmpi slt, %a, %b : i32\n  %1 = arith.xori %0, %true : i1\n  %c2 = arith.constant 2 : i32\n  %c3 = arith.constant 3 : i32\n  %2 = arith.addi %c2, %a : i32\n  %3 = arith.addi %2, %c3 : i32\n  compute.return %1, %3 : i1, i32",
             ),
         );
-        assert!(out.contains("arith.cmpi sge, %arg0, %arg1 : i32"), "{out}");
+        assert!(out.contains("arith.cmpi sge, %a, %b : i32"), "{out}");
         assert!(out.contains("arith.constant 5 : i32"), "{out}");
-        assert!(out.contains("arith.addi %arg0, %0 : i32"), "{out}");
+        assert!(out.contains("arith.addi %a, %0 : i32"), "{out}");
         assert!(!out.contains("xori"), "{out}");
     }
 

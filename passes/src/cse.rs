@@ -282,7 +282,7 @@ mod tests {
         assert_pipeline(
             "cse",
             "compute.func @f(%a: i32, %b: i32) -> i32 {\n  %0 = arith.addi %a, %b : i32\n  %1 = arith.addi %a, %b : i32\n  %2 = arith.muli %0, %1 : i32\n  compute.return %2 : i32\n}",
-            "compute.func @f(%arg0: i32, %arg1: i32) -> i32 {\n    %0 = arith.addi %arg0, %arg1 : i32\n    %1 = arith.muli %0, %0 : i32\n    compute.return %1 : i32\n  }",
+            "compute.func @f(%a: i32, %b: i32) -> i32 {\n    %0 = arith.addi %a, %b : i32\n    %1 = arith.muli %0, %0 : i32\n    compute.return %1 : i32\n  }",
         );
     }
 

@@ -199,7 +199,7 @@ mod tests {
         assert_pipeline(
             "dce",
             "compute.func @main(%a: i32) -> i32 {\n  %0 = arith.addi %a, %a : i32\n  %1 = arith.muli %0, %0 : i32\n  %2 = arith.subi %1, %a : i32\n  compute.return %a : i32\n}",
-            "compute.func @main(%arg0: i32) -> i32 {\n    compute.return %arg0 : i32\n  }",
+            "compute.func @main(%a: i32) -> i32 {\n    compute.return %a : i32\n  }",
         );
     }
 

@@ -265,7 +265,7 @@ mod tests {
         assert_pipeline(
             "inline",
             "kernel.helper @square(%x: i32) -> i32 {\n  %0 = arith.muli %x, %x : i32\n  kernel.return %0 : i32\n}\nkernel.func @k(%a: i32, %m: memref<4xi32>, %i: index) {\n  %0 = kernel.call @square(%a) : (i32) -> i32\n  buffer.store %0, %m[%i] : memref<4xi32>\n  kernel.return\n}",
-            "kernel.func @k(%arg0: i32, %arg1: memref<4xi32>, %arg2: index) {\n    %0 = arith.muli %arg0, %arg0 : i32\n    buffer.store %0, %arg1[%arg2] : memref<4xi32>\n    kernel.return\n  }",
+            "kernel.func @k(%a: i32, %m: memref<4xi32>, %i: index) {\n    %0 = arith.muli %a, %a : i32\n    buffer.store %0, %m[%i] : memref<4xi32>\n    kernel.return\n  }",
         );
     }
 

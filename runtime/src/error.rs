@@ -105,6 +105,16 @@ pub enum RuntimeError {
         /// Why.
         message: String,
     },
+    /// Host memory could not hold a buffer's host copy (or a buffer the caller builds).
+    #[error("host allocation of {bytes} bytes failed: {message}")]
+    HostAllocation {
+        /// The size asked for.
+        bytes: usize,
+        /// Why.
+        message: String,
+        /// The op that needed the host copy; unknown for a buffer made outside a program.
+        location: Location,
+    },
     /// A buffer used after `buffer.dealloc` freed it (a second `buffer.dealloc` included).
     #[error("'{op}' uses a buffer after 'buffer.dealloc' freed it")]
     UseAfterFree {
@@ -150,6 +160,7 @@ impl RuntimeError {
             | RuntimeError::Arithmetic { location, .. }
             | RuntimeError::Unsupported { location, .. }
             | RuntimeError::UseAfterFree { location, .. }
+            | RuntimeError::HostAllocation { location, .. }
             | RuntimeError::RecursionLimit { location, .. } => *location,
             _ => Location::UNKNOWN,
         }

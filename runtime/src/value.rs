@@ -134,10 +134,16 @@ pub struct BufferLayout {
     pub shape: Vec<usize>,
 }
 
+/// The most bytes one buffer can have: the largest allocation Rust (and C's `malloc`) can make.
+/// A layout larger than this is refused by [`BufferLayout::checked_bytes`] before anything is
+/// allocated.
+pub const MAX_BUFFER_BYTES: usize = isize::MAX as usize;
+
 impl BufferLayout {
-    /// Number of elements.
+    /// Number of elements; `usize::MAX` when the product overflows (a layout that
+    /// [`BufferLayout::checked_bytes`] refuses), so that it never wraps to a small size.
     pub fn len(&self) -> usize {
-        self.shape.iter().product()
+        self.shape.iter().fold(1usize, |total, &extent| total.saturating_mul(extent))
     }
 
     /// Whether it has no elements.
@@ -145,9 +151,26 @@ impl BufferLayout {
         self.len() == 0
     }
 
-    /// Size in bytes.
+    /// Size in bytes; `usize::MAX` when it overflows, as [`BufferLayout::len`].
     pub fn bytes(&self) -> usize {
-        self.len() * self.element.size()
+        self.len().saturating_mul(self.element.size())
+    }
+
+    /// Size in bytes, or what is wrong when no buffer can be that large (more than
+    /// [`MAX_BUFFER_BYTES`]): the message gives the exact size (`147573952589676412912 bytes, more
+    /// than ...`), so that a caller can prefix the type and the place.
+    pub fn checked_bytes(&self) -> Result<usize, String> {
+        if self.shape.contains(&0) {
+            return Ok(0);
+        }
+        let exact =
+            self.shape.iter().try_fold(self.element.size() as u128, |total, &extent| total.checked_mul(extent as u128));
+        let limit = format!("more than the largest possible allocation ({MAX_BUFFER_BYTES} bytes)");
+        match exact {
+            Some(bytes) if bytes <= MAX_BUFFER_BYTES as u128 => Ok(bytes as usize),
+            Some(bytes) => Err(format!("{bytes} bytes, {limit}")),
+            None => Err(format!("over 2^128 bytes, {limit}")),
+        }
     }
 
     /// The flat (row-major) index of `indices`, or `None` when any is out of bounds.
@@ -163,5 +186,31 @@ impl BufferLayout {
             flat = flat * extent + index as usize;
         }
         Some(flat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_checked_not_wrapped() {
+        let layout = |element, shape: &[usize]| BufferLayout { element, shape: shape.to_vec() };
+        assert_eq!(layout(ElementType::I32, &[3, 4]).checked_bytes(), Ok(48));
+        assert_eq!(layout(ElementType::I32, &[usize::MAX, 0]).checked_bytes(), Ok(0));
+        let overflowing = layout(ElementType::I32, &[9223372036854775807, 4]);
+        assert_eq!(
+            overflowing.checked_bytes(),
+            Err("147573952589676412912 bytes, more than the largest possible allocation (9223372036854775807 bytes)"
+                .to_string())
+        );
+        // The unchecked sizes saturate rather than wrap (or panic).
+        assert_eq!(overflowing.len(), usize::MAX);
+        assert_eq!(overflowing.bytes(), usize::MAX);
+        let huge = layout(ElementType::F64, &[usize::MAX; 4]);
+        assert!(huge.checked_bytes().unwrap_err().starts_with("over 2^128 bytes"));
+        // The largest size allowed is allowed.
+        assert_eq!(layout(ElementType::I8, &[MAX_BUFFER_BYTES]).checked_bytes(), Ok(MAX_BUFFER_BYTES));
+        assert!(layout(ElementType::I16, &[MAX_BUFFER_BYTES]).checked_bytes().is_err());
     }
 }

@@ -521,7 +521,7 @@ mod tests {
         );
         let printed = round_trip(&text);
         assert!(printed.contains("buffer.dim %1, 2 : memref<?x2x?xf32>"), "{printed}");
-        assert!(printed.contains("buffer.alloc(%arg2, %arg2) {tag} : memref<?x2x?xf32>"), "{printed}");
+        assert!(printed.contains("buffer.alloc(%i, %i) {tag} : memref<?x2x?xf32>"), "{printed}");
     }
 
     #[test]

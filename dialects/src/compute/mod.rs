@@ -462,7 +462,7 @@ mod tests {
              compute.dispatch @k[%n, %n, %n](%a, %n) {{tag}} : (memref<64xi32>, index)\n  compute.dispatch @none[%n, %n]()\n  compute.return\n}}"
         );
         let printed = round_trip(&text);
-        assert!(printed.contains("compute.dispatch @none[%arg1, %arg1]()\n"), "{printed}");
+        assert!(printed.contains("compute.dispatch @none[%n, %n]()\n"), "{printed}");
     }
 
     #[test]

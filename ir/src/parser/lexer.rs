@@ -107,6 +107,12 @@ pub struct Lexer<'a> {
     position: usize,
 }
 
+/// Whether `b` ends a line: LF, or CR (alone, as in old Mac files, or before an LF). The same
+/// rule as [`crate::location::SourceFile::line_starts`], so diagnostics count lines as the lexer does.
+fn is_line_end(b: u8) -> bool {
+    matches!(b, b'\n' | b'\r')
+}
+
 fn is_ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_'
 }
@@ -117,6 +123,12 @@ fn is_ident_continue(b: u8) -> bool {
 
 fn is_suffix_continue(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-')
+}
+
+/// Whether `%name` lexes as one value name without a result number (what an argument's name
+/// must be for the printer to write it).
+pub fn is_value_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_suffix_continue)
 }
 
 impl<'a> Lexer<'a> {
@@ -139,10 +151,9 @@ impl<'a> Lexer<'a> {
             match self.peek_byte(0) {
                 Some(b' ' | b'\t' | b'\n' | b'\r') => self.position += 1,
                 Some(b'/') if self.peek_byte(1) == Some(b'/') => {
-                    while let Some(b) = self.peek_byte(0) {
-                        if b == b'\n' {
-                            break;
-                        }
+                    // A comment runs to the line's end: LF, CRLF, or a CR alone (old Mac files),
+                    // which would otherwise make the comment swallow the rest of the file.
+                    while self.peek_byte(0).is_some_and(|b| !is_line_end(b)) {
                         self.position += 1;
                     }
                 }
@@ -285,7 +296,8 @@ impl<'a> Lexer<'a> {
     fn lex_string_body(&mut self) -> TokenKind {
         loop {
             match self.peek_byte(0) {
-                None | Some(b'\n') => return TokenKind::Error(LexError::UnterminatedString),
+                None => return TokenKind::Error(LexError::UnterminatedString),
+                Some(b) if is_line_end(b) => return TokenKind::Error(LexError::UnterminatedString),
                 Some(b'"') => {
                     self.position += 1;
                     return TokenKind::String;
@@ -403,6 +415,22 @@ mod tests {
         assert_eq!(kinds("\"a\\qb\"")[0], TokenKind::Error(LexError::InvalidEscape));
         assert_eq!(kinds("§"), vec![TokenKind::Error(LexError::UnexpectedCharacter)]);
         assert_eq!(kinds("%"), vec![TokenKind::Error(LexError::EmptyIdentifier)]);
+    }
+
+    #[test]
+    fn every_line_ending_ends_a_comment() {
+        use TokenKind::*;
+        // CR alone (classic Mac OS), CRLF (Windows) and LF each end a `//` comment.
+        for ending in ["\r", "\r\n", "\n"] {
+            let text = format!("// comment{ending}%a{ending}// another{ending}%b");
+            assert_eq!(kinds(&text), vec![PercentIdent, PercentIdent], "line ending {ending:?}");
+        }
+    }
+
+    #[test]
+    fn a_line_ending_ends_a_string_unterminated() {
+        assert_eq!(kinds("\"abc\rdef\"")[0], TokenKind::Error(LexError::UnterminatedString));
+        assert_eq!(kinds("\"abc\ndef\"")[0], TokenKind::Error(LexError::UnterminatedString));
     }
 
     #[test]

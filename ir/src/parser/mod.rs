@@ -12,7 +12,7 @@ mod lexer;
 mod op_parser;
 
 pub use error::{ParseError, ParseErrorKind, ParseResult};
-pub use lexer::{escape_into, unescape, LexError, Lexer, Token, TokenKind};
+pub use lexer::{escape_into, is_value_name, unescape, LexError, Lexer, Token, TokenKind};
 pub use op_parser::{Argument, OpParser, OperandRef};
 
 use crate::dialect::OpTraits;

@@ -10,7 +10,7 @@
 //!   its contents undefined (the CPU reference backend fills them with poison).
 //! - `buffer.dealloc` frees both; any later use is [`RuntimeError::UseAfterFree`].
 
-use super::host_buffer::{poison, HostBuffer};
+use super::host_buffer::{poison, try_pattern_bytes, HostBuffer};
 use crate::backend::{Backend, DeviceBuffer};
 use crate::error::RuntimeError;
 use crate::report::{Direction, Recorder};
@@ -18,19 +18,11 @@ use crate::value::BufferLayout;
 use hat_ir::Location;
 use std::time::Instant;
 
-/// A host copy of `layout` filled with poison, or [`RuntimeError::Allocation`] when host memory
-/// cannot hold it (rather than aborting).
-fn try_poison(layout: &BufferLayout) -> Result<Vec<u8>, RuntimeError> {
-    let mut bytes = Vec::new();
-    bytes.try_reserve_exact(layout.bytes()).map_err(|e| RuntimeError::Allocation {
-        bytes: layout.bytes(),
-        message: format!("no host memory for the buffer's host copy ({e})"),
-    })?;
-    let pattern = layout.element.poison_bytes();
-    for _ in 0..layout.len() {
-        bytes.extend_from_slice(&pattern);
-    }
-    Ok(bytes)
+/// A host copy of `layout` filled with poison, or [`RuntimeError::HostAllocation`] at
+/// `location` (the op that needs the host copy) when host memory cannot hold it, rather than
+/// aborting.
+fn try_poison(layout: &BufferLayout, location: Location) -> Result<Vec<u8>, RuntimeError> {
+    try_pattern_bytes(layout, &layout.element.poison_bytes(), "the buffer's host copy", location)
 }
 
 /// A buffer of the run (an index into [`Buffers`]).
@@ -106,7 +98,7 @@ impl Buffers {
         let state = &mut self.list[id.0];
         if state.host.is_none() {
             recorder.host_copy(state.slot);
-            state.host = Some(try_poison(&state.layout)?);
+            state.host = Some(try_poison(&state.layout, at.location)?);
         }
         Ok(state.host.as_mut().expect("made above"))
     }
@@ -135,7 +127,14 @@ impl Buffers {
         at: At<'_>,
         recorder: &mut Recorder,
     ) -> Result<HostBuffer, RuntimeError> {
-        let bytes = self.host(id, at, recorder)?.clone();
+        let host = self.host(id, at, recorder)?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(host.len()).map_err(|e| RuntimeError::HostAllocation {
+            bytes: host.len(),
+            message: format!("no host memory for a copy of the buffer's host copy ({e})"),
+            location: at.location,
+        })?;
+        bytes.extend_from_slice(host);
         Ok(HostBuffer { layout: self.list[id.0].layout.clone(), bytes })
     }
 

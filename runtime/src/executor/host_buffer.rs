@@ -1,7 +1,9 @@
 //! [`HostBuffer`]: a buffer's bytes in host memory with its layout — what the caller passes in,
 //! what a host function sees, and what comes back.
 
+use crate::error::RuntimeError;
 use crate::value::{BufferLayout, ElementType, Scalar};
+use hat_ir::Location;
 use std::fmt;
 
 /// A buffer in host memory: a layout and its bytes, row-major and little-endian (`i1` as one
@@ -26,10 +28,18 @@ impl fmt::Debug for HostBuffer {
 }
 
 impl HostBuffer {
-    /// A buffer of the layout with every byte zero.
+    /// A buffer of the layout with every byte zero. For a layout from input use
+    /// [`HostBuffer::try_zeroed`]: this one aborts when host memory cannot hold it.
     pub fn zeroed(layout: BufferLayout) -> Self {
         let bytes = vec![0; layout.bytes()];
         HostBuffer { layout, bytes }
+    }
+
+    /// A buffer of the layout with every byte zero, or [`RuntimeError::HostAllocation`] when its
+    /// size overflows or host memory cannot hold it (rather than aborting the process).
+    pub fn try_zeroed(layout: BufferLayout) -> Result<Self, RuntimeError> {
+        let bytes = try_pattern_bytes(&layout, &[0], "a buffer", Location::UNKNOWN)?;
+        Ok(HostBuffer { layout, bytes })
     }
 
     /// A buffer of the layout filled with the element type's poison pattern
@@ -151,6 +161,38 @@ pub(crate) fn poison(layout: &BufferLayout) -> Vec<u8> {
     layout.element.poison_bytes().repeat(layout.len())
 }
 
+/// The bytes of a buffer of `layout` (`what` it is, for messages), every element's bytes
+/// `pattern` (one byte, repeated, is also accepted), allocated fallibly: [`RuntimeError::HostAllocation`] at `location` when the
+/// size overflows or host memory cannot hold it. Every host copy whose size comes from input
+/// (a type, an argument) is made here, so no such size aborts the process.
+pub(crate) fn try_pattern_bytes(
+    layout: &BufferLayout,
+    pattern: &[u8],
+    what: &str,
+    location: Location,
+) -> Result<Vec<u8>, RuntimeError> {
+    let size = layout.checked_bytes().map_err(|message| RuntimeError::HostAllocation {
+        bytes: usize::MAX,
+        message: format!("{what} of shape {:?} has {message}", layout.shape),
+        location,
+    })?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(size).map_err(|e| RuntimeError::HostAllocation {
+        bytes: size,
+        message: format!("no host memory for {what} of shape {:?} ({e})", layout.shape),
+        location,
+    })?;
+    match pattern {
+        [byte] => bytes.resize(size, *byte),
+        _ => {
+            for _ in 0..layout.len() {
+                bytes.extend_from_slice(pattern);
+            }
+        }
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +213,23 @@ mod tests {
         assert_eq!(p.to_i32(), Some(vec![0xDEAD_BEEFu32 as i32; 2]));
         let z = HostBuffer::filled(BufferLayout { element: ElementType::I16, shape: vec![3] }, Scalar::Int(-2));
         assert_eq!(z.to_i64(), Some(vec![-2, -2, -2]));
+    }
+
+    #[test]
+    fn allocations_sized_by_input_fail_cleanly() {
+        let zeroed = HostBuffer::try_zeroed(BufferLayout { element: ElementType::I32, shape: vec![2, 3] }).unwrap();
+        assert_eq!(zeroed.to_i32(), Some(vec![0; 6]));
+        // 4 PB: more than any host's memory (and any x86-64 address space).
+        let error = HostBuffer::try_zeroed(BufferLayout { element: ElementType::I32, shape: vec![1 << 50] });
+        let error = error.unwrap_err();
+        assert!(matches!(error, RuntimeError::HostAllocation { bytes: 4503599627370496, .. }), "{error:?}");
+        assert!(error.to_string().starts_with("host allocation of 4503599627370496 bytes failed"), "{error}");
+        // A size that overflows is an error too, with the exact size.
+        let error = HostBuffer::try_zeroed(BufferLayout { element: ElementType::I32, shape: vec![usize::MAX / 2, 4] });
+        let error = error.unwrap_err().to_string();
+        assert!(
+            error.contains("has 147573952589676412912 bytes, more than the largest possible allocation"),
+            "{error}"
+        );
     }
 }

@@ -256,7 +256,12 @@ pub(crate) fn parameter_kind(ctx: &Context, ty: Type) -> Result<ParameterKind, S
             return Err(format!("{} has a negative dimension", type_to_string(ctx, ty)));
         }
         return Ok(match dims.iter().copied().collect::<Option<Vec<usize>>>() {
-            Some(shape) => ParameterKind::Buffer(BufferLayout { element, shape }),
+            Some(shape) => {
+                let layout = BufferLayout { element, shape };
+                // A size that overflows is refused here, where the caller knows the place.
+                layout.checked_bytes().map_err(|message| format!("{} has {message}", type_to_string(ctx, ty)))?;
+                ParameterKind::Buffer(layout)
+            }
             None => ParameterKind::DynamicBuffer { element, shape: dims },
         });
     }

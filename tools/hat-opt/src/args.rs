@@ -25,6 +25,7 @@
 use hat_runtime::executor::{ArgValue, HostBuffer, Parameter, ParameterKind};
 use hat_runtime::{BufferLayout, ElementType, RuntimeError, Scalar};
 use npyz::{DType, TypeChar, WriterBuilder};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// `NAME=VALUE` of `--FLAG NAME=VALUE`, with a leading `%` of NAME dropped.
@@ -185,16 +186,17 @@ impl Generator {
         }))
     }
 
-    /// The elements of a buffer of `layout`.
-    fn generate(&self, layout: &BufferLayout) -> Result<HostBuffer, String> {
+    /// The elements of a buffer of `layout` (its type written `type_text`, for messages). The
+    /// buffer is allocated fallibly: a size that host memory cannot hold is an error.
+    fn generate(&self, layout: &BufferLayout, type_text: &str) -> Result<HostBuffer, String> {
         let element = layout.element;
         let count = layout.len();
-        let mut bytes = vec![0u8; layout.bytes()];
         let size = element.size();
         let fill = match self {
             Generator::Fill(text) => Some(parse_scalar(element, text).map_err(|e| format!("fill:{text}: {e}"))?),
             _ => None,
         };
+        let mut bytes = host_bytes(layout, type_text)?;
         let mut random = SplitMix64(match self {
             Generator::Random(seed) => *seed,
             _ => 0,
@@ -220,6 +222,18 @@ impl Generator {
         }
         Ok(HostBuffer { layout: layout.clone(), bytes })
     }
+}
+
+/// Zeroed host memory for a buffer of `layout` (of type `type_text`), allocated fallibly: a size
+/// that overflows or that host memory cannot hold is an error naming the type and the size.
+fn host_bytes(layout: &BufferLayout, type_text: &str) -> Result<Vec<u8>, String> {
+    let size = layout.checked_bytes().map_err(|message| format!("{type_text} has {message}"))?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(size).map_err(|e| {
+        format!("host allocation of {size} bytes for {type_text} failed: host memory cannot hold it ({e})")
+    })?;
+    bytes.resize(size, 0);
+    Ok(bytes)
 }
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): a tiny generator whose output is fixed by its
@@ -256,7 +270,7 @@ fn buffer(
                 parameter.name, parameter.type_text
             ));
         };
-        return generator.generate(&BufferLayout { element, shape: shape.to_vec() });
+        return generator.generate(&BufferLayout { element, shape: shape.to_vec() }, &parameter.type_text);
     }
     let path = Path::new(text);
     if parse_scalar(ElementType::F64, text).is_ok() {
@@ -287,7 +301,69 @@ fn dtype_of(element: ElementType) -> &'static str {
     }
 }
 
+/// The longest `.npy` header read. NumPy writes headers of a few hundred bytes and itself
+/// refuses headers over 10,000 bytes by default (`max_header_size`); the format allows 4 GiB.
+const MAX_NPY_HEADER: usize = 1 << 20;
+
+/// The header of a `.npy` file (magic, version, length and text), read into memory, leaving
+/// `reader` at the data. Refused, with a message: a header longer than [`MAX_NPY_HEADER`], and
+/// a shape whose number of elements overflows (which `npyz` does not check). Anything else
+/// that is wrong is left for `npyz` to report.
+fn read_npy_header(reader: &mut impl Read, path: &Path) -> Result<Vec<u8>, String> {
+    let cannot = |e: std::io::Error| format!("cannot read '{}': {e}", path.display());
+    let mut bytes = vec![0u8; 10];
+    let read = reader.take(10).read(&mut bytes).map_err(cannot)?;
+    bytes.truncate(read);
+    if read < 10 || !bytes.starts_with(b"\x93NUMPY") {
+        // Not a .npy file, or a truncated one: npyz says which.
+        return Ok(bytes);
+    }
+    let length = if bytes[6] == 1 {
+        u16::from_le_bytes([bytes[8], bytes[9]]) as usize
+    } else {
+        let mut high = [0u8; 2];
+        reader.read_exact(&mut high).map_err(cannot)?;
+        bytes.extend_from_slice(&high);
+        u32::from_le_bytes([bytes[8], bytes[9], high[0], high[1]]) as usize
+    };
+    if length > MAX_NPY_HEADER {
+        return Err(format!(
+            "'{}' has a header of {length} bytes, more than the {MAX_NPY_HEADER} hat-opt reads",
+            path.display()
+        ));
+    }
+    let start = bytes.len();
+    reader.take(length as u64).read_to_end(&mut bytes).map_err(cannot)?;
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    if let Some(dims) = header_shape(&text) {
+        if dims.iter().try_fold(1u64, |total, &d| total.checked_mul(d)).is_none() {
+            let dims: Vec<String> = dims.iter().map(u64::to_string).collect();
+            return Err(format!(
+                "'{}' has shape ({}), whose number of elements overflows",
+                path.display(),
+                dims.join(", ")
+            ));
+        }
+    }
+    Ok(bytes)
+}
+
+/// The dimensions of the `'shape': (...)` entry of a `.npy` header's text, when they read as
+/// plain integers.
+fn header_shape(text: &str) -> Option<Vec<u64>> {
+    let after_key = text.split_once("'shape'").or_else(|| text.split_once("\"shape\""))?.1;
+    let open = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let inner = open.strip_prefix(['(', '['])?;
+    let inner = &inner[..inner.find([')', ']'])?];
+    inner.split(',').map(str::trim).filter(|d| !d.is_empty()).map(|d| d.parse().ok()).collect()
+}
+
 /// Reads a `.npy` file into a buffer of `element`s; its shape must be `shape` (when known).
+///
+/// Nothing is allocated before the header is checked against the type, and a file that holds
+/// less data than its header says is refused before its buffer is allocated (when it is a
+/// regular file, whose length is known; otherwise when its data ends). The buffer is
+/// allocated fallibly, and the elements go straight into it.
 pub fn read_npy(
     path: &Path,
     element: ElementType,
@@ -296,7 +372,13 @@ pub fn read_npy(
 ) -> Result<HostBuffer, String> {
     let cannot = |e: std::io::Error| format!("cannot read '{}': {e}", path.display());
     let file = std::fs::File::open(path).map_err(cannot)?;
-    let npy = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(cannot)?;
+    // The length of the data: the file's, less the header's. Unknown for a pipe.
+    let file_length = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+    let mut reader = std::io::BufReader::new(file);
+    let header_bytes = read_npy_header(&mut reader, path)?;
+    let header = npyz::NpyHeader::from_reader(&header_bytes[..]).map_err(cannot)?;
+    let data_length = file_length.map(|length| length.saturating_sub(header_bytes.len() as u64));
+    let npy = npyz::NpyFile::with_header(header, reader);
     let file_shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let dtype = npy.dtype();
     let type_str = match &dtype {
@@ -337,42 +419,77 @@ pub fn read_npy(
     }
     let fortran = npy.order() == npyz::Order::Fortran;
     let layout = BufferLayout { element, shape: file_shape };
-    let values: Vec<Scalar> = match element {
-        ElementType::I1 => npy.into_vec::<bool>().map_err(cannot)?.into_iter().map(|b| Scalar::Int(b as i64)).collect(),
-        ElementType::I8 => npy.into_vec::<i8>().map_err(cannot)?.into_iter().map(|v| Scalar::Int(v as i64)).collect(),
-        ElementType::I16 => npy.into_vec::<i16>().map_err(cannot)?.into_iter().map(|v| Scalar::Int(v as i64)).collect(),
-        ElementType::I32 => npy.into_vec::<i32>().map_err(cannot)?.into_iter().map(|v| Scalar::Int(v as i64)).collect(),
-        ElementType::I64 | ElementType::Index => {
-            npy.into_vec::<i64>().map_err(cannot)?.into_iter().map(Scalar::Int).collect()
-        }
-        ElementType::F32 => {
-            npy.into_vec::<f32>().map_err(cannot)?.into_iter().map(|v| Scalar::Float(v as f64)).collect()
-        }
-        ElementType::F64 => npy.into_vec::<f64>().map_err(cannot)?.into_iter().map(Scalar::Float).collect(),
-    };
-    if values.len() != layout.len() {
-        return Err(format!("'{}' holds {} elements, its shape says {}", path.display(), values.len(), layout.len()));
-    }
-    let values = if fortran { fortran_to_row_major(&values, &layout.shape) } else { values };
     let size = element.size();
-    let mut bytes = vec![0u8; layout.bytes()];
-    for (value, chunk) in values.into_iter().zip(bytes.chunks_exact_mut(size)) {
-        element.write(value, chunk);
+    let header_says = || {
+        format!(
+            "'{}' is truncated: its header says shape ({}) of {type_str}: {} elements, {} bytes of data",
+            path.display(),
+            shape_text(&layout.shape),
+            layout.len(),
+            layout.bytes()
+        )
+    };
+    let expected_bytes = layout
+        .checked_bytes()
+        .map_err(|message| format!("'{}' has shape ({}): {message}", path.display(), shape_text(&layout.shape)))?;
+    if let Some(found) = data_length.filter(|&found| found < expected_bytes as u64) {
+        return Err(format!(
+            "{}; the file holds {found} bytes of data ({} elements)",
+            header_says(),
+            found / size as u64
+        ));
     }
+    let mut bytes = host_bytes(&layout, type_text)?;
+    let read = match element {
+        ElementType::I1 => read_elements(npy, element, &mut bytes, |b: bool| Scalar::Int(b as i64)),
+        ElementType::I8 => read_elements(npy, element, &mut bytes, |v: i8| Scalar::Int(v as i64)),
+        ElementType::I16 => read_elements(npy, element, &mut bytes, |v: i16| Scalar::Int(v as i64)),
+        ElementType::I32 => read_elements(npy, element, &mut bytes, |v: i32| Scalar::Int(v as i64)),
+        ElementType::I64 | ElementType::Index => read_elements(npy, element, &mut bytes, Scalar::Int),
+        ElementType::F32 => read_elements(npy, element, &mut bytes, |v: f32| Scalar::Float(v as f64)),
+        ElementType::F64 => read_elements(npy, element, &mut bytes, Scalar::Float),
+    };
+    match read {
+        Ok(()) => {}
+        Err((elements, error)) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(format!("{}; the file's data ends after {elements} elements", header_says()))
+        }
+        Err((_, error)) => return Err(cannot(error)),
+    }
+    let bytes = if fortran { fortran_to_row_major(&bytes, size, &layout.shape, type_text)? } else { bytes };
     Ok(HostBuffer { layout, bytes })
 }
 
-/// The elements of a column-major (Fortran-order) array, in row-major order.
-fn fortran_to_row_major(values: &[Scalar], shape: &[usize]) -> Vec<Scalar> {
-    let mut out = Vec::with_capacity(values.len());
+/// Reads the data of `npy` as `T`s, converted to `element`s, into `bytes` (one element's size
+/// each, in the file's order); on an error, how many elements were read and the error.
+fn read_elements<T: npyz::Deserialize, R: Read>(
+    npy: npyz::NpyFile<R>,
+    element: ElementType,
+    bytes: &mut [u8],
+    convert: impl Fn(T) -> Scalar,
+) -> Result<(), (usize, std::io::Error)> {
+    let values = npy.data::<T>().map_err(|e| (0, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    for (index, (value, chunk)) in values.zip(bytes.chunks_exact_mut(element.size())).enumerate() {
+        element.write(convert(value.map_err(|e| (index, e))?), chunk);
+    }
+    Ok(())
+}
+
+/// The elements of a column-major (Fortran-order) array, each `size` bytes, in row-major order.
+fn fortran_to_row_major(bytes: &[u8], size: usize, shape: &[usize], type_text: &str) -> Result<Vec<u8>, String> {
+    let count = bytes.len() / size;
+    let mut out = Vec::new();
+    out.try_reserve_exact(bytes.len()).map_err(|e| {
+        format!("host allocation of {} bytes for {type_text} failed: host memory cannot hold it ({e})", bytes.len())
+    })?;
     let mut index = vec![0usize; shape.len()];
-    for _ in 0..values.len() {
+    for _ in 0..count {
         // Column-major flat index of `index`: the first dimension varies fastest.
         let mut flat = 0;
         for (&i, &extent) in index.iter().zip(shape).rev() {
             flat = flat * extent + i;
         }
-        out.push(values[flat]);
+        out.extend_from_slice(&bytes[flat * size..(flat + 1) * size]);
         // Next row-major index: the last dimension varies fastest.
         for (i, &extent) in index.iter_mut().zip(shape).rev() {
             *i += 1;
@@ -382,7 +499,7 @@ fn fortran_to_row_major(values: &[Scalar], shape: &[usize]) -> Vec<Scalar> {
             *i = 0;
         }
     }
-    out
+    Ok(out)
 }
 
 fn shape_text(shape: &[usize]) -> String {
@@ -399,12 +516,14 @@ pub fn write_npy(path: &Path, buffer: &HostBuffer) -> Result<(), String> {
     let shape: Vec<u64> = buffer.layout.shape.iter().map(|&d| d as u64).collect();
     let dtype = DType::parse(&format!("'{}'", dtype_of(element))).map_err(cannot)?;
     let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(cannot)?);
-    let scalars = buffer.to_scalars();
+    // The elements go from the buffer's bytes to the file one at a time: no copy as large as
+    // the buffer (or larger) is made.
+    let scalars = buffer.bytes.chunks_exact(element.size()).map(|chunk| element.read(chunk));
     macro_rules! write_as {
         ($t:ty, $convert:expr) => {{
             let mut writer =
                 npyz::WriteOptions::<$t>::new().dtype(dtype).shape(&shape).writer(file).begin_nd().map_err(cannot)?;
-            writer.extend(scalars.iter().map(|&v| $convert(v))).map_err(cannot)?;
+            writer.extend(scalars.map(|v| $convert(v))).map_err(cannot)?;
             writer.finish().map_err(cannot)
         }};
     }
@@ -472,18 +591,18 @@ mod tests {
     #[test]
     fn generators() {
         let ints = layout(ElementType::I32, &[2, 3]);
-        let iota = Generator::Iota.generate(&ints).unwrap();
+        let iota = Generator::Iota.generate(&ints, "t").unwrap();
         assert_eq!(iota.to_i32().unwrap(), vec![0, 1, 2, 3, 4, 5]);
-        let a = Generator::Random(7).generate(&ints).unwrap();
-        assert_eq!(a, Generator::Random(7).generate(&ints).unwrap());
-        assert_ne!(a, Generator::Random(8).generate(&ints).unwrap());
+        let a = Generator::Random(7).generate(&ints, "t").unwrap();
+        assert_eq!(a, Generator::Random(7).generate(&ints, "t").unwrap());
+        assert_ne!(a, Generator::Random(8).generate(&ints, "t").unwrap());
         assert!(a.to_i32().unwrap().iter().all(|v| (0..100).contains(v)));
-        let floats = Generator::Random(1).generate(&layout(ElementType::F32, &[100])).unwrap();
+        let floats = Generator::Random(1).generate(&layout(ElementType::F32, &[100]), "t").unwrap();
         assert!(floats.to_f32().unwrap().iter().all(|v| (0.0..1.0).contains(v)));
-        let fill = Generator::Fill("2.5".into()).generate(&layout(ElementType::F64, &[2])).unwrap();
+        let fill = Generator::Fill("2.5".into()).generate(&layout(ElementType::F64, &[2]), "t").unwrap();
         assert_eq!(fill.to_f64().unwrap(), vec![2.5, 2.5]);
-        assert!(Generator::Fill("2.5".into()).generate(&ints).is_err());
-        let bools = Generator::Iota.generate(&layout(ElementType::I1, &[3])).unwrap();
+        assert!(Generator::Fill("2.5".into()).generate(&ints, "t").is_err());
+        let bools = Generator::Iota.generate(&layout(ElementType::I1, &[3]), "t").unwrap();
         assert_eq!(bools.bytes, vec![0, 1, 0]);
         assert_eq!(Generator::parse("random:3"), Ok(Some(Generator::Random(3))));
         assert!(Generator::parse("random:x").is_err());
@@ -493,9 +612,9 @@ mod tests {
     #[test]
     fn fortran_order() {
         // A 2 x 3 array [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
-        let stored: Vec<Scalar> = [0, 3, 1, 4, 2, 5].into_iter().map(Scalar::Int).collect();
-        let expected: Vec<Scalar> = (0..6).map(Scalar::Int).collect();
-        assert_eq!(fortran_to_row_major(&stored, &[2, 3]), expected);
+        let stored: Vec<u8> = [0i16, 3, 1, 4, 2, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let expected: Vec<u8> = (0i16..6).flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(fortran_to_row_major(&stored, 2, &[2, 3], "t"), Ok(expected));
     }
 
     #[test]
@@ -512,7 +631,7 @@ mod tests {
             ElementType::F32,
             ElementType::F64,
         ] {
-            let buffer = Generator::Random(5).generate(&layout(element, &[3, 4])).unwrap();
+            let buffer = Generator::Random(5).generate(&layout(element, &[3, 4]), "t").unwrap();
             let path = directory.join(format!("{element:?}.npy"));
             write_npy(&path, &buffer).unwrap();
             assert_eq!(read_npy(&path, element, Some(&[3, 4]), "t").unwrap(), buffer);

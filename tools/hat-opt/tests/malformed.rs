@@ -294,3 +294,67 @@ fn empty_standard_input_is_an_empty_module() {
     let output = hat_opt(&malformed_dir(), &["-"], b"");
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+// ----- line endings ---------------------------------------------------------------------------
+
+/// The same two-line program after a comment line, with each kind of line ending: the comment
+/// ends at the line ending (a CR alone included, as old Mac files have), nothing is lost, and a
+/// diagnostic points at the right line.
+#[test]
+fn every_line_ending_ends_a_line() {
+    for (ending, name) in [("\n", "lf"), ("\r\n", "crlf"), ("\r", "cr")] {
+        let valid = ["// a comment", "%a = arith.constant 1 : i32", "%b = arith.addi %a, %a : i32", ""].join(ending);
+        let output = hat_opt(&malformed_dir(), &["-"], valid.as_bytes());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{name}: {stderr}");
+        assert!(stdout.contains("arith.addi"), "{name}: the program after the comment is kept:\n{stdout}");
+
+        let invalid =
+            ["// a comment", "%a = arith.constant 1 : i32", "%b = arith.addi %a, %missing : i32", ""].join(ending);
+        let output = hat_opt(&malformed_dir(), &["-"], invalid.as_bytes());
+        if let Some(problem) = clean_failure_problem("<stdin>", &output) {
+            panic!("{name}: {problem}");
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("<stdin>:3:21"), "{name}: the diagnostic points at the use of %missing:\n{stderr}");
+        // The snippet shows line 3 alone, without a stray carriage return.
+        assert!(stderr.contains("3 │ %b = arith.addi %a, %missing : i32\n"), "{name}: {stderr:?}");
+        assert!(!stderr.contains('\r'), "{name}: {stderr:?}");
+    }
+}
+
+// ----- long lines -------------------------------------------------------------------------------
+
+/// A 50 MB literal on one line: the diagnostic shows a window of the line around the error, not
+/// the whole line and an underline as long, and still gives the exact `file:line:col`.
+#[test]
+fn a_huge_literal_gives_a_short_diagnostic() {
+    // The size reported; the other cases use less, to keep the test quick (the output does not
+    // depend on the size once a line is longer than a snippet shows).
+    const SIZE: usize = 50_000_000;
+    const SMALLER: usize = 5_000_000;
+    let cases = [
+        // The error is at the literal: its underline is clipped.
+        ("huge-integer.hat", format!("%a = arith.constant {} : i32\n", "1".repeat(SIZE)), "huge-integer.hat:1:21"),
+        // The error is after it: the line is shown from shortly before the error.
+        (
+            "huge-string.hat",
+            format!("\"test.op\"() {{a = \"{}\"}} : () -> (), %bad\n", "x".repeat(SMALLER)),
+            "huge-string.hat:1:5000032",
+        ),
+        // The error is at a 50 MB name, which the message echoes: the message is clipped too.
+        ("huge-name.hat", format!("%a = arith.constant 1 : i32\n  {}\n", "x".repeat(SMALLER)), "huge-name.hat:2:3"),
+    ];
+    for (name, text, location) in &cases {
+        let output = hat_opt_on_generated(name, text, &["--allow-unregistered-dialect"]);
+        if let Some(problem) = clean_failure_problem(name, &output) {
+            panic!("{problem}");
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let shown: String = stderr.chars().take(4000).collect();
+        assert!(stderr.len() < 4000, "{name}: {} bytes of diagnostics:\n{shown}", stderr.len());
+        assert!(stderr.contains(location), "{name}: {stderr}");
+        assert!(stderr.contains('…'), "{name}: the cut is marked:\n{stderr}");
+    }
+}

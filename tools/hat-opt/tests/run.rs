@@ -29,6 +29,28 @@ fn hat_opt(args: &[&str]) -> Output {
         .expect("hat-opt runs")
 }
 
+/// Runs hat-opt like [`hat_opt`], but kills it after `seconds`: `None` when it ran that long.
+fn hat_opt_within(args: &[&str], seconds: u64) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hat-opt"))
+        .current_dir(root())
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("hat-opt starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().expect("hat-opt runs").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().expect("hat-opt's output"))
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -71,6 +93,24 @@ fn write_f32_npy(path: &Path, shape: &[u64], values: &[f32]) {
     writer.finish().expect("npy written");
 }
 
+/// A `.npy` file (format 1.0) with the header `descr` and `shape` and then `data`, whatever its
+/// length: for files whose data does not match their header.
+fn write_raw_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Magic, version and length take 10 bytes; the header ends in a newline, padded to 64.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    std::fs::write(path, bytes).expect("write npy");
+}
+
 /// The shape and values of an `i32` `.npy` file.
 fn read_i32_npy(path: &Path) -> (Vec<u64>, Vec<i32>) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -95,6 +135,18 @@ fn the_readme_command_runs_squares() {
     assert!(stdout.lines().any(|l| l.starts_with("time:") && l.ends_with(" ms")), "{stdout}");
     // No IR with --run.
     assert!(!stdout.contains("kernel.func"), "{stdout}");
+}
+
+/// hat-opt's output keeps the parameters' names, so `--arg NAME=...` works on it as on the source.
+#[test]
+fn hat_opts_own_output_runs_with_the_same_arguments() {
+    let directory = scratch("own_output");
+    let printed = directory.join("squares.hat");
+    succeed(&["examples/01-squares.hat", "-o", path_str(&printed)]);
+    let text = std::fs::read_to_string(&printed).expect("hat-opt wrote its output");
+    assert!(text.contains("compute.func @main(%data: memref<64xi32>)"), "{text}");
+    let stdout = succeed(&[path_str(&printed), "--run", "--arg", "data=iota"]);
+    assert!(stdout.contains("dispatches: 1 (@square 1)"), "{stdout}");
 }
 
 #[test]
@@ -401,6 +453,94 @@ fn npy_files_of_the_wrong_shape_or_dtype() {
 }
 
 #[test]
+fn a_buffer_larger_than_host_memory() {
+    // Every generator, and a .npy file whose header claims that size, fail with a message (the
+    // allocation is fallible) instead of aborting the process.
+    let directory = scratch("huge_argument");
+    let npy = directory.join("huge.npy");
+    write_raw_npy(&npy, "<i4", &[1_000_000_000_000_000], &[]);
+    for arg in ["data=zeros", "data=iota", "data=random:1", "data=fill:3"] {
+        fail(
+            &["tests/run/huge-argument.hat", "--run", "--arg", arg],
+            &["host allocation of 4000000000000000 bytes for memref<1000000000000000xi32> failed"],
+        );
+    }
+    // The file does not hold what its header says: that is found before anything is allocated.
+    let npy_arg = format!("data={}", path_str(&npy));
+    fail(&["tests/run/huge-argument.hat", "--run", "--arg", &npy_arg], &["is truncated", "4000000000000000 bytes"]);
+}
+
+#[test]
+fn a_buffer_whose_size_overflows() {
+    fail(
+        &["tests/run/overflowing-argument.hat", "--run", "--arg", "data=zeros"],
+        &[
+            "tests/run/overflowing-argument.hat:3:1",
+            "memref<9223372036854775807x4xi32> has 147573952589676412912 bytes",
+            "more than the largest possible allocation",
+        ],
+    );
+    fail(
+        &["tests/run/overflowing-alloc.hat", "--run"],
+        &[
+            "tests/run/overflowing-alloc.hat:4:3",
+            "memref<9223372036854775807x4xi32> has 147573952589676412912 bytes",
+            "more than the largest possible allocation",
+        ],
+    );
+}
+
+#[test]
+fn a_host_copy_larger_than_host_memory() {
+    let stderr = fail(
+        &["tests/run/huge-host-copy.hat", "--run"],
+        &["error: host allocation of 4611686018427387904 bytes failed", "tests/run/huge-host-copy.hat:6:3"],
+    );
+    assert!(!stderr.contains("device"), "a host allocation is not a device allocation:\n{stderr}");
+}
+
+/// A `.npy` file that does not hold what its header says, or whose header no buffer can match:
+/// an error naming the file and the sizes, found before the buffer is allocated.
+#[test]
+fn npy_files_that_contradict_their_header() {
+    let directory = scratch("contradicting_npy");
+    // A file shorter than its header says: which file, what the header says, what it holds.
+    let truncated = directory.join("truncated.npy");
+    write_raw_npy(&truncated, "<i4", &[64], &[7; 42]);
+    let arg = format!("data={}", path_str(&truncated));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["truncated.npy' is truncated: its header says shape (64,) of <i4: 64 elements, 256 bytes of data; the file \
+             holds 42 bytes of data (10 elements)"],
+    );
+    let empty = directory.join("empty.npy");
+    write_raw_npy(&empty, "<i4", &[64], &[]);
+    let arg = format!("data={}", path_str(&empty));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["empty.npy' is truncated: its header says shape (64,) of <i4: 64 elements, 256 bytes of data; the file \
+           holds 0 bytes of data (0 elements)"],
+    );
+    // A header whose shape's number of elements overflows, and one too long to read.
+    let overflowing = directory.join("overflowing.npy");
+    write_raw_npy(&overflowing, "<i4", &[1 << 40, 1 << 40], &[]);
+    let arg = format!("data={}", path_str(&overflowing));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["overflowing.npy' has shape (1099511627776, 1099511627776), whose number of elements overflows"],
+    );
+    let long_header = directory.join("long-header.npy");
+    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+    bytes.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    std::fs::write(&long_header, bytes).expect("write");
+    let arg = format!("data={}", path_str(&long_header));
+    fail(
+        &["examples/01-squares.hat", "--run", "--arg", &arg],
+        &["long-header.npy' has a header of 4294967280 bytes, more than the 1048576 hat-opt reads"],
+    );
+}
+
+#[test]
 fn out_of_bounds_on_the_host() {
     fail(
         &["tests/run/oob-host.hat", "--run", "--arg", "data=iota", "--arg", "i=8"],
@@ -533,5 +673,38 @@ fn every_example_runs() {
         let json: serde_json::Value =
             serde_json::from_str(json_line).unwrap_or_else(|e| panic!("{file}: {e}: {stdout}"));
         assert!(json["dispatches"].is_number(), "{file}: {json}");
+    }
+}
+
+// ----- limits the executor rewrite (issue 7) is to lift or add ------------------------------------
+
+/// A recursion 100 deep runs today; see [`a_recursion_1000_deep_runs`].
+#[test]
+fn a_recursion_100_deep_runs() {
+    let stdout = succeed(&["tests/run/recursion.hat", "--run", "--arg", "n=100"]);
+    assert!(stdout.contains("results:    100 : index"), "{stdout}");
+}
+
+/// A legitimate recursion 1,000 deep must run: the executor's call depth is to be bounded by
+/// the stack (`stacker`), not by a small constant (today 512 nested calls and regions).
+#[test]
+#[ignore = "issue 7: executor call depth sized by stack"]
+fn a_recursion_1000_deep_runs() {
+    let stdout = succeed(&["tests/run/recursion.hat", "--run", "--arg", "n=1000"]);
+    assert!(stdout.contains("results:    1000 : index"), "{stdout}");
+}
+
+/// A dispatch over 2^40 work items must be refused before it runs (today it runs for hours),
+/// with an error at the dispatch that names the grid's size and the executor's limit.
+#[test]
+#[ignore = "issue 7: executor refuses a grid over its limit before running"]
+fn a_dispatch_over_2_to_the_40_work_items_is_refused() {
+    let args = ["tests/run/huge-grid.hat", "--run", "--arg", "data=zeros"];
+    let output = hat_opt_within(&args, 60).expect("refused at once, not run for a minute or more");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for expected in ["1099511627776", "limit", "tests/run/huge-grid.hat:8:3"] {
+        assert!(stderr.contains(expected), "stderr lacks `{expected}`:\n{stderr}");
     }
 }
