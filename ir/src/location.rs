@@ -85,6 +85,32 @@ impl SourceFile {
     }
 }
 
+/// The lines of `bytes`, each with its line ending: LF, CRLF (one ending) or a CR alone, the
+/// same rule as [`SourceFile::line_starts`] and the lexer. Tools that work on lines of a source
+/// (splitting input, reading directives) use it so that they agree with the diagnostics.
+pub fn lines_inclusive(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            Some(i) if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') => i + 2,
+            Some(i) => i + 1,
+            None => rest.len(),
+        };
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
+}
+
+/// A line without its line ending (see [`lines_inclusive`]).
+pub fn trim_line_ending(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
 /// The files that locations point into.
 #[derive(Debug, Default)]
 pub struct SourceMap {
@@ -134,6 +160,15 @@ mod tests {
 
     fn file(text: &str) -> SourceFile {
         SourceFile { name: "f".into(), text: text.into(), line_starts: OnceLock::new() }
+    }
+
+    #[test]
+    fn lines_end_at_every_kind_of_line_ending() {
+        let lines: Vec<&[u8]> = super::lines_inclusive(b"a\nb\r\nc\rd").collect();
+        assert_eq!(lines, [&b"a\n"[..], b"b\r\n", b"c\r", b"d"]);
+        let trimmed: Vec<&[u8]> = lines.iter().map(|l| super::trim_line_ending(l)).collect();
+        assert_eq!(trimmed, [&b"a"[..], b"b", b"c", b"d"]);
+        assert_eq!(super::lines_inclusive(b"").count(), 0);
     }
 
     #[test]

@@ -193,7 +193,7 @@ fn split_input(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut current = Vec::new();
     let mut lines_before = 0usize;
     let mut line_count = 0usize;
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
+    for line in hat_ir::location::lines_inclusive(bytes) {
         line_count += 1;
         let trimmed = String::from_utf8_lossy(line);
         if trimmed.trim_end() == "// -----" {

@@ -197,16 +197,26 @@ struct Directive {
 fn parse_expectations(source_text: &str) -> (Vec<Expectation>, Vec<Problem>) {
     let mut expectations: Vec<Expectation> = Vec::new();
     let mut problems = Vec::new();
-    let lines: Vec<&str> = source_text.split('\n').collect();
+    // Lines as the diagnostics count them (LF, CRLF or a lone CR), without their endings.
+    let lines: Vec<(&str, usize)> = hat_ir::location::lines_inclusive(source_text.as_bytes())
+        .map(|line| {
+            let text = hat_ir::location::trim_line_ending(line);
+            (std::str::from_utf8(text).unwrap_or(""), line.len())
+        })
+        .chain(
+            // Text that ends with a line ending (or is empty) has an empty last line after it.
+            (source_text.is_empty() || source_text.ends_with(['\n', '\r'])).then_some(("", 0)),
+        )
+        .collect();
     // The last line that held no directive (0 before the first line), and the directives waiting
     // for the next such line.
     let mut last_plain_line = 0;
     let mut waiting_for_next_line: Vec<usize> = Vec::new();
     let mut line_start = 0;
-    for (index, line) in lines.iter().enumerate() {
+    for (index, &(line, length)) in lines.iter().enumerate() {
         let number = index + 1;
         let start = line_start;
-        line_start += line.len() + 1;
+        line_start += length;
         let Some((column, parsed)) = parse_line(line) else {
             for waiting in waiting_for_next_line.drain(..) {
                 expectations[waiting].target = Target::Line(number);

@@ -324,6 +324,34 @@ fn every_line_ending_ends_a_line() {
     }
 }
 
+/// `--split-input-file` and `--verify-diagnostics` count lines as the diagnostics do, whatever the
+/// line endings: a separator ends a chunk, and a directive's line is the line it is on.
+#[test]
+fn split_input_and_expected_diagnostics_count_every_line_ending() {
+    for (ending, name) in [("\n", "lf"), ("\r\n", "crlf"), ("\r", "cr")] {
+        let split = ["%a = arith.constant 1 : i32", "// -----", "%b = arith.addi %a, %missing : i32", ""].join(ending);
+        let output = hat_opt(&malformed_dir(), &["-", "--split-input-file"], split.as_bytes());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("<stdin>:3:17"), "{name}: the second chunk keeps its line numbers:\n{stderr}");
+        assert!(String::from_utf8_lossy(&output.stdout).contains("arith.constant"), "{name}: the first chunk runs");
+
+        let expected = [
+            "%a = arith.constant 1 : i32",
+            "// expected-error@+1 {{use of undeclared SSA value name}}",
+            "%b = arith.addi %a, %missing : i32",
+            "",
+        ]
+        .join(ending);
+        let output = hat_opt(&malformed_dir(), &["-", "--verify-diagnostics"], expected.as_bytes());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{name}: the directive matches the error on its line:\n{stderr}");
+        let misplaced = expected.replace("@+1", "@+2");
+        let output = hat_opt(&malformed_dir(), &["-", "--verify-diagnostics"], misplaced.as_bytes());
+        assert_eq!(output.status.code(), Some(1), "{name}: a directive for another line does not match");
+    }
+}
+
 // ----- long lines -------------------------------------------------------------------------------
 
 /// A 50 MB literal on one line: the diagnostic shows a window of the line around the error, not
