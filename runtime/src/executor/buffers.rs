@@ -9,6 +9,8 @@
 //! - The device copy is allocated on the buffer's first transfer or dispatch. The backend leaves
 //!   its contents undefined (the CPU reference backend fills them with poison).
 //! - `buffer.dealloc` frees both; any later use is [`RuntimeError::UseAfterFree`].
+//! - Errors of the backend and of host allocations get the location of the op at fault
+//!   ([`RuntimeError::at`]).
 
 use super::host_buffer::{poison, HostBuffer};
 use crate::backend::{Backend, DeviceBuffer};
@@ -106,7 +108,7 @@ impl Buffers {
         let state = &mut self.list[id.0];
         if state.host.is_none() {
             recorder.host_copy(state.slot);
-            state.host = Some(try_poison(&state.layout)?);
+            state.host = Some(try_poison(&state.layout).map_err(|e| e.at(at.location))?);
         }
         Ok(state.host.as_mut().expect("made above"))
     }
@@ -152,7 +154,7 @@ impl Buffers {
         if let Some(device) = state.device {
             return Ok(device);
         }
-        let device = backend.allocate(&state.layout)?;
+        let device = backend.allocate(&state.layout).map_err(|e| e.at(at.location))?;
         recorder.device_allocated(state.slot, state.layout.bytes());
         state.device = Some(device);
         Ok(device)
@@ -198,9 +200,10 @@ impl Buffers {
         let host = &mut state.host.as_deref_mut().expect("made above")[bytes.clone()];
         let start = Instant::now();
         match direction {
-            Direction::ToDevice => backend.copy_to_device(device, bytes.start, host)?,
-            Direction::FromDevice => backend.copy_from_device(device, bytes.start, host)?,
+            Direction::ToDevice => backend.copy_to_device(device, bytes.start, host),
+            Direction::FromDevice => backend.copy_from_device(device, bytes.start, host),
         }
+        .map_err(|e| e.at(at.location))?;
         recorder.transfer(state.slot, direction, bytes.len(), start.elapsed());
         Ok(())
     }
@@ -225,7 +228,7 @@ impl Buffers {
         state.host = None;
         if let Some(device) = state.device.take() {
             recorder.device_freed(state.layout.bytes());
-            backend.free(device)?;
+            backend.free(device).map_err(|e| e.at(at.location))?;
         }
         Ok(())
     }

@@ -33,6 +33,11 @@ fn example(name: &str) -> (Context, Op) {
     parse(name, text)
 }
 
+/// The token of a module that verifies (panics with the diagnostics if it does not).
+fn verified(ctx: &Context, module: Op) -> hat_ir::Verified<'_> {
+    hat_ir::verify_module(ctx, module).unwrap_or_else(|diagnostics| panic!("{diagnostics:?}"))
+}
+
 fn parse(name: &str, text: &str) -> (Context, Op) {
     let mut ctx = hat_dialects::context();
     let module =
@@ -71,7 +76,7 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
     ctx.body_ops(module)
         .into_iter()
         .filter(|&op| ctx.name_str(op) == "compute.host_func")
-        .filter_map(|op| symbol_name(ctx, op).map(str::to_string))
+        .filter_map(|op| hat_ir::verifier::symbol_name(ctx, op).map(str::to_string))
         .collect()
 }
 
@@ -79,12 +84,12 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
 fn every_example_runs_under_the_reference_semantics() {
     for (name, text) in EXAMPLES {
         let (ctx, module) = parse(name, text);
-        let parameters = entry_parameters(&ctx, module, "main").unwrap();
+        let parameters = entry_parameters(verified(&ctx, module), "main").unwrap();
         let mut backend = CpuBackend::new();
         let calls = Rc::new(RefCell::new(0));
         let output = {
             let mut executor =
-                Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+                Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
             for host in host_functions(&ctx, module) {
                 let calls = calls.clone();
                 executor.register_host_function(
@@ -124,7 +129,7 @@ fn squares_on_the_cpu_backend() {
     let squares: Vec<i32> = input.iter().map(|v| v * v).collect();
     let run = |mode| {
         let mut backend = CpuBackend::new();
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode });
+        let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode });
         executor.run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[64], &input).unwrap())]).unwrap()
     };
     let reference = run(TransferMode::Reference);
@@ -146,7 +151,7 @@ fn the_cpu_backend_s_poison_comes_back_without_the_copy_in() {
     );
     let (ctx, module) = parse("squares-no-copy-in", &text);
     let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     let output = executor.run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[64], &[2; 64]).unwrap())]).unwrap();
     let poison = 0xDEAD_BEEFu32 as i32;
     assert_eq!(output.buffers[0].to_i32().unwrap(), vec![poison.wrapping_mul(poison); 64]);
@@ -185,7 +190,8 @@ fn life_flips_generations_and_lands_in_the_caller_s_grid() {
     let (ctx, module) = example("06-life");
     for count in [0i64, 1, 4, 7] {
         let mut backend = CpuBackend::new();
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+        let mut executor =
+            Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
         let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
         let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(count))]).unwrap();
         let mut expected = glider();
@@ -216,7 +222,8 @@ fn life_with_the_standard_display() {
         }
     }
     let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    let mut executor =
+        Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
     executor.register_host_function("display", host_functions::display(Shared(out.clone())));
     let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
     let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(2))]).unwrap();
@@ -252,7 +259,7 @@ compute.func @main(%b: memref<8xi32>) {
 "#;
     let (ctx, module) = parse("oob", text);
     let mut backend = CpuBackend::new();
-    let error = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference })
+    let error = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference })
         .run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[8], &[0; 8]).unwrap())])
         .unwrap_err();
     assert!(matches!(&error, RuntimeError::DeviceOutOfBounds { kernel, .. } if kernel == "oob"), "{error}");
@@ -263,7 +270,8 @@ compute.func @main(%b: memref<8xi32>) {
 fn residency_calls_a_dispatching_compute_helper() {
     let (ctx, module) = example("17-residency");
     let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    let mut executor =
+        Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
     let ones = || ArgValue::Buffer(HostBuffer::from_f32(&[64], &[1.0; 64]).unwrap());
     let zeros = ArgValue::Buffer(HostBuffer::from_f32(&[64], &[0.0; 64]).unwrap());
     let output = executor.run("main", vec![ones(), ones(), zeros]).unwrap();

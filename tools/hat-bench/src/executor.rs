@@ -83,15 +83,13 @@ pub fn dispatch_program(tiny: bool) -> String {
 fn run_program(text: &str, args: impl Fn() -> Vec<ArgValue>, repeat: usize) -> Result<Vec<RunReport>, String> {
     let mut ctx = hat_dialects::context();
     let module = hat_ir::parse_source(&mut ctx, "executor-bench.hat", text).map_err(|e| format!("{e:?}"))?;
-    let diagnostics = hat_ir::verify(&ctx, module);
-    if !diagnostics.is_empty() {
-        return Err(hat_ir::diagnostics::render(&ctx.sources, &diagnostics));
-    }
+    let module = hat_ir::verify_module(&ctx, module)
+        .map_err(|diagnostics| hat_ir::diagnostics::render(&ctx.sources, &diagnostics))?;
     let mut reports = Vec::new();
     for _ in 0..repeat.max(1) {
         let mut backend = CpuBackend::new();
         backend.set_parallel(false);
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Explicit });
+        let mut executor = Executor::new(module, &mut backend, ExecutorOptions { mode: TransferMode::Explicit });
         let output = executor.run("main", args()).map_err(|e| e.to_string())?;
         reports.push(output.report);
     }
@@ -179,9 +177,9 @@ mod tests {
         // (0 + k) ^ k = 0, * k = 0, - k = -k: the chain's first four ops on the first iteration.
         let mut ctx = hat_dialects::context();
         let module = hat_ir::parse_source(&mut ctx, "t.hat", &host_ops_program(4)).unwrap();
-        assert!(hat_ir::verify(&ctx, module).is_empty());
+        let module = hat_ir::verify_module(&ctx, module).unwrap();
         let mut backend = CpuBackend::new();
-        let output = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default())
+        let output = Executor::new(module, &mut backend, ExecutorOptions::default())
             .run("main", vec![ArgValue::Scalar(Scalar::Int(1))])
             .unwrap();
         assert_eq!(output.results, [ArgValue::Scalar(Scalar::Int(-40503))]);
