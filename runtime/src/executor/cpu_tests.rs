@@ -280,3 +280,74 @@ fn residency_calls_a_dispatching_compute_helper() {
     assert_eq!(output.report.to_device, TransferCount { count: 300, bytes: 300 * 256 });
     assert_eq!(output.report.buffer("acc").unwrap().from_device.count, 100);
 }
+
+// ----- limits: the grid, device allocations ------------------------------------------------------
+
+const GRID: &str = r#"
+kernel.func @nothing() workgroup(1) {
+  kernel.return
+}
+compute.func @main(%x: index, %y: index, %z: index) {
+  compute.dispatch @nothing[%x, %y, %z]()
+  compute.return
+}
+"#;
+
+fn run_grid(backend: &mut CpuBackend, ctx: &Context, module: Op, grid: [i64; 3]) -> Result<RunOutput, RuntimeError> {
+    let args = grid.iter().map(|&size| ArgValue::Scalar(Scalar::Int(size))).collect();
+    Executor::new(verified(ctx, module), backend, ExecutorOptions::default()).run("main", args)
+}
+
+#[test]
+fn a_grid_over_the_backends_limit_is_refused_before_it_runs() {
+    let (ctx, module) = parse("grid", GRID);
+    let dispatch_line = GRID.lines().position(|l| l.contains("compute.dispatch")).unwrap() + 1;
+    let mut backend = CpuBackend::new();
+    assert_eq!(backend.max_work_items(), crate::cpu::DEFAULT_MAX_WORK_ITEMS);
+    // 2^40 work items in one dimension, 2^33 over three, and a product past 64 bits.
+    let cases: [([i64; 3], Option<u64>); 3] =
+        [([1 << 40, 1, 1], Some(1 << 40)), ([1 << 16, 1 << 16, 2], Some(1 << 33)), ([1 << 32, 1 << 32, 2], None)];
+    for (grid, items) in cases {
+        let error = run_grid(&mut backend, &ctx, module, grid).unwrap_err();
+        let RuntimeError::GridTooLarge { kernel, work_items, limit, location, .. } = &error else { panic!("{error}") };
+        assert_eq!((kernel.as_str(), *work_items, *limit), ("nothing", items, 1 << 32), "{error}");
+        assert_eq!(ctx.sources.describe(*location), format!("grid.hat:{dispatch_line}:3"));
+        let [x, y, z] = grid;
+        assert!(error.to_string().contains(&format!("a grid of {x} x {y} x {z}")), "{error}");
+        assert!(error.to_string().contains("limit"), "{error}");
+    }
+    let error = run_grid(&mut backend, &ctx, module, [1 << 40, 1, 1]).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the dispatch of '@nothing' over a grid of 1099511627776 x 1 x 1 has 1099511627776 work items, \
+         more than the backend's limit of 4294967296"
+    );
+    // The limit is the backend's, and configurable.
+    backend.set_max_work_items(100);
+    assert_eq!(run_grid(&mut backend, &ctx, module, [10, 5, 2]).unwrap().report.dispatches, 1);
+    let error = run_grid(&mut backend, &ctx, module, [101, 1, 1]).unwrap_err();
+    assert!(matches!(error, RuntimeError::GridTooLarge { work_items: Some(101), limit: 100, .. }), "{error}");
+}
+
+#[test]
+fn a_device_allocation_that_fails_names_the_op_that_needed_it() {
+    let text = r#"
+kernel.func @touch(%b: memref<4611686018427387904xi8>) workgroup(1) {
+  kernel.return
+}
+compute.func @main() {
+  %c1 = arith.constant 1 : index
+  %b = buffer.alloc() : memref<4611686018427387904xi8>
+  compute.dispatch @touch[%c1](%b) : (memref<4611686018427387904xi8>)
+  compute.return
+}
+"#;
+    let (ctx, module) = parse("huge", text);
+    let mut backend = CpuBackend::new();
+    let error = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default())
+        .run("main", vec![])
+        .unwrap_err();
+    assert!(matches!(error.unlocated(), RuntimeError::Allocation { .. }), "{error}");
+    assert!(error.to_string().contains("exceeds the CPU backend's limits"), "{error}");
+    assert_eq!(ctx.sources.describe(error.location()), "huge.hat:8:3", "the dispatch that needed the device copy");
+}

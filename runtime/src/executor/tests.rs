@@ -1003,3 +1003,75 @@ compute.func @main(%d: memref<8xi32>) {
     let error = run(program, TransferMode::Reference, vec![data(&[0; 8])]).unwrap_err();
     assert_eq!(error.to_string(), "the test backend has no kernel 'unknown'");
 }
+
+/// Runs `text` on a thread with a small stack (256 KiB): calls nest deeper only because the
+/// executor grows its stack.
+fn run_on_a_small_stack(text: &'static str, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || run(text, TransferMode::Explicit, args))
+        .expect("spawns")
+        .join()
+        .expect("no stack overflow, no panic")
+}
+
+#[test]
+fn deep_recursion_grows_the_stack() {
+    for depth in [1_000, 10_000] {
+        let output = run_on_a_small_stack(RECURSE, vec![ArgValue::Scalar(Scalar::Int(depth))]).unwrap();
+        assert_eq!(output.results, [ArgValue::Scalar(Scalar::Int(depth))], "depth {depth}");
+    }
+}
+
+#[test]
+fn infinite_recursion_is_a_clear_error() {
+    const FOREVER: &str = r#"
+compute.func @forever(%n: index) -> index {
+  %r = compute.call @forever(%n) : (index) -> index
+  compute.return %r : index
+}
+
+compute.func @main(%n: index) -> index {
+  %r = compute.call @forever(%n) : (index) -> index
+  compute.return %r : index
+}
+"#;
+    let error = run_on_a_small_stack(FOREVER, vec![ArgValue::Scalar(Scalar::Int(0))]).unwrap_err();
+    let RuntimeError::RecursionLimit { limit, function, location } = &error else { panic!("{error}") };
+    assert_eq!((*limit, function.as_str()), (DEFAULT_RECURSION_LIMIT, "forever"));
+    let (ctx, _) = parse(FOREVER);
+    // The recursive call in @forever (the first line that calls it).
+    assert_eq!(line(&ctx, *location), line_of(FOREVER, "compute.call @forever(%n)"));
+    assert_eq!(error.to_string(), "calls nested more than 100000 deep, in '@forever'");
+}
+
+#[test]
+fn the_recursion_limit_is_the_embedding_programs() {
+    let (ctx, module) = parse(RECURSE);
+    let mut backend = TestBackend::default();
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
+    executor.set_recursion_limit(50);
+    // @main's call of @down, then one call per level below `n`.
+    let ok = executor.run("main", vec![ArgValue::Scalar(Scalar::Int(48))]).unwrap();
+    assert_eq!(ok.results, [ArgValue::Scalar(Scalar::Int(48))]);
+    let error = executor.run("main", vec![ArgValue::Scalar(Scalar::Int(49))]).unwrap_err();
+    assert!(matches!(error, RuntimeError::RecursionLimit { limit: 50, .. }), "{error}");
+}
+
+#[test]
+fn a_backend_error_carries_the_location_of_the_dispatch() {
+    let program = r#"
+kernel.func @unknown(%b: memref<8xi32>) workgroup(8) {
+  kernel.return
+}
+compute.func @main(%d: memref<8xi32>) {
+  %c8 = arith.constant 8 : index
+  compute.dispatch @unknown[%c8](%d) : (memref<8xi32>)
+  compute.return
+}
+"#;
+    let error = run(program, TransferMode::Reference, vec![data(&[0; 8])]).unwrap_err();
+    assert!(matches!(error.unlocated(), RuntimeError::Backend(_)), "{error}");
+    let (ctx, _) = parse(program);
+    assert_eq!(line(&ctx, error.location()), line_of(program, "compute.dispatch @unknown"));
+}
