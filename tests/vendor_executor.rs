@@ -243,3 +243,19 @@ fn the_verified_token_covers_the_ops_nested_in_its_module() {
     let module = parse_source(&mut bad, "broken.hat", &broken).expect("parses");
     assert!(verify_module(&bad, module).is_err());
 }
+
+#[test]
+fn a_call_that_disagrees_with_its_callee_is_an_error_not_a_panic() {
+    // The vendor's call has no verifier of its arguments: the executor checks them.
+    let text = vendor_dialect::SUM_OF_TWICE.replace(
+        "\"vendor.invoke\"(%i) {target = @twice} : (i64) -> i64",
+        "\"vendor.invoke\"(%i, %i) {target = @twice} : (i64, i64) -> i64",
+    );
+    let mut ctx = vendor_dialect::context();
+    let module = parse_source(&mut ctx, "vendor.hat", &text).expect("parses");
+    let error = run(&ctx, module, 3).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot run 'vendor.invoke': passes 2 arguments and takes 1 results, but '@twice' has 1 parameters and returns 1 values"
+    );
+}

@@ -54,6 +54,8 @@ pub(crate) struct Function {
     pub name: String,
     /// Slots of a frame.
     pub slots: u32,
+    /// Its parameters: slots `0..params`.
+    pub params: u32,
     /// Its body; the terminator's operands are the results.
     pub body: Code,
     /// Which results are buffers (the others are scalars).
@@ -384,7 +386,7 @@ impl Compiler<'_, '_> {
             .and_then(|callable| callable.body(ctx, op))
             .ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
         let block = self.single_block(op, body)?.ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
-        self.define_arguments(op, block)?;
+        let params = self.define_arguments(op, block)?.len() as u32;
         let body = self.block(block)?;
         let buffer_results: Box<[bool]> =
             match ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)) {
@@ -395,7 +397,7 @@ impl Compiler<'_, '_> {
                     .collect::<Result<_, RuntimeError>>()?,
                 None => Box::new([]),
             };
-        Ok(Function { name, slots: self.next, body, buffer_results })
+        Ok(Function { name, slots: self.next, params, body, buffer_results })
     }
 
     /// Compiles a block: its ops up to the terminator, whose operands are its exits.

@@ -174,6 +174,17 @@ impl<'a> Interpreter<'_, 'a> {
     /// Calls the entry `func` (function `index`) with `args`; the function and its results.
     fn call_entry(&mut self, index: u32, func: Op, args: &[Scalar]) -> Res<(Rc<Function>, Vec<Scalar>)> {
         let function = self.function(index)?;
+        if args.len() != function.params as usize {
+            return Err(self.unsupported(
+                func,
+                format!(
+                    "'@{}' has {} parameters in its body, {} in its signature",
+                    function.name,
+                    function.params,
+                    args.len()
+                ),
+            ));
+        }
         let mut frame = vec![Scalar::Int(0); function.slots as usize];
         frame[..args.len()].copy_from_slice(args);
         self.enter(&function, func)?;
@@ -203,6 +214,11 @@ impl<'a> Interpreter<'_, 'a> {
             return stacker::grow(STACK_SEGMENT, || self.call(frame, call));
         }
         let function = self.function(call.callee)?;
+        // The verifier checks this for the calls it knows; another dialect's call may disagree
+        // with its callee.
+        if call.arguments.len() != function.params as usize || call.results.len() != function.body.exits.len() {
+            return Err(self.mismatched_call(call, &function));
+        }
         self.enter(&function, call.op)?;
         let mut callee = self.frames.pop().unwrap_or_default();
         callee.clear();
@@ -218,6 +234,22 @@ impl<'a> Interpreter<'_, 'a> {
         }
         self.frames.push(callee);
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mismatched_call(&self, call: &CallInst, function: &Function) -> Box<RuntimeError> {
+        self.unsupported(
+            call.op,
+            format!(
+                "passes {} arguments and takes {} results, but '@{}' has {} parameters and returns {} values",
+                call.arguments.len(),
+                call.results.len(),
+                function.name,
+                function.params,
+                function.body.exits.len()
+            ),
+        )
     }
 
     // ----- code ----------------------------------------------------------------------------
