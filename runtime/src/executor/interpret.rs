@@ -18,10 +18,11 @@
 //!   zero, use after free, a loop's step, a grid's size, a host function's answer.
 
 use super::buffers::{At, BufferId, Buffers};
-use super::compile::{
-    self, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
-};
+use super::compile;
 use super::host_functions::HostCall;
+use super::program::{
+    AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
+};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
 use crate::backend::{KernelArg, KernelHandle};
 use crate::error::RuntimeError;
@@ -598,7 +599,7 @@ impl<'a> Interpreter<'_, 'a> {
     // ----- buffers -------------------------------------------------------------------------
 
     #[inline(never)]
-    fn alloc(&mut self, frame: &mut [Scalar], alloc: &compile::AllocInst) -> Res<()> {
+    fn alloc(&mut self, frame: &mut [Scalar], alloc: &AllocInst) -> Res<()> {
         let mut sizes = alloc.sizes.iter();
         let mut shape = Vec::with_capacity(alloc.shape.len());
         for extent in alloc.shape.iter() {

@@ -54,6 +54,7 @@ mod compile;
 mod host_buffer;
 pub mod host_functions;
 mod interpret;
+mod program;
 
 pub use hat_dialects::compute::ArgEffect;
 pub use host_buffer::HostBuffer;
