@@ -56,7 +56,8 @@ impl Program {
     /// Runs `@main` in `mode`, after `register` has registered host functions.
     fn run_with(&self, mode: TransferMode, args: Vec<ArgValue>, register: impl FnOnce(&mut Executor<'_>)) -> RunOutput {
         let mut backend = CpuBackend::new();
-        let mut executor = Executor::new(&self.ctx, self.module, &mut backend, ExecutorOptions { mode });
+        let module = hat_ir::verify_module(&self.ctx, self.module).expect("verified when parsed");
+        let mut executor = Executor::new(module, &mut backend, ExecutorOptions { mode });
         register(&mut executor);
         executor.run("main", args).unwrap_or_else(|e| panic!("run failed: {e}"))
     }

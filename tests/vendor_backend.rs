@@ -2,7 +2,7 @@
 //! "compiled" by recognising them and running a native implementation (think of a vendor library
 //! of hand-tuned kernels). The host executor drives it through the `Backend` trait alone.
 
-use hat_ir::{parse_source, Context, Op};
+use hat_ir::{parse_source, verify_module, Context, Op, Verified};
 use hat_runtime::{
     ArgValue, Backend, BufferLayout, DeviceBuffer, Executor, ExecutorOptions, HostBuffer, KernelArg, KernelHandle,
     RuntimeError, TransferMode,
@@ -63,7 +63,8 @@ impl Backend for SquaringAccelerator {
         Ok(())
     }
 
-    fn compile_kernel(&mut self, ctx: &Context, kernel: Op) -> Result<KernelHandle, RuntimeError> {
+    fn compile_kernel(&mut self, kernel: Verified<'_>) -> Result<KernelHandle, RuntimeError> {
+        let (ctx, kernel) = (kernel.ctx(), kernel.op());
         if is_square_kernel(ctx, kernel) {
             Ok(KernelHandle(0))
         } else {
@@ -108,7 +109,7 @@ fn the_executor_runs_a_program_on_a_backend_from_outside_hat() {
     let input: Vec<i32> = (0..64).map(|i| i - 20).collect();
     let output = {
         let options = ExecutorOptions { mode: TransferMode::Reference };
-        let mut executor = Executor::new(&ctx, module, &mut accelerator, options);
+        let mut executor = Executor::new(verify_module(&ctx, module).unwrap(), &mut accelerator, options);
         let data = HostBuffer::from_i32(&[64], &input).unwrap();
         executor.run("main", vec![ArgValue::Buffer(data)]).unwrap()
     };
@@ -139,8 +140,9 @@ compute.func @main(%data: memref<4xi32>) {
 "#;
     let mut ctx = hat_dialects::context();
     let module = parse_source(&mut ctx, "negate.hat", text).unwrap();
+    let module = verify_module(&ctx, module).unwrap();
     let mut accelerator = SquaringAccelerator::default();
-    let mut executor = Executor::new(&ctx, module, &mut accelerator, ExecutorOptions { mode: TransferMode::Reference });
+    let mut executor = Executor::new(module, &mut accelerator, ExecutorOptions { mode: TransferMode::Reference });
     let data = HostBuffer::from_i32(&[4], &[1, 2, 3, 4]).unwrap();
     let error = executor.run("main", vec![ArgValue::Buffer(data)]).unwrap_err();
     assert_eq!(error.to_string(), "cannot run 'kernel.func': this accelerator only squares");

@@ -5,7 +5,8 @@
 //! identifiers. Dialects register [`OpDefinition`]s (traits, verifier, memory effects, custom
 //! syntax); nothing in the core names a particular dialect except `builtin.module`, the implicit
 //! top-level op. Text goes in through [`parse_source`] and out through [`print_op`]; [`verify`]
-//! checks a tree and reports every error as a [`Diagnostic`] with `file:line:col`.
+//! checks a tree and reports every error as a [`Diagnostic`] with `file:line:col`, and
+//! [`verify_module`] gives a [`Verified`] token, the proof that the executor and backends require.
 #![deny(missing_docs)]
 
 pub mod attributes;
@@ -35,4 +36,4 @@ pub use location::{Location, SourceMap};
 pub use parser::{parse_bytes, parse_owned_bytes, parse_source, OpParser, ParseError, ParseResult};
 pub use printer::{print_op, print_op_to, OpPrinter, PrintOptions};
 pub use types::TypeKind;
-pub use verifier::{verify, verify_detailed, Verification, VerifyContext};
+pub use verifier::{verify, verify_detailed, verify_module, Verification, Verified, VerifyContext};

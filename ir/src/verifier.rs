@@ -21,6 +21,63 @@ pub fn verify(ctx: &Context, root: Op) -> Vec<Diagnostic> {
     verify_detailed(ctx, root).diagnostics
 }
 
+/// Verifies `root` like [`verify`] and, when it reported no error, returns the proof: a
+/// [`Verified`] token that the executor, the backends and lowering require. Tools that want the
+/// diagnostics whatever happens keep using [`verify`].
+pub fn verify_module(ctx: &Context, root: Op) -> Result<Verified<'_>, Vec<Diagnostic>> {
+    let diagnostics = verify(ctx, root);
+    if diagnostics.is_empty() {
+        Ok(Verified { ctx, op: root })
+    } else {
+        Err(diagnostics)
+    }
+}
+
+/// Proof that an op tree passed the verifier (as naga's `ModuleInfo` is proof for its writers).
+///
+/// Only [`verify_module`] makes one, and only when it reported no error. The token borrows the
+/// [`Context`] immutably for its whole life, so the tree cannot change after the check: whoever
+/// holds a token may rely on everything the verifier and the ops' own verifiers check (operand
+/// and result counts and types, region shapes, terminators, symbol references and the kinds of
+/// ops they name) without checking again. [`nested`](Self::nested) hands out the token of an
+/// op inside the tree (a kernel for a backend, say): it was verified as part of this tree, so
+/// its references into the enclosing symbol tables were checked too.
+#[derive(Copy, Clone)]
+pub struct Verified<'c> {
+    ctx: &'c Context,
+    op: Op,
+}
+
+impl<'c> Verified<'c> {
+    /// The context the tree lives in.
+    pub fn ctx(self) -> &'c Context {
+        self.ctx
+    }
+
+    /// The op this token vouches for (the root of the verified tree, or an op nested in it).
+    pub fn op(self) -> Op {
+        self.op
+    }
+
+    /// The token of `op` when it is this op or nested in it; `None` otherwise.
+    pub fn nested(self, op: Op) -> Option<Verified<'c>> {
+        let mut current = Some(op);
+        while let Some(candidate) = current {
+            if candidate == self.op {
+                return Some(Verified { ctx: self.ctx, op });
+            }
+            current = self.ctx.parent_op(candidate);
+        }
+        None
+    }
+}
+
+impl std::fmt::Debug for Verified<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verified").field("op", &self.op).finish()
+    }
+}
+
 /// What [`verify_detailed`] found.
 #[derive(Debug, Default)]
 pub struct Verification {

@@ -123,20 +123,55 @@ pub enum RuntimeError {
         /// Where.
         location: Location,
     },
-    /// Calls (and the regions of `scf` ops) nested deeper than the executor allows, as
-    /// unbounded recursion does.
-    #[error("calls and regions nested more than {limit} deep, in '@{function}'")]
+    /// Calls nested deeper than the executor allows, as unbounded recursion does.
+    #[error("calls nested more than {limit} deep, in '@{function}'")]
     RecursionLimit {
         /// The executor's limit.
         limit: usize,
-        /// The function called past the limit, or holding the region past it.
+        /// The function called past the limit.
         function: String,
-        /// The call or the region's op.
+        /// The call.
+        location: Location,
+    },
+    /// A dispatch whose grid has more work items than the backend allows (or than 64 bits
+    /// count): refused before it runs.
+    #[error("{}", grid_message(kernel, grid, *work_items, *limit))]
+    GridTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// The grid (x, y, z).
+        grid: [u64; 3],
+        /// The product of the grid, `None` when it overflows 64 bits.
+        work_items: Option<u64>,
+        /// The backend's limit ([`crate::Backend::max_work_items`]).
+        limit: u64,
+        /// The dispatch.
+        location: Location,
+    },
+    /// An error without a location of its own (from the backend, or an allocation), with the
+    /// location of the op that caused it. See [`RuntimeError::at`].
+    #[error("{error}")]
+    Located {
+        /// The error.
+        error: Box<RuntimeError>,
+        /// The op that caused it.
         location: Location,
     },
     /// Anything else a backend reports.
     #[error("{0}")]
     Backend(String),
+}
+
+fn grid_message(kernel: &str, grid: &[u64; 3], work_items: Option<u64>, limit: u64) -> String {
+    let [x, y, z] = grid;
+    match work_items {
+        Some(items) => format!(
+            "the dispatch of '@{kernel}' over a grid of {x} x {y} x {z} has {items} work items, more than the backend's limit of {limit}"
+        ),
+        None => format!(
+            "the dispatch of '@{kernel}' over a grid of {x} x {y} x {z} has more work items than 64 bits count (the backend's limit is {limit})"
+        ),
+    }
 }
 
 fn join(values: &[i64]) -> String {
@@ -161,8 +196,27 @@ impl RuntimeError {
             | RuntimeError::Unsupported { location, .. }
             | RuntimeError::UseAfterFree { location, .. }
             | RuntimeError::HostAllocation { location, .. }
-            | RuntimeError::RecursionLimit { location, .. } => *location,
+            | RuntimeError::RecursionLimit { location, .. }
+            | RuntimeError::GridTooLarge { location, .. }
+            | RuntimeError::Located { location, .. } => *location,
             _ => Location::UNKNOWN,
+        }
+    }
+
+    /// The error with `location` attached when it has none of its own (a backend's error, an
+    /// allocation that failed): the op that caused it.
+    pub fn at(self, location: Location) -> RuntimeError {
+        if self.location() != Location::UNKNOWN || location == Location::UNKNOWN {
+            return self;
+        }
+        RuntimeError::Located { error: Box::new(self), location }
+    }
+
+    /// The error itself, without the location [`RuntimeError::at`] attached.
+    pub fn unlocated(&self) -> &RuntimeError {
+        match self {
+            RuntimeError::Located { error, .. } => error,
+            other => other,
         }
     }
 

@@ -16,7 +16,10 @@
 //!   the number of workgroups is `ceil(grid / workgroup size)` per dimension. As on a GPU, every
 //!   work item of the last, partial workgroup runs too: `kernel.global_id` can reach past the grid
 //!   (up to the workgroup-size multiple), and kernels guard their accesses (`scf.if %i < %n`).
-//!   `kernel.global_size` is the grid itself.
+//!   `kernel.global_size` is the grid itself. A dispatch may have at most
+//!   [`DEFAULT_MAX_WORK_ITEMS`] work items (2^32; [`CpuBackend::set_max_work_items`] changes
+//!   it): the executor refuses a larger grid with the dispatch's location, since this backend
+//!   runs every work item in turn and a grid of 2^40 would run for hours.
 //! - **Barriers.** Work items are resumable interpreter states. A workgroup whose kernel has no
 //!   barrier runs its work items one after the other; one with barriers runs them in lockstep:
 //!   each up to its next barrier, then the next round. Barriers inside `scf.for`/`scf.if`/
@@ -50,7 +53,7 @@ use crate::eval::{self, type_name};
 use crate::value::{BufferLayout, ElementType, Scalar};
 use compile::{Param, Program};
 use hat_ir::types::DYNAMIC;
-use hat_ir::{Context, Op};
+use hat_ir::Verified;
 use interp::{Env, Item};
 use memory::Memory;
 use rayon::prelude::*;
@@ -63,7 +66,11 @@ pub struct CpuBackend {
     buffers: Vec<Option<Memory>>,
     kernels: Vec<Program>,
     parallel: bool,
+    max_work_items: u64,
 }
+
+/// The default limit on the work items of one dispatch on the CPU backend: 2^32.
+pub const DEFAULT_MAX_WORK_ITEMS: u64 = 1 << 32;
 
 impl Default for CpuBackend {
     fn default() -> Self {
@@ -74,7 +81,12 @@ impl Default for CpuBackend {
 impl CpuBackend {
     /// A backend with no buffers and no kernels, running workgroups in parallel.
     pub fn new() -> Self {
-        CpuBackend { buffers: Vec::new(), kernels: Vec::new(), parallel: true }
+        CpuBackend { buffers: Vec::new(), kernels: Vec::new(), parallel: true, max_work_items: DEFAULT_MAX_WORK_ITEMS }
+    }
+
+    /// Sets the most work items one dispatch may have (default [`DEFAULT_MAX_WORK_ITEMS`]).
+    pub fn set_max_work_items(&mut self, limit: u64) {
+        self.max_work_items = limit;
     }
 
     /// Whether dispatches run workgroups on several threads (the default) or one after the
@@ -298,11 +310,15 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn compile_kernel(&mut self, ctx: &Context, kernel: Op) -> Result<KernelHandle, RuntimeError> {
-        let program = compile::compile(ctx, kernel)?;
+    fn compile_kernel(&mut self, kernel: Verified<'_>) -> Result<KernelHandle, RuntimeError> {
+        let program = compile::compile(kernel.ctx(), kernel.op())?;
         let id = u32::try_from(self.kernels.len()).map_err(|_| RuntimeError::Backend("too many kernels".into()))?;
         self.kernels.push(program);
         Ok(KernelHandle(id))
+    }
+
+    fn max_work_items(&self) -> u64 {
+        self.max_work_items
     }
 
     fn dispatch(&mut self, kernel: KernelHandle, grid: [u64; 3], args: &[KernelArg]) -> Result<(), RuntimeError> {

@@ -1,6 +1,6 @@
 use super::*;
 use crate::backend::KernelArg::{Buffer, Scalar as Arg};
-use hat_ir::parse_source;
+use hat_ir::{parse_source, Context};
 
 /// A backend with the kernels of `text` compiled; `kernels[name]` is the handle.
 struct Fixture {
@@ -13,14 +13,14 @@ impl Fixture {
     fn new(text: &str) -> Fixture {
         let mut ctx = hat_dialects::context();
         let module = parse_source(&mut ctx, "test.hat", text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-        let errors = hat_ir::verify(&ctx, module);
-        assert!(errors.is_empty(), "{errors:?}");
+        let verified = hat_ir::verify_module(&ctx, module).unwrap_or_else(|errors| panic!("{errors:?}"));
         let mut backend = CpuBackend::new();
         let mut kernels = Vec::new();
         for op in ctx.body_ops(module) {
             if ctx.name_str(op) == "kernel.func" {
                 let name = ctx.attribute_kind(ctx.attribute(op, "sym_name").unwrap()).as_str().unwrap().to_string();
-                let handle = backend.compile_kernel(&ctx, op).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let handle =
+                    backend.compile_kernel(verified.nested(op).unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
                 kernels.push((name, handle));
             }
         }
@@ -739,10 +739,11 @@ kernel.func @k(%b: memref<4xf16>) {
 "#;
     let module = parse_source(&mut ctx, "bad.hat", text).unwrap();
     let ops = ctx.body_ops(module);
+    let verified = hat_ir::verify_module(&ctx, module).unwrap();
     let mut backend = CpuBackend::new();
-    let message = backend.compile_kernel(&ctx, ops[0]).unwrap_err().to_string();
+    let message = backend.compile_kernel(verified.nested(ops[0]).unwrap()).unwrap_err().to_string();
     assert!(message.contains("only a 'kernel.func'"), "{message}");
-    let message = backend.compile_kernel(&ctx, ops[1]).unwrap_err().to_string();
+    let message = backend.compile_kernel(verified.nested(ops[1]).unwrap()).unwrap_err().to_string();
     assert!(message.contains("buffers of type 'memref<4xf16>' are not supported (in kernel 'k')"), "{message}");
 }
 

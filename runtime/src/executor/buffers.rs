@@ -9,6 +9,8 @@
 //! - The device copy is allocated on the buffer's first transfer or dispatch. The backend leaves
 //!   its contents undefined (the CPU reference backend fills them with poison).
 //! - `buffer.dealloc` frees both; any later use is [`RuntimeError::UseAfterFree`].
+//! - Errors of the backend and of host allocations get the location of the op at fault
+//!   ([`RuntimeError::at`]).
 
 use super::host_buffer::{poison, try_pattern_bytes, HostBuffer};
 use crate::backend::{Backend, DeviceBuffer};
@@ -151,7 +153,7 @@ impl Buffers {
         if let Some(device) = state.device {
             return Ok(device);
         }
-        let device = backend.allocate(&state.layout)?;
+        let device = backend.allocate(&state.layout).map_err(|e| e.at(at.location))?;
         recorder.device_allocated(state.slot, state.layout.bytes());
         state.device = Some(device);
         Ok(device)
@@ -197,9 +199,10 @@ impl Buffers {
         let host = &mut state.host.as_deref_mut().expect("made above")[bytes.clone()];
         let start = Instant::now();
         match direction {
-            Direction::ToDevice => backend.copy_to_device(device, bytes.start, host)?,
-            Direction::FromDevice => backend.copy_from_device(device, bytes.start, host)?,
+            Direction::ToDevice => backend.copy_to_device(device, bytes.start, host),
+            Direction::FromDevice => backend.copy_from_device(device, bytes.start, host),
         }
+        .map_err(|e| e.at(at.location))?;
         recorder.transfer(state.slot, direction, bytes.len(), start.elapsed());
         Ok(())
     }
@@ -224,7 +227,7 @@ impl Buffers {
         state.host = None;
         if let Some(device) = state.device.take() {
             recorder.device_freed(state.layout.bytes());
-            backend.free(device)?;
+            backend.free(device).map_err(|e| e.at(at.location))?;
         }
         Ok(())
     }

@@ -33,6 +33,11 @@ fn example(name: &str) -> (Context, Op) {
     parse(name, text)
 }
 
+/// The token of a module that verifies (panics with the diagnostics if it does not).
+fn verified(ctx: &Context, module: Op) -> hat_ir::Verified<'_> {
+    hat_ir::verify_module(ctx, module).unwrap_or_else(|diagnostics| panic!("{diagnostics:?}"))
+}
+
 fn parse(name: &str, text: &str) -> (Context, Op) {
     let mut ctx = hat_dialects::context();
     let module =
@@ -71,7 +76,7 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
     ctx.body_ops(module)
         .into_iter()
         .filter(|&op| ctx.name_str(op) == "compute.host_func")
-        .filter_map(|op| symbol_name(ctx, op).map(str::to_string))
+        .filter_map(|op| hat_ir::verifier::symbol_name(ctx, op).map(str::to_string))
         .collect()
 }
 
@@ -79,12 +84,12 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
 fn every_example_runs_under_the_reference_semantics() {
     for (name, text) in EXAMPLES {
         let (ctx, module) = parse(name, text);
-        let parameters = entry_parameters(&ctx, module, "main").unwrap();
+        let parameters = entry_parameters(verified(&ctx, module), "main").unwrap();
         let mut backend = CpuBackend::new();
         let calls = Rc::new(RefCell::new(0));
         let output = {
             let mut executor =
-                Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+                Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
             for host in host_functions(&ctx, module) {
                 let calls = calls.clone();
                 executor.register_host_function(
@@ -124,7 +129,7 @@ fn squares_on_the_cpu_backend() {
     let squares: Vec<i32> = input.iter().map(|v| v * v).collect();
     let run = |mode| {
         let mut backend = CpuBackend::new();
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode });
+        let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode });
         executor.run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[64], &input).unwrap())]).unwrap()
     };
     let reference = run(TransferMode::Reference);
@@ -146,7 +151,7 @@ fn the_cpu_backend_s_poison_comes_back_without_the_copy_in() {
     );
     let (ctx, module) = parse("squares-no-copy-in", &text);
     let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     let output = executor.run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[64], &[2; 64]).unwrap())]).unwrap();
     let poison = 0xDEAD_BEEFu32 as i32;
     assert_eq!(output.buffers[0].to_i32().unwrap(), vec![poison.wrapping_mul(poison); 64]);
@@ -185,7 +190,8 @@ fn life_flips_generations_and_lands_in_the_caller_s_grid() {
     let (ctx, module) = example("06-life");
     for count in [0i64, 1, 4, 7] {
         let mut backend = CpuBackend::new();
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+        let mut executor =
+            Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
         let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
         let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(count))]).unwrap();
         let mut expected = glider();
@@ -216,7 +222,8 @@ fn life_with_the_standard_display() {
         }
     }
     let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    let mut executor =
+        Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
     executor.register_host_function("display", host_functions::display(Shared(out.clone())));
     let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
     let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(2))]).unwrap();
@@ -252,7 +259,7 @@ compute.func @main(%b: memref<8xi32>) {
 "#;
     let (ctx, module) = parse("oob", text);
     let mut backend = CpuBackend::new();
-    let error = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference })
+    let error = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference })
         .run("main", vec![ArgValue::Buffer(HostBuffer::from_i32(&[8], &[0; 8]).unwrap())])
         .unwrap_err();
     assert!(matches!(&error, RuntimeError::DeviceOutOfBounds { kernel, .. } if kernel == "oob"), "{error}");
@@ -263,7 +270,8 @@ compute.func @main(%b: memref<8xi32>) {
 fn residency_calls_a_dispatching_compute_helper() {
     let (ctx, module) = example("17-residency");
     let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    let mut executor =
+        Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
     let ones = || ArgValue::Buffer(HostBuffer::from_f32(&[64], &[1.0; 64]).unwrap());
     let zeros = ArgValue::Buffer(HostBuffer::from_f32(&[64], &[0.0; 64]).unwrap());
     let output = executor.run("main", vec![ones(), ones(), zeros]).unwrap();
@@ -271,4 +279,75 @@ fn residency_calls_a_dispatching_compute_helper() {
     assert_eq!(output.report.dispatches, 100);
     assert_eq!(output.report.to_device, TransferCount { count: 300, bytes: 300 * 256 });
     assert_eq!(output.report.buffer("acc").unwrap().from_device.count, 100);
+}
+
+// ----- limits: the grid, device allocations ------------------------------------------------------
+
+const GRID: &str = r#"
+kernel.func @nothing() workgroup(1) {
+  kernel.return
+}
+compute.func @main(%x: index, %y: index, %z: index) {
+  compute.dispatch @nothing[%x, %y, %z]()
+  compute.return
+}
+"#;
+
+fn run_grid(backend: &mut CpuBackend, ctx: &Context, module: Op, grid: [i64; 3]) -> Result<RunOutput, RuntimeError> {
+    let args = grid.iter().map(|&size| ArgValue::Scalar(Scalar::Int(size))).collect();
+    Executor::new(verified(ctx, module), backend, ExecutorOptions::default()).run("main", args)
+}
+
+#[test]
+fn a_grid_over_the_backends_limit_is_refused_before_it_runs() {
+    let (ctx, module) = parse("grid", GRID);
+    let dispatch_line = GRID.lines().position(|l| l.contains("compute.dispatch")).unwrap() + 1;
+    let mut backend = CpuBackend::new();
+    assert_eq!(backend.max_work_items(), crate::cpu::DEFAULT_MAX_WORK_ITEMS);
+    // 2^40 work items in one dimension, 2^33 over three, and a product past 64 bits.
+    let cases: [([i64; 3], Option<u64>); 3] =
+        [([1 << 40, 1, 1], Some(1 << 40)), ([1 << 16, 1 << 16, 2], Some(1 << 33)), ([1 << 32, 1 << 32, 2], None)];
+    for (grid, items) in cases {
+        let error = run_grid(&mut backend, &ctx, module, grid).unwrap_err();
+        let RuntimeError::GridTooLarge { kernel, work_items, limit, location, .. } = &error else { panic!("{error}") };
+        assert_eq!((kernel.as_str(), *work_items, *limit), ("nothing", items, 1 << 32), "{error}");
+        assert_eq!(ctx.sources.describe(*location), format!("grid.hat:{dispatch_line}:3"));
+        let [x, y, z] = grid;
+        assert!(error.to_string().contains(&format!("a grid of {x} x {y} x {z}")), "{error}");
+        assert!(error.to_string().contains("limit"), "{error}");
+    }
+    let error = run_grid(&mut backend, &ctx, module, [1 << 40, 1, 1]).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the dispatch of '@nothing' over a grid of 1099511627776 x 1 x 1 has 1099511627776 work items, \
+         more than the backend's limit of 4294967296"
+    );
+    // The limit is the backend's, and configurable.
+    backend.set_max_work_items(100);
+    assert_eq!(run_grid(&mut backend, &ctx, module, [10, 5, 2]).unwrap().report.dispatches, 1);
+    let error = run_grid(&mut backend, &ctx, module, [101, 1, 1]).unwrap_err();
+    assert!(matches!(error, RuntimeError::GridTooLarge { work_items: Some(101), limit: 100, .. }), "{error}");
+}
+
+#[test]
+fn a_device_allocation_that_fails_names_the_op_that_needed_it() {
+    let text = r#"
+kernel.func @touch(%b: memref<4611686018427387904xi8>) workgroup(1) {
+  kernel.return
+}
+compute.func @main() {
+  %c1 = arith.constant 1 : index
+  %b = buffer.alloc() : memref<4611686018427387904xi8>
+  compute.dispatch @touch[%c1](%b) : (memref<4611686018427387904xi8>)
+  compute.return
+}
+"#;
+    let (ctx, module) = parse("huge", text);
+    let mut backend = CpuBackend::new();
+    let error = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default())
+        .run("main", vec![])
+        .unwrap_err();
+    assert!(matches!(error.unlocated(), RuntimeError::Allocation { .. }), "{error}");
+    assert!(error.to_string().contains("exceeds the CPU backend's limits"), "{error}");
+    assert_eq!(ctx.sources.describe(error.location()), "huge.hat:8:3", "the dispatch that needed the device copy");
 }

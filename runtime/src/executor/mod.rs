@@ -1,5 +1,12 @@
-//! The host executor: runs compute IR (`compute`, `buffer`, `arith`, `math`, `scf`) on the host
+//! The host executor: runs host code (`compute`, `buffer`, `arith`, `math`, `scf`, and any
+//! dialect's ops that implement the loop, region-branch, call and launch interfaces) on the host
 //! and drives a [`Backend`] for the kernels.
+//!
+//! It runs only verified IR: [`Executor::new`] takes a [`Verified`] module, and relies on what
+//! the verifier checked (operand counts and types, the kinds of the symbols that calls and
+//! dispatches name) instead of checking it again. Each function is compiled on its first call
+//! into a slot-numbered program (`compile.rs`) that is then run (`interpret.rs`) without name
+//! lookups or allocation per op.
 //!
 //! # Execution model
 //!
@@ -34,28 +41,34 @@
 //! # Errors
 //!
 //! Bad programs and bad arguments give a [`RuntimeError`] with the location of the op at fault,
-//! never a panic: a missing entry or callee or kernel, a missing, extra or ill-typed argument, a
-//! wrong shape, an out-of-bounds access on the host ([`RuntimeError::HostOutOfBounds`]) or a
-//! transfer range outside its buffer, a use after `buffer.dealloc`, integer division by zero, an
-//! unregistered host function, unbounded recursion, and whatever the backend reports.
+//! never a panic: a missing entry, a missing, extra or ill-typed argument, a wrong shape, an op
+//! the executor does not know, an out-of-bounds access on the host
+//! ([`RuntimeError::HostOutOfBounds`]) or a transfer range outside its buffer, a use after
+//! `buffer.dealloc`, integer division by zero, an unregistered host function, unbounded
+//! recursion ([`RuntimeError::RecursionLimit`]), a dispatch over more work items than the
+//! backend allows ([`RuntimeError::GridTooLarge`]), and whatever the backend reports (with the
+//! location of the op that called it: [`RuntimeError::at`]).
 
 mod buffers;
+mod compile;
 mod host_buffer;
 pub mod host_functions;
 mod interpret;
+mod program;
 
 pub use hat_dialects::compute::ArgEffect;
 pub use host_buffer::HostBuffer;
 pub use host_functions::{HostArg, HostCall, HostFunction, STANDARD_HOST_FUNCTIONS};
 
-use crate::backend::{Backend, KernelHandle};
+use crate::backend::Backend;
 use crate::error::RuntimeError;
 use crate::report::RunReport;
 use crate::value::{BufferLayout, ElementType, Scalar};
-use hat_dialects::syntax::function_signature;
+use compile::Functions;
+use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
 use hat_ir::printer::type_to_string;
 use hat_ir::types::DYNAMIC;
-use hat_ir::{AttributeKind, Context, Location, Op, Type, TypeKind};
+use hat_ir::{Context, Location, Op, Type, TypeKind, Verified};
 use rustc_hash::FxHashMap;
 
 /// How buffers move between host and device. See the module documentation.
@@ -270,11 +283,17 @@ pub(crate) fn parameter_kind(ctx: &Context, ty: Type) -> Result<ParameterKind, S
         .ok_or_else(|| format!("the type {} is not supported at run time", type_to_string(ctx, ty)))
 }
 
-/// The `compute.func` named `name` in `module`.
-fn find_function(ctx: &Context, module: Op, name: &str) -> Result<Op, RuntimeError> {
-    ctx.body_ops(module)
+/// The host function named `name` in the module: a callable with a body that runs on the host
+/// (`compute.func`, or any dialect's function op with the `HOST_CODE` trait).
+pub(crate) fn entry_function(module: Verified<'_>, name: &str) -> Result<Op, RuntimeError> {
+    let ctx = module.ctx();
+    ctx.body_ops(module.op())
         .into_iter()
-        .find(|&op| ctx.name_str(op) == "compute.func" && symbol_name(ctx, op) == Some(name))
+        .find(|&op| {
+            hat_ir::verifier::symbol_name(ctx, op) == Some(name)
+                && execution_space(ctx, op) == Some(ExecutionSpace::Host)
+                && ctx.interface::<dyn CallableOpInterface>(op).is_some_and(|c| c.body(ctx, op).is_some())
+        })
         .ok_or_else(|| RuntimeError::MissingSymbol {
             what: "entry function",
             name: name.to_string(),
@@ -282,23 +301,19 @@ fn find_function(ctx: &Context, module: Op, name: &str) -> Result<Op, RuntimeErr
         })
 }
 
-/// The `sym_name` of an op.
-pub(crate) fn symbol_name(ctx: &Context, op: Op) -> Option<&str> {
-    ctx.attribute(op, "sym_name").and_then(|a| ctx.attribute_kind(a).as_str())
-}
-
-/// The parameters of the `compute.func` named `entry` in `module`: source names (from
+/// The parameters of the host function named `entry` in `module`: source names (from
 /// [`Context::argument_name`]) and what each takes, so that a driver can build the arguments.
-pub fn entry_parameters(ctx: &Context, module: Op, entry: &str) -> Result<Vec<Parameter>, RuntimeError> {
-    let func = find_function(ctx, module, entry)?;
+pub fn entry_parameters(module: Verified<'_>, entry: &str) -> Result<Vec<Parameter>, RuntimeError> {
+    let ctx = module.ctx();
+    let func = entry_function(module, entry)?;
     let location = ctx.location(func);
-    let malformed = |message: String| RuntimeError::Unsupported { op: "compute.func".to_string(), message, location };
-    let (inputs, _) =
-        function_signature(ctx, func).ok_or_else(|| malformed(format!("'@{entry}' has no function_type")))?;
-    let arguments = ctx
-        .regions(func)
-        .first()
-        .and_then(|&r| ctx.region_blocks(r).first())
+    let malformed =
+        |message: String| RuntimeError::Unsupported { op: ctx.name_str(func).to_string(), message, location };
+    let callable = ctx.interface::<dyn CallableOpInterface>(func).expect("an entry function is callable");
+    let (inputs, _) = callable.signature(ctx, func).ok_or_else(|| malformed(format!("'@{entry}' has no signature")))?;
+    let arguments = callable
+        .body(ctx, func)
+        .and_then(|r| ctx.region_blocks(r).first())
         .map(|&b| ctx.block_arguments(b).to_vec())
         .unwrap_or_default();
     inputs
@@ -318,16 +333,14 @@ pub fn entry_parameters(ctx: &Context, module: Op, entry: &str) -> Result<Vec<Pa
 
 /// Runs compute functions of one module on a backend. See the module documentation.
 ///
-/// Kernels are compiled once per executor (on their first dispatch) and cached by symbol, so
-/// several runs of one executor compile each kernel once.
+/// Host functions are compiled once per executor (on their first call) and kernels once (by
+/// the backend, on their first dispatch), so several runs of one executor compile each once.
 pub struct Executor<'a> {
-    pub(crate) ctx: &'a Context,
-    pub(crate) module: Op,
+    pub(crate) module: Verified<'a>,
     pub(crate) backend: &'a mut dyn Backend,
     pub(crate) options: ExecutorOptions,
     pub(crate) host_functions: FxHashMap<String, Registered<'a>>,
-    pub(crate) symbols: FxHashMap<&'a str, Op>,
-    pub(crate) kernels: FxHashMap<String, KernelHandle>,
+    pub(crate) functions: Functions,
     pub(crate) recursion_limit: usize,
 }
 
@@ -338,28 +351,22 @@ pub(crate) struct Registered<'a> {
     pub(crate) effects: Option<Vec<ArgEffect>>,
 }
 
-/// The default limit on nesting: each call of a compute function and each region of an `scf`
-/// op being run counts one level. The walk recurses on the host's stack; at this limit it needs
-/// about 1 MiB of stack in a debug build (much less optimised), well within a thread's default.
-pub const DEFAULT_RECURSION_LIMIT: usize = 512;
+/// The default limit on nested calls: 100,000. Calls recurse on the host's stack, which grows
+/// as needed (a new segment whenever less than 128 KiB is left), so the limit is one of memory,
+/// not of the thread's stack: each level costs a few KiB (more in a debug build), so the limit
+/// costs at most some hundreds of MiB. Regions nest within a function as deep as its text does.
+pub const DEFAULT_RECURSION_LIMIT: usize = 100_000;
 
 impl<'a> Executor<'a> {
-    /// An executor of the compute functions of `module` (a `builtin.module`), on `backend`.
-    pub fn new(ctx: &'a Context, module: Op, backend: &'a mut dyn Backend, options: ExecutorOptions) -> Self {
-        let mut symbols = FxHashMap::default();
-        for op in ctx.body_ops(module) {
-            if let Some(name) = symbol_name(ctx, op) {
-                symbols.entry(name).or_insert(op);
-            }
-        }
+    /// An executor of the host functions of `module` (a verified `builtin.module`), on
+    /// `backend`.
+    pub fn new(module: Verified<'a>, backend: &'a mut dyn Backend, options: ExecutorOptions) -> Self {
         Executor {
-            ctx,
             module,
             backend,
             options,
             host_functions: FxHashMap::default(),
-            symbols,
-            kernels: FxHashMap::default(),
+            functions: Functions::new(module.ctx(), module.op()),
             recursion_limit: DEFAULT_RECURSION_LIMIT,
         }
     }
@@ -371,12 +378,11 @@ impl<'a> Executor<'a> {
 
     /// The module.
     pub fn module(&self) -> Op {
-        self.module
+        self.module.op()
     }
 
-    /// Sets the limit on nesting, calls of compute functions and regions of `scf` ops together
-    /// (default [`DEFAULT_RECURSION_LIMIT`]); deeper is [`RuntimeError::RecursionLimit`]. A high
-    /// limit needs a large stack.
+    /// Sets the limit on nested calls (default [`DEFAULT_RECURSION_LIMIT`]); deeper is
+    /// [`RuntimeError::RecursionLimit`]. The stack grows as needed; a high limit needs memory.
     pub fn set_recursion_limit(&mut self, limit: usize) {
         self.recursion_limit = limit;
     }
@@ -413,9 +419,9 @@ impl<'a> Executor<'a> {
         self.host_functions.contains_key(name)
     }
 
-    /// The parameters of the compute function `entry` (see [`entry_parameters`]).
+    /// The parameters of the host function `entry` (see [`entry_parameters`]).
     pub fn entry_parameters(&self, entry: &str) -> Result<Vec<Parameter>, RuntimeError> {
-        entry_parameters(self.ctx, self.module, entry)
+        entry_parameters(self.module, entry)
     }
 
     /// Runs the compute function `entry` with `args`, one per parameter. See the module
@@ -423,14 +429,6 @@ impl<'a> Executor<'a> {
     pub fn run(&mut self, entry: &str, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
         interpret::run(self, entry, args)
     }
-}
-
-/// The value of an integer attribute of an op.
-pub(crate) fn integer_attribute(ctx: &Context, op: Op, name: &str) -> Option<i64> {
-    ctx.attribute(op, name).and_then(|a| match ctx.attribute_kind(a) {
-        AttributeKind::Integer { value, .. } => Some(*value),
-        _ => None,
-    })
 }
 
 #[cfg(test)]

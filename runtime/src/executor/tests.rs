@@ -71,9 +71,10 @@ impl Backend for TestBackend {
         Ok(())
     }
 
-    fn compile_kernel(&mut self, ctx: &Context, kernel: Op) -> Result<KernelHandle, RuntimeError> {
+    fn compile_kernel(&mut self, kernel: hat_ir::Verified<'_>) -> Result<KernelHandle, RuntimeError> {
+        let (ctx, kernel) = (kernel.ctx(), kernel.op());
         self.compiles += 1;
-        let name = symbol_name(ctx, kernel).unwrap_or_default().to_string();
+        let name = hat_ir::verifier::symbol_name(ctx, kernel).unwrap_or_default().to_string();
         if !["square", "fill", "copy_inc", "add"].contains(&name.as_str()) {
             return Err(RuntimeError::Backend(format!("the test backend has no kernel '{name}'")));
         }
@@ -142,6 +143,11 @@ kernel.func @copy_inc(%src: memref<8xi32>, %dst: memref<8xi32>) workgroup(8) {
 }
 "#;
 
+/// The token of a module that verifies (panics with the diagnostics if it does not).
+fn verified(ctx: &Context, module: Op) -> hat_ir::Verified<'_> {
+    hat_ir::verify_module(ctx, module).unwrap_or_else(|diagnostics| panic!("{diagnostics:?}"))
+}
+
 fn parse(text: &str) -> (Context, Op) {
     let mut ctx = hat_dialects::context();
     let text = format!("{KERNELS}{text}");
@@ -162,7 +168,7 @@ fn parse_unverified(text: &str) -> (Context, Op) {
 fn run(text: &str, mode: TransferMode, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
     let (ctx, module) = parse(text);
     let mut backend = TestBackend::default();
-    let output = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode }).run("main", args);
+    let output = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode }).run("main", args);
     assert_eq!(backend.live(), 0, "every device buffer is freed at the end of a run");
     output
 }
@@ -391,7 +397,7 @@ fn kernels_compile_once_per_executor() {
     let (ctx, module) = parse(REPEAT);
     let mut backend = TestBackend::default();
     {
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+        let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
         for _ in 0..3 {
             executor.run("main", vec![data(&[0; 8]), ArgValue::Scalar(Scalar::Int(4))]).unwrap();
         }
@@ -528,7 +534,7 @@ compute.func @main(%data: memref<?xi32>) -> index {
     let output = run(program, TransferMode::Explicit, vec![data(&[1, 2, 3])]).unwrap();
     assert_eq!(output.results, [ArgValue::Scalar(Scalar::Int(3))]);
     let (ctx, module) = parse(program);
-    let parameters = entry_parameters(&ctx, module, "main").unwrap();
+    let parameters = entry_parameters(verified(&ctx, module), "main").unwrap();
     assert_eq!(parameters[0].name, "data");
     assert_eq!(parameters[0].kind, ParameterKind::DynamicBuffer { element: ElementType::I32, shape: vec![None] });
 }
@@ -671,7 +677,7 @@ fn host_functions_see_and_change_host_copies() {
     let sink = Sink::default();
     for mode in [TransferMode::Explicit, TransferMode::Reference] {
         let mut backend = TestBackend::default();
-        let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions { mode });
+        let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode });
         executor.register_host_function("bump", bump());
         executor.register_host_function("peek", peek());
         executor.register_host_function("show", host_functions::print(sink.clone()));
@@ -687,7 +693,7 @@ fn host_functions_see_and_change_host_copies() {
 fn a_read_argument_cannot_be_written() {
     let (ctx, module) = parse(HOST);
     let mut backend = TestBackend::default();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     executor.register_host_function("bump", bump());
     executor.register_host_function(
         "peek",
@@ -708,7 +714,7 @@ fn a_read_argument_cannot_be_written() {
 fn host_function_errors() {
     let (ctx, module) = parse(HOST);
     let mut backend = TestBackend::default();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     // Not registered.
     let error = executor.run("main", vec![data(&[0; 8])]).unwrap_err();
     assert!(matches!(&error, RuntimeError::UnknownHostFunction { name, .. } if name == "bump"), "{error}");
@@ -758,7 +764,7 @@ compute.func @main(%grid: memref<2x3xi32>) {
     let (ctx, module) = parse(program);
     let sink = Sink::default();
     let mut backend = TestBackend::default();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     executor.register_host_function("print", host_functions::print(sink.clone()));
     executor.register_host_function("display", host_functions::display(sink.clone()));
     let grid = HostBuffer::from_i32(&[2, 3], &[1, 0, 1, 0, 5, 0]).unwrap();
@@ -772,7 +778,7 @@ compute.func @main(%grid: memref<2x3xi32>) {
 fn bad_entry_and_arguments() {
     let (ctx, module) = parse(REPEAT);
     let mut backend = TestBackend::default();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     let count = ArgValue::Scalar(Scalar::Int(1));
 
     let error = executor.run("nope", vec![]).unwrap_err();
@@ -837,7 +843,7 @@ compute.func @main(%data: memref<8xi32>, %i: index) -> i32 {
 "#;
     let (ctx, module) = parse(program);
     let mut backend = TestBackend::default();
-    let mut executor = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default());
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
     let output = executor.run("main", vec![data(&[0, 1, 2, 3, 4, 5, 6, 7]), ArgValue::Scalar(Scalar::Int(7))]).unwrap();
     assert_eq!(output.results, [ArgValue::Scalar(Scalar::Int(7))]);
     for index in [8, -1] {
@@ -876,15 +882,6 @@ compute.func @main(%data: memref<8xi32>, %offset: index, %count: index) {
 #[test]
 fn bad_programs_are_errors_not_panics() {
     let cases: &[(&str, &str)] = &[
-        (
-            // A kernel that does not exist (the verifier would reject it; the executor must too).
-            r#"compute.func @main(%d: memref<8xi32>) {
-  %c8 = arith.constant 8 : index
-  "compute.dispatch"(%c8, %d) {kernel = @nope, operandSegmentSizes = array<i32: 1, 1>} : (index, memref<8xi32>) -> ()
-  compute.return
-}"#,
-            "no kernel named '@nope'",
-        ),
         (
             r#"compute.func @main(%d: memref<8xi32>) {
   %c0 = arith.constant 0 : i32
@@ -935,14 +932,6 @@ fn bad_programs_are_errors_not_panics() {
             "'scf.for' step must be positive, got 0",
         ),
         (
-            r#"compute.func @main(%d: memref<8xi32>) {
-  %c0 = arith.constant 0 : index
-  "compute.call"() {callee = @missing} : () -> ()
-  compute.return
-}"#,
-            "no compute function named '@missing'",
-        ),
-        (
             // A host copy larger than any host memory: an error, not an abort.
             r#"compute.func @main(%d: memref<8xi32>) {
   %c0 = arith.constant 0 : index
@@ -952,18 +941,11 @@ fn bad_programs_are_errors_not_panics() {
 }"#,
             "no host memory for the buffer's host copy",
         ),
-        (
-            r#"compute.func @main(%d: memref<8xi32>) {
-  %x = kernel.global_id x
-  compute.return
-}"#,
-            "kernel ops run only in kernels",
-        ),
     ];
     for (program, expected) in cases {
-        let (ctx, module) = parse_unverified(program);
+        let (ctx, module) = parse(program);
         let mut backend = TestBackend::default();
-        let error = Executor::new(&ctx, module, &mut backend, ExecutorOptions::default())
+        let error = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default())
             .run("main", vec![data(&[0; 8])])
             .unwrap_err();
         assert!(error.to_string().contains(expected), "expected '{expected}', got '{error}'");
@@ -971,6 +953,38 @@ fn bad_programs_are_errors_not_panics() {
             assert_ne!(error.location(), Location::UNKNOWN, "{error}");
         }
         assert_eq!(backend.live(), 0, "device buffers are freed after an error too");
+    }
+    // What the verifier rejects never reaches the executor (it takes only a verified module):
+    // a missing kernel or callee, a kernel op in host code.
+    let rejected: &[(&str, &str)] = &[
+        (
+            r#"compute.func @main(%d: memref<8xi32>) {
+  %c8 = arith.constant 8 : index
+  "compute.dispatch"(%c8, %d) {kernel = @nope, operandSegmentSizes = array<i32: 1, 1>} : (index, memref<8xi32>) -> ()
+  compute.return
+}"#,
+            "'kernel' refers to '@nope', which is not defined",
+        ),
+        (
+            r#"compute.func @main(%d: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  "compute.call"() {callee = @missing} : () -> ()
+  compute.return
+}"#,
+            "'callee' refers to '@missing', which is not defined",
+        ),
+        (
+            r#"compute.func @main(%d: memref<8xi32>) {
+  %x = kernel.global_id x
+  compute.return
+}"#,
+            "expects to be nested in one of: kernel.func, kernel.helper",
+        ),
+    ];
+    for (program, expected) in rejected {
+        let (ctx, module) = parse_unverified(program);
+        let diagnostics = hat_ir::verify_module(&ctx, module).expect_err("the verifier rejects it");
+        assert!(diagnostics.iter().any(|d| d.message.contains(expected)), "expected '{expected}', got {diagnostics:?}");
     }
 }
 
@@ -988,4 +1002,76 @@ compute.func @main(%d: memref<8xi32>) {
 "#;
     let error = run(program, TransferMode::Reference, vec![data(&[0; 8])]).unwrap_err();
     assert_eq!(error.to_string(), "the test backend has no kernel 'unknown'");
+}
+
+/// Runs `text` on a thread with a small stack (256 KiB): calls nest deeper only because the
+/// executor grows its stack.
+fn run_on_a_small_stack(text: &'static str, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || run(text, TransferMode::Explicit, args))
+        .expect("spawns")
+        .join()
+        .expect("no stack overflow, no panic")
+}
+
+#[test]
+fn deep_recursion_grows_the_stack() {
+    for depth in [1_000, 10_000] {
+        let output = run_on_a_small_stack(RECURSE, vec![ArgValue::Scalar(Scalar::Int(depth))]).unwrap();
+        assert_eq!(output.results, [ArgValue::Scalar(Scalar::Int(depth))], "depth {depth}");
+    }
+}
+
+#[test]
+fn infinite_recursion_is_a_clear_error() {
+    const FOREVER: &str = r#"
+compute.func @forever(%n: index) -> index {
+  %r = compute.call @forever(%n) : (index) -> index
+  compute.return %r : index
+}
+
+compute.func @main(%n: index) -> index {
+  %r = compute.call @forever(%n) : (index) -> index
+  compute.return %r : index
+}
+"#;
+    let error = run_on_a_small_stack(FOREVER, vec![ArgValue::Scalar(Scalar::Int(0))]).unwrap_err();
+    let RuntimeError::RecursionLimit { limit, function, location } = &error else { panic!("{error}") };
+    assert_eq!((*limit, function.as_str()), (DEFAULT_RECURSION_LIMIT, "forever"));
+    let (ctx, _) = parse(FOREVER);
+    // The recursive call in @forever (the first line that calls it).
+    assert_eq!(line(&ctx, *location), line_of(FOREVER, "compute.call @forever(%n)"));
+    assert_eq!(error.to_string(), "calls nested more than 100000 deep, in '@forever'");
+}
+
+#[test]
+fn the_recursion_limit_is_the_embedding_programs() {
+    let (ctx, module) = parse(RECURSE);
+    let mut backend = TestBackend::default();
+    let mut executor = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default());
+    executor.set_recursion_limit(50);
+    // @main's call of @down, then one call per level below `n`.
+    let ok = executor.run("main", vec![ArgValue::Scalar(Scalar::Int(48))]).unwrap();
+    assert_eq!(ok.results, [ArgValue::Scalar(Scalar::Int(48))]);
+    let error = executor.run("main", vec![ArgValue::Scalar(Scalar::Int(49))]).unwrap_err();
+    assert!(matches!(error, RuntimeError::RecursionLimit { limit: 50, .. }), "{error}");
+}
+
+#[test]
+fn a_backend_error_carries_the_location_of_the_dispatch() {
+    let program = r#"
+kernel.func @unknown(%b: memref<8xi32>) workgroup(8) {
+  kernel.return
+}
+compute.func @main(%d: memref<8xi32>) {
+  %c8 = arith.constant 8 : index
+  compute.dispatch @unknown[%c8](%d) : (memref<8xi32>)
+  compute.return
+}
+"#;
+    let error = run(program, TransferMode::Reference, vec![data(&[0; 8])]).unwrap_err();
+    assert!(matches!(error.unlocated(), RuntimeError::Backend(_)), "{error}");
+    let (ctx, _) = parse(program);
+    assert_eq!(line(&ctx, error.location()), line_of(program, "compute.dispatch @unknown"));
 }

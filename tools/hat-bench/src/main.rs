@@ -7,8 +7,11 @@
 //! - `hat-bench passes`: `canonicalize,cse` over a generated module of a million arith and scf ops
 //!   with `hat-opt`, and with `mlir-opt --allow-unregistered-dialect --canonicalize --cse` on the
 //!   same generic text; time and peak memory of each, their phases, and the ops each leaves.
+//! - `hat-bench executor`: the host executor's overhead per executed host op and per dispatch on
+//!   the CPU backend, in process.
 
 mod common;
+mod executor;
 mod generate;
 mod measure;
 mod parse;
@@ -30,6 +33,8 @@ enum Command {
     Parse(parse::ParseArgs),
     /// canonicalize + cse over a generated module of arith and scf (hat-opt against mlir-opt).
     Passes(passes::PassesArgs),
+    /// Host-executor overhead per executed host op and per dispatch (CPU backend, in process).
+    Executor(executor::ExecutorArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Parse(args) => parse::run(args),
         Command::Passes(args) => passes::run(args),
+        Command::Executor(args) => executor::run(args),
         Command::MeasureChild { program, args } => {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             return match measure::run_once(program, &args) {

@@ -157,7 +157,12 @@ fn process_chunk(
             }
             if options.run.run {
                 let started = Instant::now();
-                let ran = crate::run::run(&ctx, module, &options.run, &mut std::io::stdout());
+                // The executor takes only verified IR (the pipeline may have run without
+                // --verify-each).
+                let ran = match hat_ir::verify_module(&ctx, module) {
+                    Ok(verified) => crate::run::run(verified, &options.run, &mut std::io::stdout()),
+                    Err(errors) => Err(render(&ctx.sources, &errors)),
+                };
                 report.add_time("Run", started.elapsed());
                 if let Err(message) = ran {
                     return Err(format!("{}{message}", render(&ctx.sources, &diagnostics)));

@@ -30,7 +30,7 @@ use crate::args;
 use clap::ValueEnum;
 use hat_ir::diagnostics::render;
 use hat_ir::printer::type_to_string;
-use hat_ir::{Context, Op};
+use hat_ir::{Context, Op, Verified};
 use hat_runtime::executor::host_functions::{format_scalar, STANDARD_HOST_FUNCTIONS};
 use hat_runtime::{
     entry_parameters, ArgValue, CpuBackend, ElementType, Executor, ExecutorOptions, RunOutput, RuntimeError,
@@ -88,9 +88,10 @@ pub struct RunOptions {
 
 /// Runs the module as the options say and writes the report to `summary`. `Err` holds the text
 /// for standard error: a message starting `error:`, or rendered diagnostics.
-pub fn run(ctx: &Context, module: Op, options: &RunOptions, summary: &mut dyn Write) -> Result<(), String> {
+pub fn run(verified: Verified<'_>, options: &RunOptions, summary: &mut dyn Write) -> Result<(), String> {
+    let (ctx, module) = (verified.ctx(), verified.op());
     let entry = options.entry.as_str();
-    let parameters = entry_parameters(ctx, module, entry).map_err(|error| match error {
+    let parameters = entry_parameters(verified, entry).map_err(|error| match error {
         RuntimeError::MissingSymbol { .. } => missing_entry(ctx, module, entry),
         other => render(&ctx.sources, &[other.to_diagnostic()]),
     })?;
@@ -102,7 +103,7 @@ pub fn run(ctx: &Context, module: Op, options: &RunOptions, summary: &mut dyn Wr
     };
     let mut backend = CpuBackend::new();
     let output = {
-        let mut executor = Executor::new(ctx, module, &mut backend, ExecutorOptions { mode });
+        let mut executor = Executor::new(verified, &mut backend, ExecutorOptions { mode });
         executor.register_standard_host_functions();
         executor.run(entry, arguments)
     };

@@ -1,0 +1,633 @@
+//! Compiles a host function — any callable whose body runs on the host (`compute.func`, a
+//! vendor's function op) — once, on its first call, into a [`Function`] (see `program.rs`): an
+//! owned program that the interpreter runs without looking up a name, an attribute or a hash map.
+//!
+//! - **Slots.** Every value of the function (block arguments and op results) gets a slot,
+//!   numbered from 0; the parameters are the first ones. A slot holds a `Scalar`; a value of
+//!   memref type holds a buffer of the run as `Scalar::Int(id)` (see `buffers.rs`), so values
+//!   carried by loops, selected, passed or returned need no case of their own. Whether a slot is
+//!   a buffer is known from its type, here.
+//! - **What an op is** is asked of its interfaces and typed views, never of its name:
+//!   [`LoopLikeOpInterface`] (counted loops, any dialect's), [`RegionBranchOpInterface`] (other
+//!   region ops: `scf.if`, `scf.while`, a vendor's), [`CallOpInterface`] with
+//!   [`CallableOpInterface`] and the symbol tables (a callee with a body is compiled and run, a
+//!   declaration is a registered host function), [`LaunchOpInterface`] (dispatches), the
+//!   `buffer` and `compute` views (memory and synchronisation), the `CONSTANT_LIKE` trait, and
+//!   the shared scalar semantics ([`ScalarOp`]). Anything else is an error at the op's location.
+//! - **What the verifier guarantees is not checked again** (the function comes from a
+//!   [`Verified`](hat_ir::Verified) module): operand counts and types, terminators, the kinds of
+//!   the symbols that calls and dispatches name. What an interface answers is checked once here
+//!   (a vendor's interface may disagree with its op's shape), so that running never indexes out
+//!   of range.
+//! - **Region code.** Each region's single block becomes a [`Code`]: its instructions, and the
+//!   slots of its terminator's operands. Regions of several blocks (unstructured control flow)
+//!   are refused.
+
+use super::program::{
+    AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
+};
+use super::{parameter_kind, ParameterKind};
+use crate::error::RuntimeError;
+use crate::eval::{self, ScalarError, ScalarOp};
+use crate::report::Direction;
+use crate::value::ElementType;
+use hat_dialects::arith_views::SelectOp;
+use hat_dialects::buffer::{
+    AfterHostReadOp, AfterHostWriteOp, AllocOp, BeforeHostReadOp, BeforeHostWriteOp, CopyOp, DeallocOp, DimOp,
+    FromDeviceOp, LoadOp, StoreOp, ToDeviceOp,
+};
+use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
+use hat_ir::interfaces::{
+    execution_space, lookup_symbol, nearest_symbol_table, CallOpInterface, CallableOpInterface, ExecutionSpace,
+    LaunchOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint, SymbolTable,
+};
+use hat_ir::printer::type_to_string;
+use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+
+/// What an executor has compiled, kept across its runs: host functions (compiled on their first
+/// call) and kernels (compiled by the backend on their first dispatch), each numbered on first
+/// reference.
+pub(crate) struct Functions {
+    /// The module's symbols.
+    pub table: SymbolTable,
+    /// The module.
+    pub module: Op,
+    pub ops: Vec<Op>,
+    pub compiled: Vec<Option<std::rc::Rc<Function>>>,
+    index: FxHashMap<Op, u32>,
+    pub kernels: Vec<(Op, Option<crate::backend::KernelHandle>)>,
+    kernel_index: FxHashMap<Op, u32>,
+}
+
+impl Functions {
+    /// Nothing compiled yet, for `module`.
+    pub fn new(ctx: &Context, module: Op) -> Self {
+        Functions {
+            table: SymbolTable::new(ctx, module),
+            module,
+            ops: Vec::new(),
+            compiled: Vec::new(),
+            index: FxHashMap::default(),
+            kernels: Vec::new(),
+            kernel_index: FxHashMap::default(),
+        }
+    }
+
+    /// The index of the function `op`, numbered on first reference.
+    pub fn function(&mut self, op: Op) -> u32 {
+        *self.index.entry(op).or_insert_with(|| {
+            self.ops.push(op);
+            self.compiled.push(None);
+            (self.ops.len() - 1) as u32
+        })
+    }
+
+    fn kernel(&mut self, op: Op) -> u32 {
+        *self.kernel_index.entry(op).or_insert_with(|| {
+            self.kernels.push((op, None));
+            (self.kernels.len() - 1) as u32
+        })
+    }
+
+    /// The op defining `name` in the symbol tables enclosing `from`.
+    fn lookup(&self, ctx: &Context, from: Op, name: Ident) -> Option<Op> {
+        if nearest_symbol_table(ctx, from) == Some(self.module) {
+            return self.table.lookup(name);
+        }
+        lookup_symbol(ctx, from, ctx.ident_str(name))
+    }
+}
+
+/// The symbol name of an op, or `?`.
+pub(crate) fn symbol_name(ctx: &Context, op: Op) -> &str {
+    hat_ir::verifier::symbol_name(ctx, op).unwrap_or("?")
+}
+
+fn unsupported(ctx: &Context, op: Op, message: impl Into<String>) -> RuntimeError {
+    RuntimeError::Unsupported { op: ctx.name_str(op).to_string(), message: message.into(), location: ctx.location(op) }
+}
+
+/// Compiles the host function `op` (a callable with a body on the host).
+pub(crate) fn compile(ctx: &Context, functions: &mut Functions, op: Op) -> Result<Function, RuntimeError> {
+    let mut compiler = Compiler { ctx, functions, slots: FxHashMap::default(), next: 0 };
+    compiler.function(op)
+}
+
+struct Compiler<'c, 'f> {
+    ctx: &'c Context,
+    functions: &'f mut Functions,
+    slots: FxHashMap<Value, Slot>,
+    next: Slot,
+}
+
+/// What a value is at run time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Scalar(ElementType),
+    Buffer,
+}
+
+impl Compiler<'_, '_> {
+    fn error(&self, op: Op, message: impl Into<String>) -> RuntimeError {
+        unsupported(self.ctx, op, message)
+    }
+
+    fn kind(&self, op: Op, ty: Type) -> Result<Kind, RuntimeError> {
+        if self.ctx.type_kind(ty).is_memref() {
+            return Ok(Kind::Buffer);
+        }
+        ElementType::of(self.ctx, ty).map(Kind::Scalar).ok_or_else(|| {
+            self.error(op, format!("the type {} is not supported at run time", type_to_string(self.ctx, ty)))
+        })
+    }
+
+    fn element(&self, op: Op, value: Value) -> Result<ElementType, RuntimeError> {
+        match self.kind(op, self.ctx.value_type(value))? {
+            Kind::Scalar(element) => Ok(element),
+            Kind::Buffer => Err(self.error(op, "expects a scalar, got a buffer")),
+        }
+    }
+
+    fn define(&mut self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
+        self.kind(op, self.ctx.value_type(value))?;
+        let slot = self.next;
+        self.next += 1;
+        self.slots.insert(value, slot);
+        Ok(slot)
+    }
+
+    fn define_results(&mut self, op: Op) -> Result<Box<[Slot]>, RuntimeError> {
+        self.ctx.results(op).map(|value| self.define(op, value)).collect()
+    }
+
+    fn define_arguments(&mut self, op: Op, block: Block) -> Result<Box<[Slot]>, RuntimeError> {
+        self.ctx.block_arguments(block).iter().map(|&value| self.define(op, value)).collect()
+    }
+
+    fn slot(&self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
+        self.slots.get(&value).copied().ok_or_else(|| self.error(op, "uses a value that is not defined before it"))
+    }
+
+    fn slots(&self, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
+        values.iter().map(|&value| self.slot(op, value)).collect()
+    }
+
+    /// The integer operands' slots (`None` for the others).
+    fn integer_slots(&self, op: Op, values: &[Value]) -> Result<Box<[Option<Slot>]>, RuntimeError> {
+        values
+            .iter()
+            .map(|&value| {
+                let integer = matches!(self.kind(op, self.ctx.value_type(value))?, Kind::Scalar(t) if !t.is_float());
+                Ok(if integer { Some(self.slot(op, value)?) } else { None })
+            })
+            .collect()
+    }
+
+    fn arguments(&self, op: Op, values: &[Value]) -> Result<Box<[ArgSlot]>, RuntimeError> {
+        values
+            .iter()
+            .map(|&value| {
+                let slot = self.slot(op, value)?;
+                Ok(match self.kind(op, self.ctx.value_type(value))? {
+                    Kind::Scalar(ty) => ArgSlot::Scalar(slot, ty),
+                    Kind::Buffer => ArgSlot::Buffer(slot),
+                })
+            })
+            .collect()
+    }
+
+    /// The one block of a region (`None` when empty); regions of several blocks are refused.
+    fn single_block(&self, op: Op, region: Region) -> Result<Option<Block>, RuntimeError> {
+        match self.ctx.region_blocks(region) {
+            [] => Ok(None),
+            [block] => Ok(Some(*block)),
+            blocks => Err(self.error(
+                op,
+                format!("has a region of {} blocks: the host executor runs structured control flow only", blocks.len()),
+            )),
+        }
+    }
+
+    fn function(&mut self, op: Op) -> Result<Function, RuntimeError> {
+        let ctx = self.ctx;
+        let name = symbol_name(ctx, op).to_string();
+        let body = ctx
+            .interface::<dyn CallableOpInterface>(op)
+            .and_then(|callable| callable.body(ctx, op))
+            .ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
+        let block = self.single_block(op, body)?.ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
+        let params = self.define_arguments(op, block)?.len() as u32;
+        let body = self.block(block)?;
+        let buffer_results: Box<[bool]> =
+            match ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)) {
+                Some(terminator) => ctx
+                    .operands(terminator)
+                    .iter()
+                    .map(|&value| Ok(self.kind(terminator, ctx.value_type(value))? == Kind::Buffer))
+                    .collect::<Result<_, RuntimeError>>()?,
+                None => Box::new([]),
+            };
+        Ok(Function { name, slots: self.next, params, body, buffer_results })
+    }
+
+    /// Compiles a block: its ops up to the terminator, whose operands are its exits.
+    fn block(&mut self, block: Block) -> Result<Code, RuntimeError> {
+        let ctx = self.ctx;
+        let mut insts = Vec::new();
+        let mut exits: Box<[Slot]> = Box::new([]);
+        let mut integer_exits: Box<[bool]> = Box::new([]);
+        for op in ctx.block_ops(block) {
+            if ctx.has_traits(op, OpTraits::TERMINATOR) && ctx.next_op(op).is_none() {
+                if !ctx.successors(op).is_empty() {
+                    return Err(self
+                        .error(op, "branches to another block: the host executor runs structured control flow only"));
+                }
+                exits = self.slots(op, ctx.operands(op))?;
+                integer_exits = self.integer_slots(op, ctx.operands(op))?.iter().map(Option::is_some).collect();
+                break;
+            }
+            insts.push(self.op(op)?);
+        }
+        Ok(Code { insts: insts.into(), exits, integer_exits })
+    }
+
+    fn op(&mut self, op: Op) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        if let Some(looping) = ctx.interface::<dyn LoopLikeOpInterface>(op) {
+            return self.loop_op(op, looping);
+        }
+        if let Some(branches) = ctx.interface::<dyn RegionBranchOpInterface>(op) {
+            return self.branch_op(op, branches);
+        }
+        if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
+            return self.call_op(op, call);
+        }
+        if let Some(launch) = ctx.interface::<dyn LaunchOpInterface>(op) {
+            return self.dispatch_op(op, launch);
+        }
+        if let Some(inst) = self.memory_op(op)? {
+            return Ok(inst);
+        }
+        if SyncOp::wrap(ctx, op).is_some() {
+            return Ok(Inst::Sync);
+        }
+        if let Some(select) = SelectOp::wrap(ctx, op) {
+            let dst = self.define_results(op)?[0];
+            return Ok(Inst::Select {
+                dst,
+                condition: self.slot(op, select.condition(ctx))?,
+                a: self.slot(op, select.true_value(ctx))?,
+                b: self.slot(op, select.false_value(ctx))?,
+            });
+        }
+        if ctx.has_traits(op, OpTraits::CONSTANT_LIKE) && ctx.result_count(op) == 1 {
+            let result = ctx.result(op, 0);
+            let element = self.element(op, result)?;
+            let value = ctx
+                .attribute(op, "value")
+                .and_then(|a| eval::constant_value(ctx.attribute_kind(a)))
+                .ok_or_else(|| self.error(op, "has no integer or float 'value'"))?;
+            let dst = self.define(op, result)?;
+            return Ok(Inst::Const { dst, value: eval::normalize(value, element) });
+        }
+        match ScalarOp::decode(ctx, op) {
+            Ok(scalar) => {
+                let operands = ctx.operands(op);
+                let (Some(&first), 1) = (operands.first(), ctx.result_count(op)) else {
+                    return Err(self.error(op, "has the wrong number of operands or results"));
+                };
+                let ty = self.element(op, first)?;
+                let result = self.element(op, ctx.result(op, 0))?;
+                let args = self.slots(op, operands)?;
+                let dst = self.define_results(op)?[0];
+                return match *args {
+                    [a] => Ok(Inst::Unary { scalar, dst, a, ty, result, op }),
+                    [a, b] => Ok(Inst::Binary { scalar, dst, a, b, ty, result, op }),
+                    _ => Err(self.error(op, format!("takes {} operands", scalar.arity()))),
+                };
+            }
+            // Not a scalar op: one of the errors below.
+            Err(ScalarError::UnknownOp { .. }) => {}
+            // A comparison without a valid predicate.
+            Err(error) => return Err(self.error(op, error.to_string())),
+        }
+        Err(self.error(
+            op,
+            "the host executor does not know this op (it is not a scalar or buffer op, and has no loop, \
+             region-branch, call or launch interface)",
+        ))
+    }
+
+    /// A counted loop: bounds, induction variable and carried values from its interface.
+    fn loop_op(&mut self, op: Op, looping: &'static dyn LoopLikeOpInterface) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let bound = |value: Option<Value>, what: &str| value.ok_or_else(|| self.error(op, format!("has no {what}")));
+        let lower_value = bound(looping.lower_bound(ctx, op), "lower bound")?;
+        let bits = self.element(op, lower_value)?.bits();
+        let lower = self.slot(op, lower_value)?;
+        let upper = self.slot(op, bound(looping.upper_bound(ctx, op), "upper bound")?)?;
+        let step = self.slot(op, bound(looping.step(ctx, op), "step")?)?;
+        let operands = ctx.operands(op);
+        let inits = self.slots(op, operands.get(looping.init_operands(ctx, op)).unwrap_or(&[]))?;
+        let region = looping.body(ctx, op);
+        let block = self.single_block(op, region)?.ok_or_else(|| self.error(op, "has an empty body"))?;
+        let arguments = self.define_arguments(op, block)?;
+        let induction = match looping.induction_variable(ctx, op) {
+            Some(value) => Some(self.slot(op, value)?),
+            None => None,
+        };
+        let iter_args: Box<[Slot]> = arguments.get(looping.region_iter_args(ctx, op)).unwrap_or(&[]).into();
+        let body = self.block(block)?;
+        let results = self.define_results(op)?;
+        // The body's exits that carry values: as the region-branch interface says, else all.
+        let yields = match (ctx.interface::<dyn RegionBranchOpInterface>(op), ctx.region_blocks(region).first()) {
+            (Some(branches), Some(&block)) => match ctx.block_ops(block).last() {
+                Some(terminator) if ctx.has_traits(terminator, OpTraits::TERMINATOR) => {
+                    let index = ctx.regions(op).iter().position(|&r| r == region).unwrap_or(0);
+                    branches.terminator_operands(ctx, op, terminator, index, RegionPoint::Region(index))
+                }
+                _ => 0..0,
+            },
+            _ => 0..body.exits.len(),
+        };
+        if inits.len() != iter_args.len()
+            || yields.len() != iter_args.len()
+            || yields.end > body.exits.len()
+            || results.len() != iter_args.len()
+        {
+            return Err(self.error(
+                op,
+                format!(
+                    "its loop interface carries {} values into {} block arguments, {} yielded and {} results",
+                    inits.len(),
+                    iter_args.len(),
+                    yields.len(),
+                    results.len()
+                ),
+            ));
+        }
+        Ok(Inst::Loop(Box::new(LoopInst {
+            op,
+            lower,
+            upper,
+            step,
+            bits,
+            induction,
+            inits,
+            iter_args,
+            body,
+            yields,
+            results,
+        })))
+    }
+
+    /// An op with regions: its code per region, and every hop its interface allows.
+    fn branch_op(&mut self, op: Op, branches: &'static dyn RegionBranchOpInterface) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let operands = ctx.operands(op);
+        let operand_slots = self.slots(op, operands)?;
+        let integer_operands = self.integer_slots(op, operands)?;
+        let mut regions = Vec::new();
+        let mut arguments = Vec::new();
+        let mut terminators = Vec::new();
+        for &region in ctx.regions(op) {
+            match self.single_block(op, region)? {
+                Some(block) => {
+                    arguments.push(self.define_arguments(op, block)?);
+                    terminators.push(ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)));
+                    regions.push(Some(self.block(block)?));
+                }
+                None => {
+                    arguments.push(Box::new([]) as Box<[Slot]>);
+                    terminators.push(None);
+                    regions.push(None);
+                }
+            }
+        }
+        let results = self.define_results(op)?;
+        let mut edges = Vec::new();
+        let points = std::iter::once(RegionPoint::Parent).chain((0..regions.len()).map(RegionPoint::Region));
+        for from in points {
+            if let RegionPoint::Region(index) = from {
+                if regions[index].is_none() {
+                    continue;
+                }
+            }
+            for to in branches.successors(ctx, op, from, &[]) {
+                let (available, range): (&[Slot], Range<usize>) = match from {
+                    RegionPoint::Parent => (&operand_slots, branches.entry_operands(ctx, op, to)),
+                    RegionPoint::Region(index) => {
+                        let exits = &regions[index].as_ref().expect("skipped above").exits;
+                        match terminators[index] {
+                            Some(terminator) => (exits, branches.terminator_operands(ctx, op, terminator, index, to)),
+                            None => (exits, 0..0),
+                        }
+                    }
+                };
+                let inputs = branches.successor_inputs(ctx, op, to);
+                let destination: Option<&[Slot]> = match to {
+                    RegionPoint::Parent => Some(&results),
+                    RegionPoint::Region(index) => arguments.get(index).map(|a| &a[..]),
+                };
+                let sources = available.get(range.clone());
+                let targets = destination.and_then(|d| d.get(inputs.clone()));
+                let (Some(sources), Some(targets)) = (sources, targets) else {
+                    return Err(self.error(
+                        op,
+                        format!(
+                            "its region-branch interface names values it does not have on the hop {from:?} -> {to:?}"
+                        ),
+                    ));
+                };
+                if sources.len() != targets.len() {
+                    return Err(self.error(
+                        op,
+                        format!(
+                            "its region-branch interface moves {} values into {} on the hop {from:?} -> {to:?}",
+                            sources.len(),
+                            targets.len()
+                        ),
+                    ));
+                }
+                edges.push(Edge { from, to, sources: sources.into(), targets: targets.into() });
+            }
+        }
+        Ok(Inst::Branch(Box::new(BranchInst {
+            op,
+            branches,
+            integer_operands,
+            regions: regions.into(),
+            edges: edges.into(),
+        })))
+    }
+
+    /// A call: of a function with a body (compiled on its first call), or of a declaration (a
+    /// host function).
+    fn call_op(&mut self, op: Op, call: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let location = ctx.location(op);
+        let callee = call.callee(ctx, op).ok_or_else(|| self.error(op, "names no callee"))?;
+        let name = ctx.ident_str(callee);
+        let missing = || RuntimeError::MissingSymbol { what: "function", name: name.to_string(), location };
+        let target = self.functions.lookup(ctx, op, callee).ok_or_else(missing)?;
+        let callable = ctx.interface::<dyn CallableOpInterface>(target).ok_or_else(missing)?;
+        let operands = ctx.operands(op);
+        let arguments = operands.get(call.arguments(ctx, op)).unwrap_or(&[]);
+        if callable.body(ctx, target).is_none() {
+            return self.host_call(op, target, name, arguments);
+        }
+        if execution_space(ctx, target) == Some(ExecutionSpace::Device) {
+            return Err(self.error(op, format!("calls '@{name}', which runs on the device: launch it instead")));
+        }
+        let arguments = self.slots(op, arguments)?;
+        let results = self.define_results(op)?;
+        let callee = self.functions.function(target);
+        Ok(Inst::Call(Box::new(CallInst { op, callee, arguments, results })))
+    }
+
+    fn host_call(&mut self, op: Op, declaration: Op, name: &str, arguments: &[Value]) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let arguments = self.arguments(op, arguments)?;
+        // The declared effects; an undeclared (or malformed) one counts as read and written.
+        let declared = host_func_arg_effects(ctx, declaration);
+        let effects = arguments
+            .iter()
+            .enumerate()
+            .map(|(index, argument)| match argument {
+                ArgSlot::Scalar(..) => ArgEffect::None,
+                ArgSlot::Buffer(_) => declared
+                    .as_ref()
+                    .and_then(|d| d.get(index).copied())
+                    .filter(|&e| e != ArgEffect::None)
+                    .unwrap_or(ArgEffect::ReadWrite),
+            })
+            .collect();
+        let result_types = ctx
+            .results(op)
+            .map(|value| match self.kind(op, ctx.value_type(value))? {
+                Kind::Scalar(ty) => Ok(ty),
+                Kind::Buffer => Err(self.error(op, "a host function returns scalars only")),
+            })
+            .collect::<Result<_, _>>()?;
+        let results = self.define_results(op)?;
+        Ok(Inst::HostCall(Box::new(HostCallInst {
+            op,
+            name: name.to_string(),
+            arguments,
+            effects,
+            result_types,
+            results,
+        })))
+    }
+
+    fn dispatch_op(&mut self, op: Op, launch: &'static dyn LaunchOpInterface) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let location = ctx.location(op);
+        let symbol = launch.kernel(ctx, op).ok_or_else(|| self.error(op, "names no kernel"))?;
+        let name = ctx.ident_str(symbol).to_string();
+        let kernel = self
+            .functions
+            .lookup(ctx, op, symbol)
+            .filter(|&k| {
+                ctx.interface::<dyn CallableOpInterface>(k).is_some()
+                    && execution_space(ctx, k) == Some(ExecutionSpace::Device)
+            })
+            .ok_or_else(|| RuntimeError::MissingSymbol { what: "kernel", name: name.clone(), location })?;
+        let operands = ctx.operands(op);
+        let grid = operands.get(launch.grid(ctx, op)).unwrap_or(&[]);
+        if !(1..=3).contains(&grid.len()) {
+            return Err(self.error(op, format!("has a grid of {} dimensions (1 to 3 allowed)", grid.len())));
+        }
+        let grid = self.slots(op, grid)?;
+        let arguments = self.arguments(op, operands.get(launch.arguments(ctx, op)).unwrap_or(&[]))?;
+        let kernel = self.functions.kernel(kernel);
+        Ok(Inst::Dispatch(Box::new(DispatchInst { op, kernel, name, grid, arguments })))
+    }
+
+    /// The `buffer` ops, through their views; `None` for any other op.
+    fn memory_op(&mut self, op: Op) -> Result<Option<Inst>, RuntimeError> {
+        let ctx = self.ctx;
+        let range = |this: &Self, range: Option<(Value, Value)>| -> Result<Option<(Slot, Slot)>, RuntimeError> {
+            range.map(|(offset, count)| Ok((this.slot(op, offset)?, this.slot(op, count)?))).transpose()
+        };
+        let inst = if let Some(load) = LoadOp::wrap(ctx, op) {
+            let buffer = self.slot(op, load.buffer(ctx))?;
+            let indices = self.slots(op, load.indices(ctx))?;
+            Inst::Load { dst: self.define_results(op)?[0], buffer, indices, op }
+        } else if let Some(store) = StoreOp::wrap(ctx, op) {
+            Inst::Store {
+                value: self.slot(op, store.value(ctx))?,
+                buffer: self.slot(op, store.buffer(ctx))?,
+                indices: self.slots(op, store.indices(ctx))?,
+                op,
+            }
+        } else if let Some(alloc) = AllocOp::wrap(ctx, op) {
+            self.alloc(op, alloc)?
+        } else if let Some(dealloc) = DeallocOp::wrap(ctx, op) {
+            Inst::Dealloc { buffer: self.slot(op, dealloc.buffer(ctx))?, op }
+        } else if let Some(dim) = DimOp::wrap(ctx, op) {
+            let buffer = self.slot(op, dim.buffer(ctx))?;
+            let dimension = dim
+                .dimension(ctx)
+                .and_then(|d| usize::try_from(d).ok())
+                .ok_or_else(|| self.error(op, "has no valid 'dimension'"))?;
+            Inst::Dim { dst: self.define_results(op)?[0], buffer, dimension, op }
+        } else if let Some(copy) = CopyOp::wrap(ctx, op) {
+            Inst::Copy {
+                source: self.slot(op, copy.source(ctx))?,
+                destination: self.slot(op, copy.destination(ctx))?,
+                op,
+            }
+        } else if let Some(transfer) = ToDeviceOp::wrap(ctx, op) {
+            let buffer = self.slot(op, transfer.buffer(ctx))?;
+            Inst::Transfer {
+                direction: Direction::ToDevice,
+                buffer,
+                range: range(self, transfer.element_range(ctx))?,
+                op,
+            }
+        } else if let Some(transfer) = FromDeviceOp::wrap(ctx, op) {
+            let buffer = self.slot(op, transfer.buffer(ctx))?;
+            Inst::Transfer {
+                direction: Direction::FromDevice,
+                buffer,
+                range: range(self, transfer.element_range(ctx))?,
+                op,
+            }
+        } else if let Some(hook) = BeforeHostReadOp::wrap(ctx, op) {
+            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
+            Inst::Hook { name: BeforeHostReadOp::NAME, buffer, range, op }
+        } else if let Some(hook) = AfterHostReadOp::wrap(ctx, op) {
+            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
+            Inst::Hook { name: AfterHostReadOp::NAME, buffer, range, op }
+        } else if let Some(hook) = BeforeHostWriteOp::wrap(ctx, op) {
+            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
+            Inst::Hook { name: BeforeHostWriteOp::NAME, buffer, range, op }
+        } else if let Some(hook) = AfterHostWriteOp::wrap(ctx, op) {
+            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
+            Inst::Hook { name: AfterHostWriteOp::NAME, buffer, range, op }
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(inst))
+    }
+
+    fn alloc(&mut self, op: Op, alloc: AllocOp) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let result = ctx.result(op, 0);
+        let (element, shape) = match parameter_kind(ctx, ctx.value_type(result)).map_err(|m| self.error(op, m))? {
+            ParameterKind::Buffer(layout) => (layout.element, layout.shape.into_iter().map(Some).collect()),
+            ParameterKind::DynamicBuffer { element, shape } => (element, shape.into_boxed_slice()),
+            ParameterKind::Scalar(_) => return Err(self.error(op, "allocates a scalar, not a memref")),
+        };
+        let sizes = self.slots(op, alloc.dynamic_sizes(ctx))?;
+        let name = match ctx.sources.file_line_col(ctx.location(op)) {
+            Some((_, line, column)) => format!("alloc@{line}:{column}"),
+            None => format!("alloc@op{}", op.index()),
+        };
+        let dst = self.define(op, result)?;
+        Ok(Inst::Alloc(Box::new(AllocInst { op, dst, element, shape, sizes, name })))
+    }
+}

@@ -1,0 +1,186 @@
+//! The compiled form of a host function, as `compile.rs` makes it and `interpret.rs` runs it:
+//! owned data (no borrow of the [`Context`](hat_ir::Context)), values numbered into slots, ops
+//! as [`Inst`]s with slot operands, each region's block as a [`Code`] of its own.
+//!
+//! Invariants the compiler establishes and the interpreter relies on: every slot an instruction
+//! names is below its function's `slots`; a slot that holds a buffer holds `Scalar::Int(id)` of a
+//! buffer of the run (the compiler reads buffers only from memref-typed values); the sources and
+//! targets of every move ([`Edge`], loop yields, call arguments) have the same length.
+
+use crate::eval::ScalarOp;
+use crate::report::Direction;
+use crate::value::{ElementType, Scalar};
+use hat_dialects::compute::ArgEffect;
+use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
+use hat_ir::Op;
+use std::ops::Range;
+
+/// A slot of a function's frame.
+pub(crate) type Slot = u32;
+
+/// A compiled host function.
+#[derive(Debug)]
+pub(crate) struct Function {
+    /// Its symbol name.
+    pub name: String,
+    /// Slots of a frame.
+    pub slots: u32,
+    /// Its parameters: slots `0..params`.
+    pub params: u32,
+    /// Its body; the terminator's operands are the results.
+    pub body: Code,
+    /// Which results are buffers (the others are scalars).
+    pub buffer_results: Box<[bool]>,
+}
+
+/// A block: its instructions and the slots of its terminator's operands (none when it has no
+/// terminator).
+#[derive(Debug)]
+pub(crate) struct Code {
+    pub insts: Box<[Inst]>,
+    pub exits: Box<[Slot]>,
+    /// For each exit, whether it is an integer (its value is passed to
+    /// [`RegionBranchOpInterface::successors`]).
+    pub integer_exits: Box<[bool]>,
+}
+
+/// An instruction. `op` is the op it came from, for errors and the report.
+#[derive(Debug)]
+pub(crate) enum Inst {
+    /// `dst = value`.
+    Const { dst: Slot, value: Scalar },
+    /// A one-operand scalar op.
+    Unary { scalar: ScalarOp, dst: Slot, a: Slot, ty: ElementType, result: ElementType, op: Op },
+    /// A two-operand scalar op.
+    Binary { scalar: ScalarOp, dst: Slot, a: Slot, b: Slot, ty: ElementType, result: ElementType, op: Op },
+    /// `dst = condition ? a : b` (scalars and buffers alike).
+    Select { dst: Slot, condition: Slot, a: Slot, b: Slot },
+    /// A counted loop.
+    Loop(Box<LoopInst>),
+    /// Another op with regions.
+    Branch(Box<BranchInst>),
+    /// A call of a function with a body.
+    Call(Box<CallInst>),
+    /// A call of a host function.
+    HostCall(Box<HostCallInst>),
+    /// A dispatch.
+    Dispatch(Box<DispatchInst>),
+    /// Waits for the device.
+    Sync,
+    /// Allocates a buffer.
+    Alloc(Box<AllocInst>),
+    /// Frees a buffer.
+    Dealloc { buffer: Slot, op: Op },
+    /// Reads an element of a host copy.
+    Load { dst: Slot, buffer: Slot, indices: Box<[Slot]>, op: Op },
+    /// Writes an element of a host copy.
+    Store { value: Slot, buffer: Slot, indices: Box<[Slot]>, op: Op },
+    /// An extent of a buffer.
+    Dim { dst: Slot, buffer: Slot, dimension: usize, op: Op },
+    /// Host copy to host copy.
+    Copy { source: Slot, destination: Slot, op: Op },
+    /// A transfer (or, in reference mode, only the check of its range).
+    Transfer { direction: Direction, buffer: Slot, range: Option<(Slot, Slot)>, op: Op },
+    /// A runtime-tracking hook: its range checked, counted under `name`.
+    Hook { name: &'static str, buffer: Slot, range: Option<(Slot, Slot)>, op: Op },
+}
+
+/// A counted loop ([`LoopLikeOpInterface`](hat_ir::interfaces::LoopLikeOpInterface)).
+#[derive(Debug)]
+pub(crate) struct LoopInst {
+    pub op: Op,
+    pub lower: Slot,
+    pub upper: Slot,
+    pub step: Slot,
+    /// The induction variable's width: it stops rather than wraps around.
+    pub bits: u32,
+    pub induction: Option<Slot>,
+    pub inits: Box<[Slot]>,
+    pub iter_args: Box<[Slot]>,
+    pub body: Code,
+    /// The body's exits that become the next iteration's `iter_args`.
+    pub yields: Range<usize>,
+    pub results: Box<[Slot]>,
+}
+
+/// An op with regions run through its [`RegionBranchOpInterface`].
+pub(crate) struct BranchInst {
+    pub op: Op,
+    pub branches: &'static dyn RegionBranchOpInterface,
+    /// The op's operands; `None` where not an integer.
+    pub integer_operands: Box<[Option<Slot>]>,
+    /// Each region's code; `None` for an empty region.
+    pub regions: Box<[Option<Code>]>,
+    /// Every hop the interface allows, with the values it moves.
+    pub edges: Box<[Edge]>,
+}
+
+impl std::fmt::Debug for BranchInst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BranchInst").field("op", &self.op).field("edges", &self.edges).finish_non_exhaustive()
+    }
+}
+
+/// A hop between an op and its regions: the values at `sources` move to `targets`.
+#[derive(Debug)]
+pub(crate) struct Edge {
+    pub from: RegionPoint,
+    pub to: RegionPoint,
+    pub sources: Box<[Slot]>,
+    pub targets: Box<[Slot]>,
+}
+
+/// A call of a function with a body.
+#[derive(Debug)]
+pub(crate) struct CallInst {
+    pub op: Op,
+    /// The callee's index in the `Functions` (compile.rs).
+    pub callee: u32,
+    pub arguments: Box<[Slot]>,
+    pub results: Box<[Slot]>,
+}
+
+/// An argument of a host function or a kernel.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum ArgSlot {
+    Scalar(Slot, ElementType),
+    Buffer(Slot),
+}
+
+/// A call of a declaration: a host function the embedding program registers.
+#[derive(Debug)]
+pub(crate) struct HostCallInst {
+    pub op: Op,
+    pub name: String,
+    pub arguments: Box<[ArgSlot]>,
+    /// The effect of each argument: the declared one for a buffer (`readwrite` when undeclared),
+    /// `none` for a scalar.
+    pub effects: Box<[ArgEffect]>,
+    pub result_types: Vec<ElementType>,
+    pub results: Box<[Slot]>,
+}
+
+/// A dispatch ([`LaunchOpInterface`](hat_ir::interfaces::LaunchOpInterface)).
+#[derive(Debug)]
+pub(crate) struct DispatchInst {
+    pub op: Op,
+    /// The kernel's index in the `Functions` (compile.rs)' kernels.
+    pub kernel: u32,
+    pub name: String,
+    pub grid: Box<[Slot]>,
+    pub arguments: Box<[ArgSlot]>,
+}
+
+/// An allocation.
+#[derive(Debug)]
+pub(crate) struct AllocInst {
+    pub op: Op,
+    pub dst: Slot,
+    pub element: ElementType,
+    /// The extents, `None` where dynamic.
+    pub shape: Box<[Option<usize>]>,
+    /// One size per dynamic extent, in order.
+    pub sizes: Box<[Slot]>,
+    /// The report's name of its buffers (`alloc@line:col`).
+    pub name: String,
+}
