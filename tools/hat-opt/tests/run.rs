@@ -688,7 +688,6 @@ fn a_recursion_100_deep_runs() {
 /// A legitimate recursion 1,000 deep must run: the executor's call depth is to be bounded by
 /// the stack (`stacker`), not by a small constant (today 512 nested calls and regions).
 #[test]
-#[ignore = "issue 7: executor call depth sized by stack"]
 fn a_recursion_1000_deep_runs() {
     let stdout = succeed(&["tests/run/recursion.hat", "--run", "--arg", "n=1000"]);
     assert!(stdout.contains("results:    1000 : index"), "{stdout}");
@@ -697,7 +696,6 @@ fn a_recursion_1000_deep_runs() {
 /// A dispatch over 2^40 work items must be refused before it runs (today it runs for hours),
 /// with an error at the dispatch that names the grid's size and the executor's limit.
 #[test]
-#[ignore = "issue 7: executor refuses a grid over its limit before running"]
 fn a_dispatch_over_2_to_the_40_work_items_is_refused() {
     let args = ["tests/run/huge-grid.hat", "--run", "--arg", "data=zeros"];
     let output = hat_opt_within(&args, 60).expect("refused at once, not run for a minute or more");
