@@ -15,21 +15,24 @@
 //!
 //! A declaration (a callable without a body, `compute.host_func`) is never inlined.
 //!
-//! Order and cost. Functions are visited callers first (the call graph's strongly connected
-//! components in topological order). Inlining a call puts a copy of the callee's body before
-//! it, and the calls in that copy join the caller's worklist, so a chain `main → a → b` is fully
-//! inlined in one run. Each inlining costs the size of the body it copies, never a walk of the
-//! caller: the copied ops are the only ones visited. When the call is the last reference to a
-//! callee that will be erased, the body is moved rather than copied, and the callee erased at
-//! once: a chain of `n` single-use functions costs `O(n)`, not `O(n²)`.
+//! Order and cost. Functions are visited callees first (the call graph's strongly connected
+//! components in reverse topological order), so a callee's body is final — its own calls inlined
+//! — when it is copied into a caller, and a chain `main → a → b` is inlined in one run. Inlining a
+//! call costs the size of the body it puts in place of the call, never a walk of the caller: the
+//! ops placed are the only ones visited (for the calls they hold and the symbols they name). One
+//! exception to the order avoids copying the same ops again and again: a function called once,
+//! that will be erased once that call is inlined, is *deferred*: it is not visited in its turn;
+//! its single caller moves its body (as it is) in place of the call, erases it, and takes its
+//! calls into its own worklist. A chain of `n` single-use functions then costs `O(n)`, where
+//! moving each fully inlined body into the next would cost `O(n²)`. A deferred function whose
+//! call was not inlined is visited at the end.
 //!
 //! Erasure. A callee that was inlined and that nothing refers to any more is erased when its
 //! [`CallableOpInterface::is_discardable`] says so (for hat: a `kernel.helper`, or a
 //! `compute.func` that is not an entry in a module that has one; see
 //! [`crate::support::is_discardable_function`]). References are counted per function, from
 //! every attribute of every op in the table (a function's references to itself do not count), and
-//! kept exact as calls go and bodies are copied: a callee's count is final when its turn comes,
-//! because everything that can reach it comes before it.
+//! kept exact as calls go and bodies are copied or moved.
 
 mod components;
 mod nesting;
@@ -131,6 +134,10 @@ struct Function {
     nesting: Option<usize>,
     /// Whether one of its calls was inlined.
     inlined: bool,
+    /// How many calls of functions here call it.
+    call_sites: usize,
+    /// Whether it waits for its only call to be inlined (see [`inline_calls`]).
+    deferred: bool,
     erased: bool,
     /// The calls in its body, until its turn comes.
     calls: Vec<CallSite>,
@@ -240,6 +247,8 @@ pub fn inline_calls(ctx: &mut Context, table: Op) -> InlineOutcome {
             self_referenced: false,
             nesting: None,
             inlined: false,
+            call_sites: 0,
+            deferred: false,
             erased: false,
             calls: Vec::new(),
         });
@@ -258,6 +267,7 @@ pub fn inline_calls(ctx: &mut Context, table: Op) -> InlineOutcome {
             let (Some(caller), Some(callee)) = (owner, functions.callee(ctx, op)) else { return };
             edges[caller].push(callee);
             functions.list[caller].calls.push(CallSite { call: op, callee, depth, space });
+            functions.list[callee].call_sites += 1;
             any_call = true;
         });
     }
@@ -266,25 +276,24 @@ pub fn inline_calls(ctx: &mut Context, table: Op) -> InlineOutcome {
     }
     let (order, recursive) = components(&edges);
     drop(edges);
+    // A function called once, by a call of a function here, and erased once that call is inlined,
+    // waits for it: its body moves into the caller as it is, and its calls join the caller's. Done
+    // in its own turn, it would be moved again with every function of a chain it absorbed.
+    for (index, function) in functions.list.iter_mut().enumerate() {
+        function.deferred = function.discardable
+            && !function.self_referenced
+            && !recursive[index]
+            && function.references == 1
+            && function.call_sites == 1;
+    }
     let mut rewriter = Rewriter::new(ctx, table);
-    for &current in order.iter().rev() {
-        let function = &functions.list[current];
-        if function.erased {
-            continue;
-        }
-        if function.inlined && function.discardable && function.references == 0 {
-            // Every call of it was inlined into its callers, which came before it: nothing will
-            // refer to it again.
-            erase_function(&mut rewriter, &mut functions, current, &mut scratch);
-            outcome.erased += 1;
-            continue;
-        }
+    let mut process = |functions: &mut Functions, current: usize| {
         let mut worklist = std::mem::take(&mut functions.list[current].calls);
         while let Some(site) = worklist.pop() {
             if recursive[site.callee] {
                 continue;
             }
-            match inline_site(&mut rewriter, &mut functions, current, site, &mut worklist, &mut scratch) {
+            match inline_site(&mut rewriter, functions, current, site, &mut worklist, &mut scratch) {
                 Inlined::No => {}
                 Inlined::TooDeep => {
                     outcome.too_deep += 1;
@@ -296,6 +305,34 @@ pub fn inline_calls(ctx: &mut Context, table: Op) -> InlineOutcome {
                     outcome.erased += 1;
                 }
             }
+        }
+        // Its body grew: measure it again when it is inlined.
+        functions.list[current].nesting = None;
+    };
+    // Callees first: a callee's body is final (its own calls inlined) when it is copied.
+    for &current in &order {
+        let function = &functions.list[current];
+        if !function.erased && !function.deferred {
+            process(&mut functions, current);
+        }
+    }
+    // Deferred functions whose call was not inlined (too deep, or not matching) are kept: their
+    // own calls are inlined now, callers first, so that each moves the deferred functions it
+    // calls before they are visited themselves.
+    for &current in order.iter().rev() {
+        let function = &functions.list[current];
+        if !function.erased && function.deferred {
+            process(&mut functions, current);
+        }
+    }
+    // Inlined callees that nothing refers to any more (counting the references of each other's
+    // bodies: those are calls that were not inlined).
+    for index in 0..functions.list.len() {
+        let function = &functions.list[index];
+        if !function.erased && function.inlined && function.discardable && function.references == 0 {
+            rewriter.erase_op(function.op);
+            functions.list[index].erased = true;
+            outcome.erased += 1;
         }
     }
     outcome
