@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod arith;
+pub mod arith_canonicalize;
 pub mod arith_fold;
 pub mod arith_views;
 pub mod buffer;
@@ -32,6 +33,7 @@ mod views_check;
 pub fn register_all(ctx: &mut hat_ir::Context) {
     builtin::register(ctx);
     arith::register(ctx);
+    arith_canonicalize::attach(ctx);
     math::register(ctx);
     scf::register(ctx);
     buffer::register(ctx);

@@ -5,22 +5,32 @@
 //! block of their isolated region (as MLIR does), and applies the canonicalization patterns. The rules are
 //! written in `docs/rewrites.md`; the reference page is `docs/passes/canonicalize.md`.
 //!
-//! The patterns are in `canonicalize/arith_patterns.rs` (constants to the right, inverted
-//! comparisons, combined constants, redundant selects) and `canonicalize/scf_patterns.rs` (`scf.if`
-//! on a constant, `scf.if` to `arith.select`, adjacent `scf.if`s combined, `scf.for` with a
-//! constant trip count of 0 or 1, loop-carried values that never change).
+//! No dialect is named here. The patterns are, in the order they are tried on an op:
+//! - the generic ones, which ask traits and interfaces: constants to the right of `COMMUTATIVE`
+//!   ops (`canonicalize/commutative.rs`); with `region-simplify`, region-branch ops through which
+//!   control takes one known path and loop-like ops that run zero times or once
+//!   (`canonicalize/control_flow.rs`);
+//! - the patterns every registered op contributes through its
+//!   [`CanonicalizationPatterns`](hat_ir::rewrite::CanonicalizationPatterns) (MLIR's
+//!   `getCanonicalizationPatterns`; hat's are in `hat_dialects::arith_canonicalize` and
+//!   `hat_dialects::scf`), by op name. Without `region-simplify`, those of ops that implement
+//!   the region-branch interface (control flow) are left out.
+//!
+//! Dead ops are those whose results are unused and whose memory effects may be dropped; an op
+//! with the `RECURSIVE_EFFECTS` trait has the effects of its body. A read whose value is unused is
+//! dropped even if it would have been out of bounds: as in MLIR, such an access is undefined
+//! behaviour, and no pass keeps it for its error.
 
-mod arith_patterns;
-mod scf_patterns;
+mod commutative;
+mod control_flow;
 
 use crate::support::{materialize_constant, recursive_effects};
-use arith_patterns::{
-    CombineConstants, ComparisonConstantToRight, ConstantToRight, InvertComparison, Reassociate, RedundantSelect,
-};
+use commutative::ConstantToRight;
+use control_flow::{ConstantTripCount, SinglePath};
+use hat_ir::interfaces::RegionBranchOpInterface;
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
-use hat_ir::rewrite::{apply_patterns_greedily, GreedyConfig, PatternSet};
+use hat_ir::rewrite::{apply_patterns_greedily, collect_canonicalization_patterns, GreedyConfig, PatternSet};
 use hat_ir::{Context, Op};
-use scf_patterns::{CombineIfs, ForInvariantIterArgs, ForWithConstantTripCount, IfToSelect, IfWithConstantCondition};
 
 /// The options of `canonicalize`.
 pub const OPTIONS: &[PassOptionInfo] = &[
@@ -82,29 +92,24 @@ impl Canonicalize {
     }
 }
 
-/// hat's canonicalization patterns; the control-flow ones only with `region_simplify`.
-pub fn patterns(region_simplify: bool) -> PatternSet {
+/// The canonicalization patterns of the ops registered in `ctx`, after the generic ones; the
+/// control-flow ones only with `region_simplify`.
+pub fn patterns(ctx: &Context, region_simplify: bool) -> PatternSet {
     let mut set = PatternSet::new();
     set.add(ConstantToRight);
-    set.add(ComparisonConstantToRight);
-    set.add(InvertComparison);
-    set.add(Reassociate { name: "arith.addi" });
-    set.add(Reassociate { name: "arith.subi" });
-    set.add(CombineConstants { name: "arith.muli" });
-    set.add(RedundantSelect);
     if region_simplify {
-        set.add(IfWithConstantCondition);
-        set.add(IfToSelect);
-        set.add(CombineIfs);
-        set.add(ForWithConstantTripCount);
-        set.add(ForInvariantIterArgs);
+        set.add(SinglePath);
+        set.add(ConstantTripCount);
     }
+    collect_canonicalization_patterns(ctx, &mut set, |ctx, name| {
+        region_simplify || ctx.name_interface::<dyn RegionBranchOpInterface>(name).is_none()
+    });
     set
 }
 
 impl Pass for Canonicalize {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
-        let patterns = patterns(self.region_simplify);
+        let patterns = patterns(ctx, self.region_simplify);
         let stats = apply_patterns_greedily(ctx, op, &patterns, &self.config);
         state.add_statistic("num-folded", stats.folded);
         state.add_statistic("num-rewritten", stats.rewritten);

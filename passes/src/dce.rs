@@ -1,17 +1,21 @@
-//! `dce`: dead code elimination.
+//! `dce`: dead code elimination. No op is known by name: effects, traits and the callable
+//! interface decide.
 //!
 //! 1. Ops: an op is erased when none of its results is used and erasing it changes nothing
 //!    observable — its memory effects (asked of the interface) are none, reads, or the allocation
-//!    of its own results (as MLIR); for `scf.for` and `scf.if`, whose effects are those of their
-//!    bodies, when nothing left in the body has another effect. Terminators and symbols are never erased. One
-//!    backward sweep with use counts finds every dead op, chains included: the users of a value
-//!    are always visited before its definition.
-//! 2. Symbols (option `symbols`, on by default): a `kernel.helper` that nothing refers to —
-//!    directly, or through functions that are themselves referred to — is erased; so is such a
-//!    `compute.func`, when the module has an entry (`@main`, or a function marked `entry`) and it
-//!    is not one. Without an entry the module may be a library whose functions the host calls by
-//!    name, and every `compute.func` is kept. Kernels (`kernel.func`) and host-function
-//!    declarations are always kept: the runtime uses them by name.
+//!    of its own results (as MLIR: an unused read is dead even if it would be out of bounds, which
+//!    is undefined behaviour); for an op with the `RECURSIVE_EFFECTS` trait (`scf.for`, `scf.if`,
+//!    a vendor's loop), whose effects are those of its body, when nothing left in the body has
+//!    another effect. Terminators and symbols are never erased. One backward sweep with use
+//!    counts finds every dead op, chains included: the users of a value are always visited
+//!    before its definition.
+//! 2. Symbols (option `symbols`, on by default): a function that nothing refers to — directly,
+//!    or through functions that are themselves referred to — is erased when its
+//!    `CallableOpInterface::is_discardable` says so, given whether the module has an entry (see
+//!    [`crate::support::has_entry`]). For hat: a `kernel.helper` always; a `compute.func` when the
+//!    module has an entry (`@main`, or a function marked `entry`) and it is not one (without an
+//!    entry the module may be a library whose functions the host calls by name); kernels
+//!    (`kernel.func`) and host-function declarations never, as the runtime uses them by name.
 
 use crate::support::{collect_nested_symbol_refs, has_entry, is_discardable_function, recursive_effects, symbol_ident};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};

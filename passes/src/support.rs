@@ -1,36 +1,20 @@
 //! What several passes share: which ops have the effects of their bodies, how a folded constant
-//! becomes an op, and symbols (references, entry points).
+//! becomes an op, and symbols (references, entry points, which functions may be erased).
+//!
+//! Entries and erasable functions are what the functions say through their
+//! [`CallableOpInterface`]: no op name is matched here.
 
+use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
 use hat_ir::verifier::symbol_name;
-use hat_ir::{Attribute, AttributeKind, Context, Ident, Location, Op, OpTraits, OperationState, Type, TypeKind};
+use hat_ir::{Attribute, AttributeKind, Context, Ident, Op, OpTraits};
+
+pub use hat_dialects::arith_canonicalize::materialize_constant;
 
 /// Whether `op`'s effects are those of its body: the `RECURSIVE_EFFECTS` trait (`scf.for`,
 /// `scf.if`). `scf.while` does not have it on purpose: a loop whose trip count is not known may not
 /// terminate, and erasing it would change that.
 pub fn recursive_effects(ctx: &Context, op: Op) -> bool {
     ctx.has_traits(op, OpTraits::RECURSIVE_EFFECTS)
-}
-
-/// Materializes a folded constant as an op.
-pub fn materialize_constant(
-    ctx: &mut Context,
-    value: Attribute,
-    ty: Type,
-    location: Location,
-) -> Option<OperationState> {
-    let value = match (ctx.attribute_kind(value).clone(), ctx.type_kind(ty)) {
-        (AttributeKind::Integer { ty: own, .. }, TypeKind::Integer { .. } | TypeKind::Index) if own == ty => value,
-        (AttributeKind::Integer { value, .. }, TypeKind::Integer { .. } | TypeKind::Index) => {
-            ctx.integer_attr(value, ty)
-        }
-        (AttributeKind::Float { ty: own, .. }, TypeKind::Float(_)) if own == ty => value,
-        (AttributeKind::Float { bits, .. }, TypeKind::Float(_)) => ctx.float_attr(f64::from_bits(bits), ty),
-        _ => return None,
-    };
-    let mut state = OperationState::new(ctx.op_name("arith.constant"), location);
-    state.attributes.push((ctx.ident("value"), value));
-    state.result_types.push(ty);
-    Some(state)
 }
 
 /// Appends the first name of every symbol reference held (at any depth) by `attribute`.
@@ -60,32 +44,31 @@ pub fn collect_nested_symbol_refs(ctx: &Context, op: Op, out: &mut Vec<Ident>) {
     }
 }
 
-/// Whether a function is a program entry, which nothing may erase: `@main`, or one marked with
-/// the `entry` attribute.
+/// Whether `op` is a program entry, which nothing may erase: what its
+/// [`CallableOpInterface::is_entry`] says (`false` for an op that is not callable).
 pub fn is_entry(ctx: &Context, op: Op) -> bool {
-    symbol_name(ctx, op) == Some("main") || ctx.attribute(op, "entry").is_some()
+    ctx.interface::<dyn CallableOpInterface>(op).is_some_and(|callable| callable.is_entry(ctx, op))
 }
 
-/// Whether the symbol table `table` holds an entry (see [`is_entry`]) among its functions.
+/// Whether the symbol table `table` names the entries of a program: it holds a callable that runs
+/// on the host and is an entry (see [`is_entry`]). Device entries (kernels) do not count: the host
+/// program launches them, and a module of kernels and host functions without a host entry may be
+/// a library whose functions the host calls by name.
 pub fn has_entry(ctx: &Context, table: Op) -> bool {
     ctx.regions(table)
         .iter()
         .flat_map(|&r| ctx.region_blocks(r).iter())
         .flat_map(|&b| ctx.block_ops(b))
-        .any(|op| ctx.name_str(op) == "compute.func" && is_entry(ctx, op))
+        .any(|op| execution_space(ctx, op) == Some(ExecutionSpace::Host) && is_entry(ctx, op))
 }
 
-/// The functions that [`crate::dce`] and [`crate::inline`] may erase once nothing refers to
-/// them: `kernel.helper`s (only kernels call them), and `compute.func`s that are not entries when
-/// the module's entries are known (`entries_known`: it has one; otherwise it may be a library
-/// whose functions the host calls by name). Kernels (`kernel.func`), host-function declarations
-/// and anything else are kept.
+/// Whether [`crate::dce`] and [`crate::inline`] may erase the function `op` once nothing refers
+/// to it: what its [`CallableOpInterface::is_discardable`] says, given whether its table's
+/// entries are known (`entries_known`, see [`has_entry`]). Ops that are not callable are kept.
+/// (For hat: `kernel.helper`s always, `compute.func`s that are not entries when the entries are
+/// known; kernels and host-function declarations never.)
 pub fn is_discardable_function(ctx: &Context, op: Op, entries_known: bool) -> bool {
-    match ctx.name_str(op) {
-        "kernel.helper" => true,
-        "compute.func" => entries_known && !is_entry(ctx, op),
-        _ => false,
-    }
+    ctx.interface::<dyn CallableOpInterface>(op).is_some_and(|callable| callable.is_discardable(ctx, op, entries_known))
 }
 
 /// The symbol name of `op` as an interned identifier (references are identifiers).

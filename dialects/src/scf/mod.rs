@@ -6,6 +6,7 @@
 //! - `scf.while (%a = %init) : (i32) -> i32 { ... scf.condition(%c) %a : i32 } do { ^bb0(%b: i32): ... }`
 //! - `scf.yield %a, %b : i32, f32` and `scf.condition(%c) %a : i32`, the terminators.
 
+mod canonicalize;
 mod interfaces;
 
 pub use interfaces::{ConditionOp, ForOp, IfOp, WhileOp, YieldOp};
@@ -465,4 +466,5 @@ pub fn register(ctx: &mut Context) {
     ctx.register_dialect("scf", "Structured control flow (MLIR's scf)");
     register_specs(ctx, OPS);
     interfaces::attach(ctx);
+    canonicalize::attach(ctx);
 }

@@ -9,6 +9,7 @@
 //!
 //! The rules that hat's own folders and patterns follow are written in `docs/rewrites.md`.
 
+mod canonicalization;
 mod dead;
 pub mod fold;
 pub mod greedy;
@@ -17,6 +18,7 @@ mod pattern;
 mod rewriter;
 mod use_map;
 
+pub use canonicalization::{collect_canonicalization_patterns, CanonicalizationPatterns, PatternsFn};
 pub use dead::{
     has_droppable_effects, has_no_effects, has_no_own_effects, is_removable, no_recursive_effects, RecursiveEffectsFn,
 };

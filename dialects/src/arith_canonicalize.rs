@@ -1,45 +1,72 @@
-//! The canonicalization patterns of `arith` (rules P1–P6 of `docs/rewrites.md`).
+//! The canonicalization patterns of `arith` (rules P1–P6 of `docs/rewrites.md`), attached to
+//! their ops as [`CanonicalizationPatterns`] (MLIR's `getCanonicalizationPatterns`): constants to
+//! the right of comparisons, inverted comparisons, combined constants, redundant selects. The
+//! generic rule that puts constants to the right of any commutative op belongs to the
+//! canonicalizer, which asks the `COMMUTATIVE` trait; so does the constant folding, which the
+//! folders of `arith_fold` do.
+//!
+//! Also here: [`materialize_constant`], the op that holds a constant a folder computed (MLIR's
+//! `materializeConstant` of the arith dialect).
+//!
+//! Every pattern is rooted at the op it is attached to, and only reads and rewrites through the
+//! rewriter.
 
-use crate::support::materialize_constant;
-use hat_dialects::arith::{predicate, predicate_attribute};
-use hat_ir::rewrite::{constant_value, RewritePattern, Rewriter};
-use hat_ir::{Context, Op, OpTraits, OperationState, TypeKind, Value};
+use crate::arith::{predicate, predicate_attribute};
+use hat_ir::rewrite::{constant_value, CanonicalizationPatterns, PatternsFn, RewritePattern, Rewriter};
+use hat_ir::{Attribute, AttributeKind, Context, Location, Op, OperationState, Type, TypeKind, Value};
 
-/// The integer value of a constant operand, sign-extended from its type's width (`i1` aside,
-/// which stays 0 or 1).
-pub(super) fn int_constant(ctx: &Context, value: Value) -> Option<i64> {
+/// Materializes a folded constant as an `arith.constant` of type `ty` (the attribute converted to
+/// that type when it is an integer or float of another one); `None` for other attributes.
+pub fn materialize_constant(
+    ctx: &mut Context,
+    value: Attribute,
+    ty: Type,
+    location: Location,
+) -> Option<OperationState> {
+    let value = match (ctx.attribute_kind(value).clone(), ctx.type_kind(ty)) {
+        (AttributeKind::Integer { ty: own, .. }, TypeKind::Integer { .. } | TypeKind::Index) if own == ty => value,
+        (AttributeKind::Integer { value, .. }, TypeKind::Integer { .. } | TypeKind::Index) => {
+            ctx.integer_attr(value, ty)
+        }
+        (AttributeKind::Float { ty: own, .. }, TypeKind::Float(_)) if own == ty => value,
+        (AttributeKind::Float { bits, .. }, TypeKind::Float(_)) => ctx.float_attr(f64::from_bits(bits), ty),
+        _ => return None,
+    };
+    let mut state = OperationState::new(ctx.op_name(crate::arith_views::ConstantOp::NAME), location);
+    state.attributes.push((ctx.ident("value"), value));
+    state.result_types.push(ty);
+    Some(state)
+}
+
+static CMPI: PatternsFn = PatternsFn(|_, set| set.add(ComparisonConstantToRight));
+static XORI: PatternsFn = PatternsFn(|_, set| set.add(InvertComparison));
+static ADDI: PatternsFn = PatternsFn(|_, set| set.add(Reassociate { name: "arith.addi" }));
+static SUBI: PatternsFn = PatternsFn(|_, set| set.add(Reassociate { name: "arith.subi" }));
+static MULI: PatternsFn = PatternsFn(|_, set| set.add(CombineConstants { name: "arith.muli" }));
+static SELECT: PatternsFn = PatternsFn(|_, set| set.add(RedundantSelect));
+
+/// Attaches the patterns to their ops.
+pub(crate) fn attach(ctx: &mut Context) {
+    for (name, patterns) in [
+        ("arith.cmpi", &CMPI),
+        ("arith.xori", &XORI),
+        ("arith.addi", &ADDI),
+        ("arith.subi", &SUBI),
+        ("arith.muli", &MULI),
+        (crate::arith_views::SelectOp::NAME, &SELECT),
+    ] {
+        ctx.attach_interface::<dyn CanonicalizationPatterns>(name, patterns);
+    }
+}
+
+/// The integer value of a constant operand as its attribute stores it (sign-extended from the
+/// type's width).
+fn int_constant(ctx: &Context, value: Value) -> Option<i64> {
     ctx.attribute_kind(constant_value(ctx, value)?).as_i64()
 }
 
-/// `op(c, x) → op(x, c)` for a commutative op with a constant `c` and a non-constant `x`, so that
-/// the identities and combinations need only look on the right.
-pub(super) struct ConstantToRight;
-
-impl RewritePattern for ConstantToRight {
-    fn name(&self) -> &str {
-        "constant-to-right"
-    }
-
-    fn root(&self) -> Option<&str> {
-        None
-    }
-
-    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
-        let ctx = rewriter.ctx();
-        let &[lhs, rhs] = ctx.operands(op) else { return false };
-        if !ctx.has_traits(op, OpTraits::COMMUTATIVE) {
-            return false;
-        }
-        if constant_value(ctx, lhs).is_none() || constant_value(ctx, rhs).is_some() {
-            return false;
-        }
-        rewriter.set_operands(op, &[rhs, lhs]);
-        true
-    }
-}
-
 /// `arith.cmpi p, c, x → arith.cmpi swapped(p), x, c` for a constant `c` and a non-constant `x`.
-pub(super) struct ComparisonConstantToRight;
+struct ComparisonConstantToRight;
 
 /// The predicate of `cmpi` with its operands swapped.
 fn swapped_cmpi_predicate(predicate: i64) -> Option<i64> {
@@ -82,7 +109,7 @@ impl RewritePattern for ComparisonConstantToRight {
 }
 
 /// `arith.xori(arith.cmpi p, a, b), true → arith.cmpi !p, a, b` (for `i1`).
-pub(super) struct InvertComparison;
+struct InvertComparison;
 
 /// The predicate of `cmpi` that is true exactly when `predicate` is false.
 fn inverse_cmpi_predicate(predicate: i64) -> Option<i64> {
@@ -137,8 +164,8 @@ impl RewritePattern for InvertComparison {
 }
 
 /// `muli(muli(x, c1), c2) → muli(x, c1 * c2)` (wrapping, in the type's width).
-pub(super) struct CombineConstants {
-    pub(super) name: &'static str,
+struct CombineConstants {
+    name: &'static str,
 }
 
 /// Whether `ty` is an integer type whose constants read as signed `i64`s (not `i1`).
@@ -199,7 +226,7 @@ impl RewritePattern for CombineConstants {
 
 /// `select(c, select(c, a, b), d) → select(c, a, d)` and `select(c, a, select(c, b, d)) →
 /// select(c, a, d)`, in place.
-pub(super) struct RedundantSelect;
+struct RedundantSelect;
 
 impl RewritePattern for RedundantSelect {
     fn name(&self) -> &str {
@@ -251,8 +278,8 @@ fn linear(ctx: &Context, value: Value) -> Option<(Value, i64, i64)> {
 /// combined: with `v = s·x + c` ([`linear`]), `v + k`, `v - k` and `k - v` become `x + k'`
 /// (`arith.addi`) or `k' - x` (`arith.subi`) — one op where there were two. And
 /// `x + y * -1 → x - y`.
-pub(super) struct Reassociate {
-    pub(super) name: &'static str,
+struct Reassociate {
+    name: &'static str,
 }
 
 impl RewritePattern for Reassociate {

@@ -1,58 +1,27 @@
-//! The canonicalization patterns of `scf` (rules S1–S5 of `docs/rewrites.md`), applied with
-//! `region-simplify`.
+//! The canonicalization patterns of `scf` (rules S2, S3 and S5 of `docs/rewrites.md`), attached
+//! to `scf.if` and `scf.for` as [`CanonicalizationPatterns`] (MLIR's
+//! `getCanonicalizationPatterns`): `scf.if` to `arith.select`, adjacent `scf.if`s on one condition
+//! combined, loop-carried values that never change removed.
+//!
+//! What holds for any region-branch or loop-like op (a branch on a constant, a loop that runs
+//! zero times or once: rules S1 and S4) is the canonicalizer's, through the interfaces. The
+//! canonicalizer applies these patterns with `region-simplify` only, as those of every op that
+//! implements the region-branch interface.
 
-use super::arith_patterns::int_constant;
-use hat_ir::rewrite::{RewritePattern, Rewriter};
-use hat_ir::{Context, Op, OperationState, TypeKind, Value};
+use super::{ForOp, IfOp};
+use hat_ir::rewrite::{CanonicalizationPatterns, PatternsFn, RewritePattern, Rewriter};
+use hat_ir::{Context, Op, OperationState, Value};
 
-/// Replaces `op` by the single block of `region`: the block's ops move before `op` (its arguments
-/// replaced by `arguments`), the values its terminator yields replace `op`'s results, and the
-/// terminator and `op` are erased. `false` (nothing done) if the region does not have one block
-/// ending in a terminator that yields one value per result.
-fn replace_with_region(rewriter: &mut Rewriter<'_>, op: Op, region_index: usize, arguments: &[Value]) -> bool {
-    let ctx = rewriter.ctx();
-    let region = ctx.regions(op)[region_index];
-    let &[block] = ctx.region_blocks(region) else { return false };
-    let Some(terminator) = ctx.last_op(block) else { return false };
-    let yielded = ctx.operands(terminator).to_vec();
-    if yielded.len() != ctx.result_count(op) || ctx.block_arguments(block).len() != arguments.len() {
-        return false;
-    }
-    rewriter.inline_block_before(block, op, arguments);
-    // Yielded values may be block arguments just replaced: read them again.
-    let yielded = rewriter.ctx().operands(terminator).to_vec();
-    rewriter.erase_op(terminator);
-    rewriter.replace_op(op, &yielded);
-    true
-}
+static IF_PATTERNS: PatternsFn = PatternsFn(|_, set| {
+    set.add(IfToSelect);
+    set.add(CombineIfs);
+});
+static FOR_PATTERNS: PatternsFn = PatternsFn(|_, set| set.add(ForInvariantIterArgs));
 
-/// `scf.if %true` becomes its then-branch, `scf.if %false` its else-branch (nothing, when it has
-/// no else-branch).
-pub(super) struct IfWithConstantCondition;
-
-impl RewritePattern for IfWithConstantCondition {
-    fn name(&self) -> &str {
-        "if-with-constant-condition"
-    }
-
-    fn root(&self) -> Option<&str> {
-        Some("scf.if")
-    }
-
-    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
-        let ctx = rewriter.ctx();
-        let (&[condition], [_, else_region]) = (ctx.operands(op), ctx.regions(op)) else { return false };
-        let Some(condition) = int_constant(ctx, condition) else { return false };
-        let taken = if condition != 0 { 0 } else { 1 };
-        if taken == 1 && ctx.region_blocks(*else_region).is_empty() {
-            if ctx.result_count(op) != 0 {
-                return false;
-            }
-            rewriter.erase_op(op);
-            return true;
-        }
-        replace_with_region(rewriter, op, taken, &[])
-    }
+/// Attaches the patterns to `scf.if` and `scf.for`.
+pub(crate) fn attach(ctx: &mut Context) {
+    ctx.attach_interface::<dyn CanonicalizationPatterns>(IfOp::NAME, &IF_PATTERNS);
+    ctx.attach_interface::<dyn CanonicalizationPatterns>(ForOp::NAME, &FOR_PATTERNS);
 }
 
 /// The single block of region `index` of `op`, and the values its terminator yields.
@@ -65,7 +34,7 @@ fn branch(ctx: &Context, op: Op, index: usize) -> Option<(hat_ir::Block, Op, Vec
 
 /// `scf.if` whose branches only yield (values defined before it) → `arith.select`s of the yielded
 /// values (the value itself where both branches yield the same).
-pub(super) struct IfToSelect;
+struct IfToSelect;
 
 impl RewritePattern for IfToSelect {
     fn name(&self) -> &str {
@@ -73,7 +42,7 @@ impl RewritePattern for IfToSelect {
     }
 
     fn root(&self) -> Option<&str> {
-        Some("scf.if")
+        Some(IfOp::NAME)
     }
 
     fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
@@ -90,8 +59,8 @@ impl RewritePattern for IfToSelect {
         if !only_yields || then_values.len() != ctx.result_count(op) || else_values.len() != then_values.len() {
             return false;
         }
-        let condition = ctx.operand(op, 0);
-        let (location, select) = (ctx.location(op), rewriter.ctx_mut().op_name("arith.select"));
+        let condition = IfOp(op).condition(ctx);
+        let (location, select) = (ctx.location(op), rewriter.ctx_mut().op_name(crate::arith_views::SelectOp::NAME));
         let mut values = Vec::with_capacity(then_values.len());
         for (&on_true, &on_false) in then_values.iter().zip(&else_values) {
             if on_true == on_false {
@@ -125,7 +94,7 @@ fn region_index_of(ctx: &Context, ancestor: Op, op: Op) -> Option<usize> {
 /// Two adjacent `scf.if`s on the same condition → one `scf.if` whose branches run the first's
 /// branch, then the second's, and yield the results of both (the second's uses of the first's
 /// results become the values the first's branch yields).
-pub(super) struct CombineIfs;
+struct CombineIfs;
 
 impl RewritePattern for CombineIfs {
     fn name(&self) -> &str {
@@ -133,13 +102,13 @@ impl RewritePattern for CombineIfs {
     }
 
     fn root(&self) -> Option<&str> {
-        Some("scf.if")
+        Some(IfOp::NAME)
     }
 
     fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, second: Op) -> bool {
         let ctx = rewriter.ctx();
         let Some(first) = ctx.prev_op(second).filter(|&p| ctx.name(p) == ctx.name(second)) else { return false };
-        let condition = ctx.operand(second, 0);
+        let condition = IfOp(second).condition(ctx);
         if ctx.operands(first) != [condition] || ctx.regions(first).len() != 2 || ctx.regions(second).len() != 2 {
             return false;
         }
@@ -215,7 +184,7 @@ impl RewritePattern for CombineIfs {
 
 /// `scf.for` iter_args that never change (the body yields the argument itself, or the initial
 /// value) are removed: their results and their uses in the body become the initial values.
-pub(super) struct ForInvariantIterArgs;
+struct ForInvariantIterArgs;
 
 impl RewritePattern for ForInvariantIterArgs {
     fn name(&self) -> &str {
@@ -223,7 +192,7 @@ impl RewritePattern for ForInvariantIterArgs {
     }
 
     fn root(&self) -> Option<&str> {
-        Some("scf.for")
+        Some(ForOp::NAME)
     }
 
     fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
@@ -288,53 +257,5 @@ impl RewritePattern for ForInvariantIterArgs {
             .collect();
         rewriter.replace_op(op, &replacements);
         true
-    }
-}
-
-/// `scf.for` with constant bounds: zero iterations → its initial values; one iteration (a
-/// positive constant step at least the distance) → its body, with the lower bound for the
-/// induction variable.
-pub(super) struct ForWithConstantTripCount;
-
-impl RewritePattern for ForWithConstantTripCount {
-    fn name(&self) -> &str {
-        "for-with-constant-trip-count"
-    }
-
-    fn root(&self) -> Option<&str> {
-        Some("scf.for")
-    }
-
-    fn match_and_rewrite(&self, rewriter: &mut Rewriter<'_>, op: Op) -> bool {
-        let ctx = rewriter.ctx();
-        let operands = ctx.operands(op);
-        if operands.len() < 3 || ctx.regions(op).len() != 1 {
-            return false;
-        }
-        // Bounds compare as signed integers of their type (i1 aside, which is never folded here).
-        if !matches!(
-            ctx.type_kind(ctx.value_type(operands[0])),
-            TypeKind::Integer { width: 2..=64, .. } | TypeKind::Index
-        ) {
-            return false;
-        }
-        let (Some(lower), Some(upper)) = (int_constant(ctx, operands[0]), int_constant(ctx, operands[1])) else {
-            return false;
-        };
-        let inits = operands[3..].to_vec();
-        if upper <= lower {
-            if inits.len() != ctx.result_count(op) {
-                return false;
-            }
-            rewriter.replace_op(op, &inits);
-            return true;
-        }
-        let Some(step) = int_constant(ctx, operands[2]) else { return false };
-        if step <= 0 || (upper as i128 - lower as i128) > step as i128 {
-            return false;
-        }
-        let mut arguments = vec![operands[0]];
-        arguments.extend(inits);
-        replace_with_region(rewriter, op, 0, &arguments)
     }
 }
