@@ -8,6 +8,7 @@
 //! checks a tree and reports every error as a [`Diagnostic`] with `file:line:col`.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod attributes;
 mod context;
 pub mod diagnostics;

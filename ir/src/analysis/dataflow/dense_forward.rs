@@ -1,0 +1,170 @@
+//! Dense forward analyses: a lattice at every program point, flowing from the entries (reaching
+//! definitions, "the last store to each buffer", "which buffers are valid on the host").
+//!
+//! The solver runs over a [`FlowGraph`] computed beforehand. The state before an op is the state
+//! after the previous one, or the block's start state; a block starts from the join of what flows
+//! along the edges into it ([`DenseForwardAnalysis::visit_edge`]), and from
+//! [`DenseForwardAnalysis::entry_state`] when it is an open entry. An op's transfer function gives
+//! the state after it, except for ops whose regions or callee the solver follows:
+//! - after a region-branch op: the join of what flows along the edges to its results (its
+//!   regions' exits, or straight past it);
+//! - after a call of a callable with a body: [`DenseForwardAnalysis::visit_call_exit`] of the
+//!   state before the call and the join of what the callee's exits return. The callee starts
+//!   from the join of the states before all its calls (context-insensitive).
+//!
+//! Terminators are ops like any other: their transfer function runs, and the state after them is
+//! what flows along their edges.
+
+use super::dense_solution::{DenseSolution, Direction};
+use super::flow::{Edge, FlowGraph, Role, Target};
+use super::lattice::Lattice;
+use super::worklist::Worklist;
+use crate::{Block, Context, Op};
+use rustc_hash::FxHashMap;
+
+/// A dense forward analysis.
+pub trait DenseForwardAnalysis {
+    /// The state at each program point.
+    type Lattice: Lattice;
+
+    /// The state after `op`, given the state before it.
+    fn visit_op(&self, ctx: &Context, op: Op, before: &Self::Lattice) -> Self::Lattice;
+
+    /// The state where control enters `block` from code the solver does not see (the root's
+    /// regions, an entry function, a region of an op without interface).
+    fn entry_state(&self, ctx: &Context, block: Block) -> Self::Lattice;
+
+    /// What arrives along `edge`, given the state at its source (before `edge.from` for an edge
+    /// that [leaves before](Edge::leaves_before) it, after it otherwise). By default: the same
+    /// state. An analysis whose state names values renames the forwarded ones here
+    /// ([`Edge::bindings`]).
+    fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Self::Lattice) -> Self::Lattice {
+        let _ = (ctx, edge);
+        state.clone()
+    }
+
+    /// The state after a call of a callable with a body, given the state before the call and
+    /// what the callee returned (the join over its exits, already through
+    /// [`visit_edge`](Self::visit_edge)). By default: what the callee returned.
+    fn visit_call_exit(
+        &self,
+        ctx: &Context,
+        call: Op,
+        before: &Self::Lattice,
+        returned: &Self::Lattice,
+    ) -> Self::Lattice {
+        let _ = (ctx, call, before);
+        returned.clone()
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+enum Item {
+    /// Recompute a block's start state.
+    Block(Block),
+    /// Recompute the state after an op.
+    Op(Op),
+}
+
+/// Runs a dense forward analysis over the live code of `flow` to a fixpoint.
+pub fn solve_dense_forward<A: DenseForwardAnalysis>(
+    ctx: &Context,
+    flow: &FlowGraph,
+    analysis: &A,
+) -> DenseSolution<A::Lattice> {
+    let mut solver = Solver { ctx, analysis, flow, after: FxHashMap::default(), start: FxHashMap::default() };
+    let mut work = Worklist::new();
+    for &block in flow.live_blocks() {
+        work.push(Item::Block(block));
+    }
+    while let Some(item) = work.pop() {
+        match item {
+            Item::Block(block) => solver.visit_block(block, &mut work),
+            Item::Op(op) => solver.visit_op(op, &mut work),
+        }
+    }
+    DenseSolution::new(Direction::Forward, solver.after, solver.start)
+}
+
+struct Solver<'a, A: DenseForwardAnalysis> {
+    ctx: &'a Context,
+    analysis: &'a A,
+    flow: &'a FlowGraph,
+    after: FxHashMap<Op, A::Lattice>,
+    start: FxHashMap<Block, A::Lattice>,
+}
+
+impl<A: DenseForwardAnalysis> Solver<'_, A> {
+    fn before(&self, op: Op) -> A::Lattice {
+        let ctx = self.ctx;
+        let state = match ctx.prev_op(op) {
+            Some(previous) => self.after.get(&previous),
+            None => ctx.parent_block(op).and_then(|b| self.start.get(&b)),
+        };
+        state.cloned().unwrap_or_else(A::Lattice::bottom)
+    }
+
+    /// What arrives along `edge`.
+    fn arriving(&self, edge: &Edge) -> A::Lattice {
+        let source = if edge.leaves_before() {
+            self.before(edge.from)
+        } else {
+            self.after.get(&edge.from).cloned().unwrap_or_else(A::Lattice::bottom)
+        };
+        self.analysis.visit_edge(self.ctx, edge, &source)
+    }
+
+    fn visit_block(&mut self, block: Block, work: &mut Worklist<Item>) {
+        let ctx = self.ctx;
+        let mut state =
+            if self.flow.is_open_entry(block) { self.analysis.entry_state(ctx, block) } else { A::Lattice::bottom() };
+        for edge in self.flow.edges_into(Target::Block(block)) {
+            state.join(&self.arriving(edge));
+        }
+        if self.start.get(&block) != Some(&state) {
+            self.start.insert(block, state);
+            if let Some(first) = ctx.first_op(block) {
+                work.push(Item::Op(first));
+            }
+        }
+    }
+
+    fn visit_op(&mut self, op: Op, work: &mut Worklist<Item>) {
+        let ctx = self.ctx;
+        let before = self.before(op);
+        let role = self.flow.role(ctx, op);
+        let after = match role {
+            Role::Definition => before,
+            Role::RegionBranch(_) | Role::Call { .. } => {
+                // The state before the op flows into its regions (or callee).
+                for edge in self.flow.edges_from(op) {
+                    if let Target::Block(block) = edge.to {
+                        work.push(Item::Block(block));
+                    }
+                }
+                let mut arrived = A::Lattice::bottom();
+                for edge in self.flow.edges_into(Target::After(op)) {
+                    arrived.join(&self.arriving(edge));
+                }
+                match role {
+                    Role::Call { .. } => self.analysis.visit_call_exit(ctx, op, &before, &arrived),
+                    _ => arrived,
+                }
+            }
+            _ => self.analysis.visit_op(ctx, op, &before),
+        };
+        if self.after.get(&op) == Some(&after) {
+            return;
+        }
+        self.after.insert(op, after);
+        if let Some(next) = ctx.next_op(op) {
+            work.push(Item::Op(next));
+        }
+        for edge in self.flow.edges_from(op).filter(|e| !e.leaves_before()) {
+            work.push(match edge.to {
+                Target::Block(block) => Item::Block(block),
+                Target::After(target) => Item::Op(target),
+            });
+        }
+    }
+}
