@@ -319,3 +319,142 @@ impl crate::pass::Analysis for CallGraph {
         CallGraph::new(ctx, op)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{context, ops_named, parse, tagged};
+    use crate::{Location, OperationState};
+
+    const PROGRAM: &str = r#"
+"t.func"() ({
+  "t.call"() {callee = @a, tag = "main->a"} : () -> ()
+  "t.call"() {callee = @missing, tag = "main->missing"} : () -> ()
+  "t.call"() {callee = @decl, tag = "main->decl"} : () -> ()
+  "t.call"() {callee = @leaf} : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "main"} : () -> ()
+"t.func"() ({
+  "t.call"() {callee = @b} : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "a"} : () -> ()
+"t.func"() ({
+  "t.call"() {callee = @a} : () -> ()
+  "t.call"() {callee = @leaf} : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "b"} : () -> ()
+"t.func"() ({
+  "t.call"() {callee = @self} : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "self"} : () -> ()
+"t.func"() ({
+  "t.return"() : () -> ()
+}) {sym_name = "leaf"} : () -> ()
+"t.func"() ({
+  "t.return"() : () -> ()
+}) {sym_name = "launched"} : () -> ()
+"t.func"() ({
+}) {sym_name = "decl"} : () -> ()
+"t.launch"() {kernel = @launched} : () -> ()
+"#;
+
+    fn node(ctx: &Context, graph: &CallGraph, module: Op, name: &str) -> CallGraphNode {
+        let op = ops_named(ctx, module, "t.func")
+            .into_iter()
+            .find(|&f| crate::verifier::symbol_name(ctx, f) == Some(name))
+            .unwrap();
+        graph.node(op).unwrap()
+    }
+
+    #[test]
+    fn calls_resolve_through_interfaces_and_unresolved_ones_go_to_external() {
+        let (ctx, module) = parse(PROGRAM);
+        let graph = CallGraph::new(&ctx, module);
+        let [main, a, decl, leaf] = ["main", "a", "decl", "leaf"].map(|n| node(&ctx, &graph, module, n));
+        assert_eq!(graph.callee(tagged(&ctx, module, "main->a")), Some(a));
+        assert_eq!(graph.callee(tagged(&ctx, module, "main->missing")), Some(CallGraph::EXTERNAL));
+        assert_eq!(graph.callee(tagged(&ctx, module, "main->decl")), Some(decl));
+        assert_eq!(graph.body(decl), None, "a declaration has no body");
+        assert_eq!(graph.calls(main).count(), 4);
+        assert_eq!(graph.callers(leaf).count(), 2);
+        assert!(graph.callers(leaf).all(|site| site.callee == leaf));
+        assert_eq!(graph.callers(CallGraph::EXTERNAL).count(), 1);
+        assert_eq!(graph.calls(CallGraph::EXTERNAL).count(), 0, "external calls nothing: no false cycles");
+    }
+
+    #[test]
+    fn components_come_callees_first_and_recursion_is_found() {
+        let (ctx, module) = parse(PROGRAM);
+        let graph = CallGraph::new(&ctx, module);
+        let [main, a, b, itself, leaf] = ["main", "a", "b", "self", "leaf"].map(|n| node(&ctx, &graph, module, n));
+        assert_eq!(graph.components()[graph.component(a)], [a, b]);
+        assert!(graph.is_recursive(a) && graph.is_recursive(b) && graph.is_recursive(itself));
+        assert!(!graph.is_recursive(main) && !graph.is_recursive(leaf));
+        assert!(graph.component(leaf) < graph.component(a), "a callee before its callers");
+        assert!(graph.component(a) < graph.component(main));
+        assert!(graph.component(CallGraph::EXTERNAL) < graph.component(main));
+        assert!(graph.has_recursion());
+    }
+
+    #[test]
+    fn callers_are_known_only_for_functions_nothing_else_names() {
+        let (ctx, module) = parse(PROGRAM);
+        let graph = CallGraph::new(&ctx, module);
+        let [main, a, launched] = ["main", "a", "launched"].map(|n| node(&ctx, &graph, module, n));
+        assert!(graph.callers_known(a));
+        assert!(!graph.callers_known(main), "an entry is called from outside");
+        assert!(!graph.callers_known(launched), "an attribute other than a callee names it");
+        assert!(!graph.callers_known(CallGraph::EXTERNAL));
+    }
+
+    /// A module of `count` functions, each calling the next.
+    fn chain(count: usize) -> (Context, Op) {
+        let mut ctx = context();
+        let location = Location::UNKNOWN;
+        let module_name = ctx.op_name("builtin.module");
+        let (function, call, ret) = (ctx.op_name("t.func"), ctx.op_name("t.call"), ctx.op_name("t.return"));
+        let (sym_name, callee) = (ctx.ident("sym_name"), ctx.ident("callee"));
+        let body = ctx.create_region();
+        let module_block = ctx.create_block(&[]);
+        ctx.append_block(body, module_block);
+        for i in 0..count {
+            let region = ctx.create_region();
+            let block = ctx.create_block(&[]);
+            ctx.append_block(region, block);
+            if i + 1 < count {
+                let mut state = OperationState::new(call, location);
+                state.attributes.push((callee, ctx.symbol_ref_attr(&format!("f{}", i + 1))));
+                let op = ctx.create_op(state);
+                ctx.append_op(block, op);
+            }
+            let op = ctx.create_op(OperationState::new(ret, location));
+            ctx.append_op(block, op);
+            let mut state = OperationState::new(function, location);
+            let name = if i == 0 { "main".to_string() } else { format!("f{i}") };
+            state.attributes.push((sym_name, ctx.string_attr(&name)));
+            state.regions.push(region);
+            let op = ctx.create_op(state);
+            ctx.append_op(module_block, op);
+        }
+        let mut state = OperationState::new(module_name, location);
+        state.regions.push(body);
+        let module = ctx.create_op(state);
+        (ctx, module)
+    }
+
+    #[test]
+    fn a_chain_of_ten_thousand_functions_is_linear() {
+        let (ctx, module) = chain(10_000);
+        let start = std::time::Instant::now();
+        let graph = CallGraph::new(&ctx, module);
+        let elapsed = start.elapsed();
+        assert_eq!(graph.call_sites().len(), 9_999);
+        assert_eq!(graph.components().len(), 10_001);
+        assert!(!graph.has_recursion());
+        let functions = ops_named(&ctx, module, "t.func");
+        let (first, last) = (graph.node(functions[0]).unwrap(), graph.node(functions[9_999]).unwrap());
+        assert!(graph.component(last) < graph.component(first));
+        assert!(graph.callers_known(last) && !graph.callers_known(first));
+        assert!(elapsed.as_secs_f64() < 1.0, "10,000 functions took {elapsed:?}");
+    }
+}

@@ -335,3 +335,83 @@ impl crate::pass::Analysis for DominanceInfo {
         DominanceInfo::new(ctx, op)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{ops_named, parse, tagged};
+
+    const DIAMOND: &str = r#"
+"t.func"() ({
+^bb0(%c: i1):
+  %a = "t.def"() {tag = "a"} : () -> i32
+  "t.cond_br"(%c)[^bb1, ^bb2] : (i1) -> ()
+^bb1:
+  %b = "t.def"() {tag = "b"} : () -> i32
+  "t.br"()[^bb3] : () -> ()
+^bb2:
+  "t.br"()[^bb3] : () -> ()
+^bb3:
+  "t.loop"() ({
+    "t.use"(%a) {tag = "inner"} : (i32) -> ()
+    "t.yield"() : () -> ()
+  }) {tag = "loop"} : () -> ()
+  "t.return"() {tag = "ret"} : () -> ()
+^bb4:
+  "t.return"() {tag = "dead"} : () -> ()
+}) {sym_name = "main"} : () -> ()
+"t.func"() ({
+  "t.return"() : () -> ()
+}) {sym_name = "other"} : () -> ()
+"#;
+
+    #[test]
+    fn the_tree_of_a_diamond_with_an_unreachable_block() {
+        let (ctx, module) = parse(DIAMOND);
+        let function = ops_named(&ctx, module, "t.func")[0];
+        let tree = DominatorTree::new(&ctx, ctx.regions(function)[0]);
+        let idoms: Vec<Option<usize>> = (0..5).map(|i| tree.immediate_dominator(i)).collect();
+        assert_eq!(idoms, [Some(0), Some(0), Some(0), Some(0), None]);
+        assert_eq!(tree.roots().collect::<Vec<_>>(), [0, 4]);
+        assert_eq!(tree.children(0), [1, 2, 3]);
+        assert!(tree.dominates(0, 3) && tree.dominates(3, 3));
+        assert!(!tree.dominates(1, 3) && !tree.dominates(3, 0));
+        assert!(!tree.dominates(0, 4), "an unreachable block is dominated by itself only");
+        assert!(tree.dominates(4, 4));
+    }
+
+    #[test]
+    fn ops_dominate_across_nested_regions() {
+        let (ctx, module) = parse(DIAMOND);
+        let info = DominanceInfo::new(&ctx, module);
+        let [a, b, inner, looping, ret, dead] =
+            ["a", "b", "inner", "loop", "ret", "dead"].map(|t| tagged(&ctx, module, t));
+        assert!(info.properly_dominates(&ctx, a, inner), "an op dominates what its block's successors nest");
+        assert!(!info.properly_dominates(&ctx, b, inner), "^bb1 does not dominate ^bb3");
+        assert!(info.properly_dominates(&ctx, looping, inner), "an op encloses what it nests");
+        assert!(!info.properly_dominates(&ctx, inner, ret), "a nested op dominates nothing after its parent");
+        assert!(info.dominates(&ctx, ret, ret) && !info.properly_dominates(&ctx, ret, ret));
+        assert!(!info.properly_dominates(&ctx, a, dead) && !info.properly_dominates(&ctx, dead, ret));
+        let value_a = ctx.result(a, 0);
+        let value_b = ctx.result(b, 0);
+        let condition = ctx.block_arguments(ctx.parent_block(a).unwrap())[0];
+        assert!(info.value_dominates(&ctx, value_a, inner));
+        assert!(!info.value_dominates(&ctx, value_b, ret));
+        assert!(!info.value_dominates(&ctx, value_a, a), "a result is not available to its own op");
+        assert!(info.value_dominates(&ctx, condition, inner));
+        let inner_block = ctx.parent_block(inner).unwrap();
+        let entry = ctx.parent_block(a).unwrap();
+        assert!(info.dominates_block(&ctx, entry, inner_block));
+        assert!(info.properly_dominates_block(&ctx, ctx.parent_block(looping).unwrap(), inner_block));
+        assert!(!info.dominates_block(&ctx, inner_block, entry));
+    }
+
+    #[test]
+    fn a_graph_region_has_no_order() {
+        let (ctx, module) = parse(DIAMOND);
+        let info = DominanceInfo::new(&ctx, module);
+        let functions = ops_named(&ctx, module, "t.func");
+        assert!(info.properly_dominates(&ctx, functions[1], functions[0]));
+        assert!(info.properly_dominates(&ctx, functions[0], functions[1]));
+    }
+}

@@ -285,3 +285,91 @@ impl crate::pass::Analysis for Liveness {
         Liveness::new(ctx, op)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{parse, tagged};
+
+    const PROGRAM: &str = r#"
+"t.func"() ({
+^bb0(%c: i1):
+  %x = "t.def"() {tag = "x"} : () -> i32
+  %y = "t.def"() {tag = "y"} : () -> i32
+  %z = "t.def"() {tag = "z"} : () -> i32
+  "t.loop"() ({
+    "t.use"(%x) {tag = "use-x-in-loop"} : (i32) -> ()
+    %t = "t.def"() {tag = "t"} : () -> i32
+    "t.use"(%t) {tag = "use-t"} : (i32) -> ()
+    "t.yield"() {tag = "loop-yield"} : () -> ()
+  }) {tag = "loop"} : () -> ()
+  "t.if"(%c) ({
+    "t.use"(%y) {tag = "use-y-in-then"} : (i32) -> ()
+    "t.yield"() {tag = "then-yield"} : () -> ()
+  }, {
+    "t.yield"() : () -> ()
+  }) {tag = "if"} : (i1) -> ()
+  "t.cond_br"(%c)[^bb1, ^bb2] {tag = "branch"} : (i1) -> ()
+^bb1:
+  "t.br"()[^bb3] : () -> ()
+^bb2:
+  "t.br"()[^bb3] : () -> ()
+^bb3:
+  "t.use"(%z) {tag = "use-z"} : (i32) -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "main"} : () -> ()
+"#;
+
+    #[test]
+    fn a_value_used_in_a_loop_body_stays_live_through_every_iteration() {
+        let (ctx, module) = parse(PROGRAM);
+        let liveness = Liveness::new(&ctx, module);
+        let [x, use_x, t, use_t, looping] =
+            ["x", "use-x-in-loop", "t", "use-t", "loop"].map(|tag| tagged(&ctx, module, tag));
+        let x = ctx.result(x, 0);
+        let body = ctx.parent_block(use_x).unwrap();
+        assert!(liveness.is_live_in(x, body) && liveness.is_live_out(x, body), "the next iteration uses it");
+        assert!(liveness.is_live_after(&ctx, x, use_x), "live after its last use in the body");
+        assert!(liveness.is_live_after(&ctx, x, use_t));
+        assert!(!liveness.is_live_after(&ctx, x, looping), "dead once the loop is done");
+        let t = ctx.result(t, 0);
+        assert!(liveness.is_dead_after(&ctx, t, use_t), "defined in the body: dead after its use");
+        assert!(!liveness.is_live_in(t, body));
+        assert_eq!(liveness.captured(looping).collect::<Vec<_>>(), [x]);
+    }
+
+    #[test]
+    fn a_value_used_in_one_branch_of_an_if_dies_there() {
+        let (ctx, module) = parse(PROGRAM);
+        let liveness = Liveness::new(&ctx, module);
+        let [y, use_y, x, looping, branching] =
+            ["y", "use-y-in-then", "x", "loop", "if"].map(|tag| tagged(&ctx, module, tag));
+        let y = ctx.result(y, 0);
+        assert!(liveness.is_dead_after(&ctx, y, use_y), "the then-region runs once");
+        assert!(liveness.is_live_after(&ctx, y, looping), "used by the if, after the loop");
+        assert!(liveness.is_dead_after(&ctx, y, branching));
+        assert!(liveness.is_dead_after(&ctx, ctx.result(x, 0), use_y));
+    }
+
+    #[test]
+    fn values_flow_through_the_blocks_of_a_region() {
+        let (ctx, module) = parse(PROGRAM);
+        let liveness = Liveness::new(&ctx, module);
+        let [z, branch, use_z] = ["z", "branch", "use-z"].map(|tag| tagged(&ctx, module, tag));
+        let z = ctx.result(z, 0);
+        let region = ctx.block_parent(ctx.parent_block(branch).unwrap()).unwrap();
+        let blocks = ctx.region_blocks(region);
+        assert!(liveness.is_live_out(z, blocks[0]));
+        assert!(liveness.is_live_in(z, blocks[1]) && liveness.is_live_out(z, blocks[1]));
+        assert!(liveness.is_live_in(z, blocks[2]) && liveness.is_live_in(z, blocks[3]));
+        assert!(!liveness.is_live_out(z, blocks[3]));
+        assert!(liveness.is_dead_after(&ctx, z, use_z));
+        let condition = ctx.block_arguments(blocks[0])[0];
+        assert!(!liveness.is_live_in(condition, blocks[0]), "a block's own argument is defined there");
+        assert_eq!(liveness.live_after(&ctx, branch), [z], "after the terminator: what leaves the block");
+        let x = ctx.result(tagged(&ctx, module, "x"), 0);
+        let looping = tagged(&ctx, module, "loop");
+        assert_eq!(liveness.live_after(&ctx, looping), [condition, ctx.result(tagged(&ctx, module, "y"), 0), z]);
+        assert!(!liveness.live_after(&ctx, looping).contains(&x));
+    }
+}

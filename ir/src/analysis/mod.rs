@@ -19,6 +19,8 @@ pub mod dataflow;
 pub mod dominance;
 pub mod liveness;
 pub mod symbol_resolver;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use call_graph::{CallGraph, CallGraphNode, CallSite};
 pub use dominance::{DominanceInfo, DominatorTree};

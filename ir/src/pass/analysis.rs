@@ -135,3 +135,143 @@ impl AnalysisManager {
         self.cache.values().map(|entries| entries.len()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{ops_named, parse, tagged};
+    use crate::pass::{Pass, PassFailed, PassInfo, PassManager, PassManagerOptions, PassRegistry, PassState};
+    use std::cell::Cell;
+
+    thread_local! {
+        static COMPUTED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The ops under an op; counts its computations.
+    struct OpCount(usize);
+    impl Analysis for OpCount {
+        fn compute(ctx: &Context, op: Op, _: &mut AnalysisManager) -> Self {
+            COMPUTED.with(|c| c.set(c.get() + 1));
+            OpCount(ctx.walk(op).len())
+        }
+    }
+
+    /// Twice the op count: an analysis built on another.
+    struct Doubled(usize);
+    impl Analysis for Doubled {
+        fn compute(ctx: &Context, op: Op, analyses: &mut AnalysisManager) -> Self {
+            Doubled(2 * analyses.get::<OpCount>(ctx, op).0)
+        }
+    }
+
+    /// Asks for itself.
+    struct Cyclic;
+    impl Analysis for Cyclic {
+        fn compute(ctx: &Context, op: Op, analyses: &mut AnalysisManager) -> Self {
+            analyses.get::<Cyclic>(ctx, op);
+            Cyclic
+        }
+    }
+
+    const PROGRAM: &str = r#"
+"t.func"() ({
+  "t.loop"() ({
+    "t.yield"() : () -> ()
+  }) {tag = "loop"} : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "f1"} : () -> ()
+"t.func"() ({
+  "t.return"() : () -> ()
+}) {sym_name = "f2"} : () -> ()
+"#;
+
+    #[test]
+    fn a_pass_on_one_function_invalidates_it_its_nested_ops_and_ancestors_not_its_siblings() {
+        let (ctx, module) = parse(PROGRAM);
+        let functions = ops_named(&ctx, module, "t.func");
+        let looping = tagged(&ctx, module, "loop");
+        let mut analyses = AnalysisManager::new();
+        for op in [module, functions[0], functions[1], looping] {
+            analyses.get::<OpCount>(&ctx, op);
+        }
+        analyses.get::<Doubled>(&ctx, functions[1]);
+        assert_eq!(analyses.cached_count(), 5);
+        analyses.invalidate(&ctx, functions[0], &[]);
+        assert!(analyses.cached::<OpCount>(module).is_none(), "an ancestor contains the changed IR");
+        assert!(analyses.cached::<OpCount>(functions[0]).is_none());
+        assert!(analyses.cached::<OpCount>(looping).is_none(), "a nested op may have changed");
+        assert_eq!(analyses.cached::<OpCount>(functions[1]).map(|c| c.0), Some(2), "a sibling is untouched");
+        assert_eq!(analyses.cached::<Doubled>(functions[1]).map(|c| c.0), Some(4));
+        analyses.invalidate(&ctx, functions[1], &[TypeId::of::<Doubled>()]);
+        assert!(analyses.cached::<OpCount>(functions[1]).is_none());
+        assert!(analyses.cached::<Doubled>(functions[1]).is_some(), "preserved");
+    }
+
+    #[test]
+    fn an_analysis_gets_the_analyses_it_needs_from_the_cache() {
+        let (ctx, module) = parse(PROGRAM);
+        let mut analyses = AnalysisManager::new();
+        assert_eq!(analyses.get_or_compute::<Doubled>(&ctx, module).0, 14);
+        assert_eq!(analyses.computed_count(), 2, "the op count was computed for it");
+        assert_eq!(analyses.get_or_compute::<OpCount>(&ctx, module).0, 7);
+        assert_eq!(analyses.computed_count(), 2, "and cached");
+    }
+
+    #[test]
+    #[should_panic(expected = "requested while it is being computed")]
+    fn an_analysis_that_needs_itself_is_a_cycle() {
+        let (ctx, module) = parse(PROGRAM);
+        AnalysisManager::new().get::<Cyclic>(&ctx, module);
+    }
+
+    /// Reads the op count of every function.
+    struct ReadAll;
+    impl Pass for ReadAll {
+        fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+            for function in ops_named(ctx, op, "t.func") {
+                state.analysis::<OpCount>(ctx, function);
+            }
+            state.preserve_all();
+            Ok(())
+        }
+    }
+
+    /// Changes `@f1` only; preserves everything elsewhere.
+    struct TouchFirst;
+    impl Pass for TouchFirst {
+        fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+            if crate::verifier::symbol_name(ctx, op) == Some("f1") {
+                let (name, value) = (ctx.ident("touched"), ctx.unit_attr());
+                ctx.set_attribute(op, name, value);
+            } else {
+                state.preserve_all();
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_pass_manager_invalidates_per_op() {
+        let mut registry = PassRegistry::new();
+        registry.register(PassInfo {
+            name: "read-all",
+            summary: "",
+            anchor: None,
+            options: &[],
+            create: |_| Box::new(ReadAll),
+        });
+        registry.register(PassInfo {
+            name: "touch-first",
+            summary: "",
+            anchor: Some("t.func"),
+            options: &[],
+            create: |_| Box::new(TouchFirst),
+        });
+        let (mut ctx, module) = parse(PROGRAM);
+        let mut manager = PassManager::new("builtin.module", PassManagerOptions::default());
+        manager.add_pipeline(&registry, "read-all,t.func(touch-first),read-all").unwrap();
+        COMPUTED.with(|c| c.set(0));
+        manager.run(&mut ctx, module).unwrap();
+        assert_eq!(COMPUTED.with(|c| c.get()), 3, "two functions, then only the one that changed again");
+    }
+}
