@@ -323,8 +323,7 @@ impl crate::pass::Analysis for CallGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::testing::{context, ops_named, parse, tagged};
-    use crate::{Location, OperationState};
+    use crate::analysis::testing::{chain, ops_named, parse, tagged};
 
     const PROGRAM: &str = r#"
 "t.func"() ({
@@ -405,41 +404,6 @@ mod tests {
         assert!(!graph.callers_known(main), "an entry is called from outside");
         assert!(!graph.callers_known(launched), "an attribute other than a callee names it");
         assert!(!graph.callers_known(CallGraph::EXTERNAL));
-    }
-
-    /// A module of `count` functions, each calling the next.
-    fn chain(count: usize) -> (Context, Op) {
-        let mut ctx = context();
-        let location = Location::UNKNOWN;
-        let module_name = ctx.op_name("builtin.module");
-        let (function, call, ret) = (ctx.op_name("t.func"), ctx.op_name("t.call"), ctx.op_name("t.return"));
-        let (sym_name, callee) = (ctx.ident("sym_name"), ctx.ident("callee"));
-        let body = ctx.create_region();
-        let module_block = ctx.create_block(&[]);
-        ctx.append_block(body, module_block);
-        for i in 0..count {
-            let region = ctx.create_region();
-            let block = ctx.create_block(&[]);
-            ctx.append_block(region, block);
-            if i + 1 < count {
-                let mut state = OperationState::new(call, location);
-                state.attributes.push((callee, ctx.symbol_ref_attr(&format!("f{}", i + 1))));
-                let op = ctx.create_op(state);
-                ctx.append_op(block, op);
-            }
-            let op = ctx.create_op(OperationState::new(ret, location));
-            ctx.append_op(block, op);
-            let mut state = OperationState::new(function, location);
-            let name = if i == 0 { "main".to_string() } else { format!("f{i}") };
-            state.attributes.push((sym_name, ctx.string_attr(&name)));
-            state.regions.push(region);
-            let op = ctx.create_op(state);
-            ctx.append_op(module_block, op);
-        }
-        let mut state = OperationState::new(module_name, location);
-        state.regions.push(body);
-        let module = ctx.create_op(state);
-        (ctx, module)
     }
 
     #[test]

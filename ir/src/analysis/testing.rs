@@ -6,7 +6,7 @@ use crate::interfaces::{
     BranchOpInterface, CallOpInterface, CallableOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use crate::verifier::symbol_name;
-use crate::{AttributeKind, Context, Ident, Op, OpDefinition, OpTraits, Region};
+use crate::{AttributeKind, Context, Ident, Location, Op, OpDefinition, OpTraits, OperationState, Region};
 use smallvec::{smallvec, SmallVec};
 use std::ops::Range;
 
@@ -131,4 +131,39 @@ pub(crate) fn tagged(ctx: &Context, root: Op, tag: &str) -> Op {
         .collect();
     assert_eq!(found.len(), 1, "one op tagged {tag}");
     found[0]
+}
+
+/// A module of `count` functions, each calling the next.
+pub(crate) fn chain(count: usize) -> (Context, Op) {
+    let mut ctx = context();
+    let location = Location::UNKNOWN;
+    let module_name = ctx.op_name("builtin.module");
+    let (function, call, ret) = (ctx.op_name("t.func"), ctx.op_name("t.call"), ctx.op_name("t.return"));
+    let (sym_name, callee) = (ctx.ident("sym_name"), ctx.ident("callee"));
+    let body = ctx.create_region();
+    let module_block = ctx.create_block(&[]);
+    ctx.append_block(body, module_block);
+    for i in 0..count {
+        let region = ctx.create_region();
+        let block = ctx.create_block(&[]);
+        ctx.append_block(region, block);
+        if i + 1 < count {
+            let mut state = OperationState::new(call, location);
+            state.attributes.push((callee, ctx.symbol_ref_attr(&format!("f{}", i + 1))));
+            let op = ctx.create_op(state);
+            ctx.append_op(block, op);
+        }
+        let op = ctx.create_op(OperationState::new(ret, location));
+        ctx.append_op(block, op);
+        let mut state = OperationState::new(function, location);
+        let name = if i == 0 { "main".to_string() } else { format!("f{i}") };
+        state.attributes.push((sym_name, ctx.string_attr(&name)));
+        state.regions.push(region);
+        let op = ctx.create_op(state);
+        ctx.append_op(module_block, op);
+    }
+    let mut state = OperationState::new(module_name, location);
+    state.regions.push(body);
+    let module = ctx.create_op(state);
+    (ctx, module)
 }

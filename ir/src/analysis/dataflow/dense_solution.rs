@@ -3,7 +3,7 @@
 //! The program points are the start of each block, the end of each block, and the points before
 //! and after each op. A forward analysis stores the state after each op and at each block's start
 //! (the state before an op is the state after the previous one); a backward analysis stores the
-//! state before each op and at each block's end. Points in code that never runs hold bottom.
+//! state before each op and at each block's end. Points in code that never runs, and around an op in no block (the root), hold bottom.
 
 use super::lattice::Lattice;
 use crate::{Block, Context, Op};
@@ -45,7 +45,7 @@ impl<L: Lattice> DenseSolution<L> {
             Direction::Backward => self.ops.get(&op).unwrap_or(&self.bottom),
             Direction::Forward => match ctx.prev_op(op) {
                 Some(previous) => self.ops.get(&previous).unwrap_or(&self.bottom),
-                None => self.block_start(ctx, ctx.parent_block(op).expect("an op in a block")),
+                None => ctx.parent_block(op).map_or(&self.bottom, |block| self.block_start(ctx, block)),
             },
         }
     }
@@ -56,7 +56,7 @@ impl<L: Lattice> DenseSolution<L> {
             Direction::Forward => self.ops.get(&op).unwrap_or(&self.bottom),
             Direction::Backward => match ctx.next_op(op) {
                 Some(next) => self.ops.get(&next).unwrap_or(&self.bottom),
-                None => self.block_end(ctx, ctx.parent_block(op).expect("an op in a block")),
+                None => ctx.parent_block(op).map_or(&self.bottom, |block| self.block_end(ctx, block)),
             },
         }
     }

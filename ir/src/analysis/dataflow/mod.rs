@@ -39,3 +39,6 @@ pub use flow::{is_exit, target_inputs, Discoveries, Edge, EdgeKind, FlowGraph, R
 pub use lattice::{Flat, Lattice, LatticeMap, UnionSet};
 pub use sparse_backward::{solve_sparse_backward, SparseBackwardAnalysis};
 pub use sparse_forward::{solve_sparse_forward, BranchValue, LoopBounds, SparseForwardAnalysis, SparseSolution};
+
+#[cfg(test)]
+mod tests;
