@@ -40,6 +40,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::ops::Range;
+use std::rc::Rc;
 
 /// Where an edge of control goes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -203,7 +204,7 @@ impl Discoveries {
 #[derive(Clone, Debug)]
 pub struct FlowGraph {
     root: Op,
-    calls: CallGraph,
+    calls: Rc<CallGraph>,
     live: FxHashSet<Block>,
     /// The live blocks in the order they became live.
     live_order: Vec<Block>,
@@ -226,7 +227,18 @@ impl FlowGraph {
     /// The skeleton under `root` with branches narrowed by `constant`: the integer a value is
     /// known to hold (from a constant propagation, say).
     pub fn with_constants(ctx: &Context, root: Op, constant: impl Fn(Value) -> Option<i64>) -> Self {
-        let mut graph = Self::start(ctx, root);
+        Self::with_call_graph(ctx, root, Rc::new(CallGraph::new(ctx, root)), constant)
+    }
+
+    /// Like [`with_constants`](Self::with_constants), with the call graph of `root` computed
+    /// already (cached by the pass manager, say).
+    pub fn with_call_graph(
+        ctx: &Context,
+        root: Op,
+        calls: Rc<CallGraph>,
+        constant: impl Fn(Value) -> Option<i64>,
+    ) -> Self {
+        let mut graph = Self::start(ctx, root, calls);
         let mut queue: VecDeque<Op> = VecDeque::new();
         for &block in &graph.live_order {
             queue.extend(ctx.block_ops(block));
@@ -252,8 +264,7 @@ impl FlowGraph {
 
     /// The skeleton before any op is explored: the root's regions and the bodies of callables
     /// with unknown callers are live, open entries.
-    pub(crate) fn start(ctx: &Context, root: Op) -> Self {
-        let calls = CallGraph::new(ctx, root);
+    pub(crate) fn start(ctx: &Context, root: Op, calls: Rc<CallGraph>) -> Self {
         let mut graph = FlowGraph {
             root,
             calls,
@@ -533,4 +544,12 @@ pub fn is_exit(ctx: &Context, op: Op) -> bool {
         && ctx.successors(op).is_empty()
         && ctx.regions(op).is_empty()
         && (ctx.has_traits(op, OpTraits::TERMINATOR) || (!ctx.is_registered(op) && ctx.result_count(op) == 0))
+}
+
+/// The flow graph narrowed by constant-like ops, built on the cached call graph.
+impl crate::pass::Analysis for FlowGraph {
+    fn compute(ctx: &Context, op: Op, analyses: &mut crate::pass::AnalysisManager) -> Self {
+        let calls = analyses.get::<CallGraph>(ctx, op);
+        FlowGraph::with_call_graph(ctx, op, calls, |value| crate::interfaces::constant_integer(ctx, value))
+    }
 }

@@ -22,6 +22,47 @@
 //! depends on a state that changed is visited again. Loops need no special case: a loop's back
 //! edge is an edge like any other. Calls are context-insensitive: a callee's entry is the join
 //! over all its live call sites, and what it returns goes back to all of them.
+//!
+//! A sparse analysis in full (ops of a made-up dialect, matched by name as their own dialect
+//! would; the one in `tests/dataflow.rs` propagates `arith` constants through loops and calls):
+//!
+//! ```
+//! use hat_ir::analysis::dataflow::{solve_sparse_forward, Flat, SparseForwardAnalysis};
+//! use hat_ir::{Context, Op, Value};
+//!
+//! /// How many `x.inc` a value went through since an `x.zero`.
+//! struct Increments;
+//!
+//! impl SparseForwardAnalysis for Increments {
+//!     type Lattice = Flat<i64>;
+//!
+//!     fn visit_op(&self, ctx: &Context, op: Op, operands: &[&Flat<i64>], results: &mut [Flat<i64>]) {
+//!         let result = match (ctx.name_str(op), operands) {
+//!             ("x.zero", []) => Flat::Known(0),
+//!             ("x.inc", [Flat::Known(n)]) => Flat::Known(n + 1),
+//!             ("x.inc", [Flat::Bottom]) => Flat::Bottom,
+//!             _ => Flat::Top,
+//!         };
+//!         results.fill(result);
+//!     }
+//!
+//!     fn entry_state(&self, _: &Context, _: Value) -> Flat<i64> {
+//!         Flat::Top
+//!     }
+//! }
+//!
+//! let mut ctx = Context::new();
+//! ctx.allow_unregistered = true;
+//! let text = r#"
+//!   %0 = "x.zero"() : () -> i32
+//!   %1 = "x.inc"(%0) : (i32) -> i32
+//!   %2 = "x.inc"(%1) : (i32) -> i32
+//! "#;
+//! let module = hat_ir::parse_source(&mut ctx, "example.hat", text).unwrap();
+//! let solution = solve_sparse_forward(&ctx, module, &Increments);
+//! let last = ctx.body_ops(module)[2];
+//! assert_eq!(*solution.lattice(ctx.result(last, 0)), Flat::Known(2));
+//! ```
 
 mod dense_backward;
 mod dense_forward;

@@ -13,6 +13,7 @@
 use super::flow::{Discoveries, Edge, EdgeKind, FlowGraph, Role, Target};
 use super::lattice::Lattice;
 use super::worklist::Worklist;
+use crate::analysis::call_graph::CallGraph;
 use crate::interfaces::{BranchOpInterface, LoopLikeOpInterface, RegionBranchOpInterface};
 use crate::{Context, Op, Value};
 use rustc_hash::FxHashMap;
@@ -121,7 +122,7 @@ pub fn solve_sparse_forward<A: SparseForwardAnalysis>(
     root: Op,
     analysis: &A,
 ) -> SparseSolution<A::Lattice> {
-    let flow = FlowGraph::start(ctx, root);
+    let flow = FlowGraph::start(ctx, root, std::rc::Rc::new(CallGraph::new(ctx, root)));
     let mut users: FxHashMap<Value, SmallVec<[Op; 4]>> = FxHashMap::default();
     for op in ctx.walk(root) {
         for &operand in ctx.operands(op) {
