@@ -167,3 +167,53 @@ pub(crate) fn chain(count: usize) -> (Context, Op) {
     let module = ctx.create_op(state);
     (ctx, module)
 }
+
+/// A module whose `@main` calls `@helper(%x) -> %x` from `count` call sites.
+pub(crate) fn fan_in(count: usize) -> (Context, Op) {
+    let mut ctx = context();
+    let location = Location::UNKNOWN;
+    let i32_type = ctx.integer_type(32);
+    let (function, call, ret, def) =
+        (ctx.op_name("t.func"), ctx.op_name("t.call"), ctx.op_name("t.return"), ctx.op_name("t.def"));
+    let (sym_name, callee) = (ctx.ident("sym_name"), ctx.ident("callee"));
+    let body = ctx.create_region();
+    let module_block = ctx.create_block(&[]);
+    ctx.append_block(body, module_block);
+    for name in ["helper", "main"] {
+        let region = ctx.create_region();
+        let arguments = if name == "helper" { vec![i32_type] } else { Vec::new() };
+        let block = ctx.create_block(&arguments);
+        ctx.append_block(region, block);
+        let mut returned = Vec::new();
+        if name == "helper" {
+            returned.push(ctx.block_arguments(block)[0]);
+        } else {
+            let mut state = OperationState::new(def, location);
+            state.result_types.push(i32_type);
+            let defined = ctx.create_op(state);
+            ctx.append_op(block, defined);
+            let value = ctx.result(defined, 0);
+            for _ in 0..count {
+                let mut state = OperationState::new(call, location);
+                state.attributes.push((callee, ctx.symbol_ref_attr("helper")));
+                state.operands.push(value);
+                state.result_types.push(i32_type);
+                let op = ctx.create_op(state);
+                ctx.append_op(block, op);
+            }
+        }
+        let mut state = OperationState::new(ret, location);
+        state.operands = returned;
+        let op = ctx.create_op(state);
+        ctx.append_op(block, op);
+        let mut state = OperationState::new(function, location);
+        state.attributes.push((sym_name, ctx.string_attr(name)));
+        state.regions.push(region);
+        let op = ctx.create_op(state);
+        ctx.append_op(module_block, op);
+    }
+    let mut state = OperationState::new(ctx.op_name("builtin.module"), location);
+    state.regions.push(body);
+    let module = ctx.create_op(state);
+    (ctx, module)
+}

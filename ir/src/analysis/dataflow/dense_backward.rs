@@ -48,30 +48,38 @@ pub trait DenseBackwardAnalysis {
     }
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-enum Item {
-    /// Recompute a block's end state.
-    BlockEnd(Block),
-    /// Recompute the state before an op.
-    Op(Op),
-}
-
-/// Runs a dense backward analysis over the live code of `flow` to a fixpoint.
+/// Runs a dense backward analysis over the live code of `flow` to a fixpoint (joins are
+/// incremental, as in [`super::solve_dense_forward`]).
 pub fn solve_dense_backward<A: DenseBackwardAnalysis>(
     ctx: &Context,
     flow: &FlowGraph,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
-    let mut solver = Solver { ctx, analysis, flow, before: FxHashMap::default(), end: FxHashMap::default() };
-    let mut work = Worklist::new();
+    let mut solver = Solver {
+        ctx,
+        analysis,
+        flow,
+        before: FxHashMap::default(),
+        end: FxHashMap::default(),
+        arrived: FxHashMap::default(),
+        work: Worklist::new(),
+    };
     for &block in flow.live_blocks().iter().rev() {
-        work.push(Item::BlockEnd(block));
-    }
-    while let Some(item) = work.pop() {
-        match item {
-            Item::BlockEnd(block) => solver.visit_block_end(block, &mut work),
-            Item::Op(op) => solver.visit_op(op, &mut work),
+        let last = ctx.last_op(block);
+        let terminator = last.filter(|&l| matches!(flow.role(ctx, l), Role::Exit { .. } | Role::Branch));
+        // Control leaves to code the solver does not see through an open exit, or by running
+        // off the end of a block without terminator.
+        let open = terminator.is_none_or(|t| flow.is_open_exit(t));
+        let state = if open { analysis.exit_state(ctx, block) } else { A::Lattice::bottom() };
+        match last {
+            Some(last) => solver.work.push(last),
+            // An empty block starts where it ends.
+            None => solver.send_back(Target::Block(block), &state),
         }
+        solver.end.insert(block, state);
+    }
+    while let Some(op) = solver.work.pop() {
+        solver.visit_op(op);
     }
     DenseSolution::new(Direction::Backward, solver.before, solver.end)
 }
@@ -82,6 +90,9 @@ struct Solver<'a, A: DenseBackwardAnalysis> {
     flow: &'a FlowGraph,
     before: FxHashMap<Op, A::Lattice>,
     end: FxHashMap<Block, A::Lattice>,
+    /// For region-branch ops and calls: the join of what came back along their edges.
+    arrived: FxHashMap<Op, A::Lattice>,
+    work: Worklist<Op>,
 }
 
 impl<A: DenseBackwardAnalysis> Solver<'_, A> {
@@ -94,66 +105,40 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
         state.cloned().unwrap_or_else(A::Lattice::bottom)
     }
 
-    fn block_start(&self, block: Block) -> A::Lattice {
-        let state = match self.ctx.first_op(block) {
-            Some(first) => self.before.get(&first),
-            None => self.end.get(&block),
-        };
-        state.cloned().unwrap_or_else(A::Lattice::bottom)
-    }
-
-    /// What flows back along `edge` from its target.
-    fn returning(&self, edge: &Edge) -> A::Lattice {
-        let target = match edge.to {
-            Target::Block(block) => self.block_start(block),
-            Target::After(op) => self.after(op),
-        };
-        self.analysis.visit_edge(self.ctx, edge, &target)
-    }
-
-    fn visit_block_end(&mut self, block: Block, work: &mut Worklist<Item>) {
-        let ctx = self.ctx;
-        let last = ctx.last_op(block);
-        let terminator = last.filter(|&l| matches!(self.flow.role(ctx, l), Role::Exit { .. } | Role::Branch));
-        let mut state = A::Lattice::bottom();
-        match terminator {
-            Some(terminator) => {
-                for edge in self.flow.edges_from(terminator) {
-                    state.join(&self.returning(edge));
+    /// The state at `target` changed to `state`: what flows back along each edge into it is
+    /// joined into the edge's source.
+    fn send_back(&mut self, target: Target, state: &A::Lattice) {
+        let edges: Vec<Edge> = self.flow.edges_into(target).cloned().collect();
+        for edge in &edges {
+            let returning = self.analysis.visit_edge(self.ctx, edge, state);
+            if edge.leaves_before() {
+                let arrived = self.arrived.entry(edge.from).or_insert_with(A::Lattice::bottom);
+                if arrived.join(&returning) {
+                    self.work.push(edge.from);
                 }
-                if self.flow.is_open_exit(terminator) {
-                    state.join(&self.analysis.exit_state(ctx, block));
+            } else if let Some(block) = self.ctx.parent_block(edge.from) {
+                // `edge.from` is a terminator: the last op of `block`.
+                let end = self.end.entry(block).or_insert_with(A::Lattice::bottom);
+                if end.join(&returning) {
+                    self.work.push(edge.from);
                 }
             }
-            // Control runs off the end of the block, out of what the solver sees.
-            None => {
-                state.join(&self.analysis.exit_state(ctx, block));
-            }
-        }
-        if self.end.get(&block) == Some(&state) {
-            return;
-        }
-        self.end.insert(block, state);
-        match last {
-            Some(last) => {
-                work.push(Item::Op(last));
-                self.after_changed(last, work);
-            }
-            None => self.start_changed(block, work),
         }
     }
 
-    fn visit_op(&mut self, op: Op, work: &mut Worklist<Item>) {
+    fn visit_op(&mut self, op: Op) {
         let ctx = self.ctx;
         let after = self.after(op);
+        if ctx.next_op(op).is_none() {
+            // The block's end is right after its last op (a region-branch op or a call in a block
+            // without terminator): the edges to right after it carry it back.
+            self.send_back(Target::After(op), &after);
+        }
         let role = self.flow.role(ctx, op);
         let before = match role {
             Role::Definition => after,
             Role::RegionBranch(_) | Role::Call { .. } => {
-                let mut arrived = A::Lattice::bottom();
-                for edge in self.flow.edges_from(op) {
-                    arrived.join(&self.returning(edge));
-                }
+                let arrived = self.arrived.get(&op).cloned().unwrap_or_else(A::Lattice::bottom);
                 match role {
                     Role::Call { .. } => self.analysis.visit_call_entry(ctx, op, &after, &arrived),
                     _ => arrived,
@@ -164,33 +149,16 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
         if self.before.get(&op) == Some(&before) {
             return;
         }
-        self.before.insert(op, before);
         match ctx.prev_op(op) {
             Some(previous) => {
-                work.push(Item::Op(previous));
-                self.after_changed(previous, work);
+                self.work.push(previous);
+                self.send_back(Target::After(previous), &before);
             }
-            None => self.start_changed(ctx.parent_block(op).expect("an op in a block"), work),
-        }
-    }
-
-    /// The state right after `op` changed: the edges that lead there are revisited.
-    fn after_changed(&self, op: Op, work: &mut Worklist<Item>) {
-        self.revisit_sources(Target::After(op), work);
-    }
-
-    /// The state at `block`'s start changed: the edges that lead there are revisited.
-    fn start_changed(&self, block: Block, work: &mut Worklist<Item>) {
-        self.revisit_sources(Target::Block(block), work);
-    }
-
-    fn revisit_sources(&self, target: Target, work: &mut Worklist<Item>) {
-        for edge in self.flow.edges_into(target) {
-            if edge.leaves_before() {
-                work.push(Item::Op(edge.from));
-            } else if let Some(block) = self.ctx.parent_block(edge.from) {
-                work.push(Item::BlockEnd(block));
+            None => {
+                let block = ctx.parent_block(op).expect("an op in a block");
+                self.send_back(Target::Block(block), &before);
             }
         }
+        self.before.insert(op, before);
     }
 }

@@ -58,30 +58,34 @@ pub trait DenseForwardAnalysis {
     }
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-enum Item {
-    /// Recompute a block's start state.
-    Block(Block),
-    /// Recompute the state after an op.
-    Op(Op),
-}
-
 /// Runs a dense forward analysis over the live code of `flow` to a fixpoint.
+///
+/// Joins are incremental: when the state at an edge's source changes, only that edge's
+/// contribution is joined into its target, so a callee with many call sites costs each call site
+/// once per change (transfer functions must be monotone, as for any fixpoint).
 pub fn solve_dense_forward<A: DenseForwardAnalysis>(
     ctx: &Context,
     flow: &FlowGraph,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
-    let mut solver = Solver { ctx, analysis, flow, after: FxHashMap::default(), start: FxHashMap::default() };
-    let mut work = Worklist::new();
+    let mut solver = Solver {
+        ctx,
+        analysis,
+        flow,
+        after: FxHashMap::default(),
+        start: FxHashMap::default(),
+        arrived: FxHashMap::default(),
+        work: Worklist::new(),
+    };
     for &block in flow.live_blocks() {
-        work.push(Item::Block(block));
-    }
-    while let Some(item) = work.pop() {
-        match item {
-            Item::Block(block) => solver.visit_block(block, &mut work),
-            Item::Op(op) => solver.visit_op(op, &mut work),
+        let state = if flow.is_open_entry(block) { analysis.entry_state(ctx, block) } else { A::Lattice::bottom() };
+        solver.start.insert(block, state);
+        if let Some(first) = ctx.first_op(block) {
+            solver.work.push(first);
         }
+    }
+    while let Some(op) = solver.work.pop() {
+        solver.visit_op(op);
     }
     DenseSolution::new(Direction::Forward, solver.after, solver.start)
 }
@@ -92,6 +96,10 @@ struct Solver<'a, A: DenseForwardAnalysis> {
     flow: &'a FlowGraph,
     after: FxHashMap<Op, A::Lattice>,
     start: FxHashMap<Block, A::Lattice>,
+    /// For region-branch ops and calls: the join of what arrived along the edges to right after
+    /// them.
+    arrived: FxHashMap<Op, A::Lattice>,
+    work: Worklist<Op>,
 }
 
 impl<A: DenseForwardAnalysis> Solver<'_, A> {
@@ -104,48 +112,41 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
         state.cloned().unwrap_or_else(A::Lattice::bottom)
     }
 
-    /// What arrives along `edge`.
-    fn arriving(&self, edge: &Edge) -> A::Lattice {
-        let source = if edge.leaves_before() {
-            self.before(edge.from)
-        } else {
-            self.after.get(&edge.from).cloned().unwrap_or_else(A::Lattice::bottom)
-        };
-        self.analysis.visit_edge(self.ctx, edge, &source)
-    }
-
-    fn visit_block(&mut self, block: Block, work: &mut Worklist<Item>) {
-        let ctx = self.ctx;
-        let mut state =
-            if self.flow.is_open_entry(block) { self.analysis.entry_state(ctx, block) } else { A::Lattice::bottom() };
-        for edge in self.flow.edges_into(Target::Block(block)) {
-            state.join(&self.arriving(edge));
-        }
-        if self.start.get(&block) != Some(&state) {
-            self.start.insert(block, state);
-            if let Some(first) = ctx.first_op(block) {
-                work.push(Item::Op(first));
+    /// Joins what goes along `edge` from a source in `state` into its target; the target is
+    /// visited again when it changed.
+    fn send(&mut self, edge: &Edge, state: &A::Lattice) {
+        let arriving = self.analysis.visit_edge(self.ctx, edge, state);
+        match edge.to {
+            Target::Block(block) => {
+                let start = self.start.entry(block).or_insert_with(A::Lattice::bottom);
+                if start.join(&arriving) {
+                    if let Some(first) = self.ctx.first_op(block) {
+                        self.work.push(first);
+                    }
+                }
+            }
+            Target::After(op) => {
+                let arrived = self.arrived.entry(op).or_insert_with(A::Lattice::bottom);
+                if arrived.join(&arriving) {
+                    self.work.push(op);
+                }
             }
         }
     }
 
-    fn visit_op(&mut self, op: Op, work: &mut Worklist<Item>) {
+    fn visit_op(&mut self, op: Op) {
         let ctx = self.ctx;
         let before = self.before(op);
         let role = self.flow.role(ctx, op);
         let after = match role {
             Role::Definition => before,
             Role::RegionBranch(_) | Role::Call { .. } => {
-                // The state before the op flows into its regions (or callee).
-                for edge in self.flow.edges_from(op) {
-                    if let Target::Block(block) = edge.to {
-                        work.push(Item::Block(block));
-                    }
+                // The state before the op goes into its regions (or callee), or straight past it.
+                let edges: Vec<Edge> = self.flow.edges_from(op).cloned().collect();
+                for edge in &edges {
+                    self.send(edge, &before);
                 }
-                let mut arrived = A::Lattice::bottom();
-                for edge in self.flow.edges_into(Target::After(op)) {
-                    arrived.join(&self.arriving(edge));
-                }
+                let arrived = self.arrived.get(&op).cloned().unwrap_or_else(A::Lattice::bottom);
                 match role {
                     Role::Call { .. } => self.analysis.visit_call_exit(ctx, op, &before, &arrived),
                     _ => arrived,
@@ -156,15 +157,13 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
         if self.after.get(&op) == Some(&after) {
             return;
         }
-        self.after.insert(op, after);
         if let Some(next) = ctx.next_op(op) {
-            work.push(Item::Op(next));
+            self.work.push(next);
         }
-        for edge in self.flow.edges_from(op).filter(|e| !e.leaves_before()) {
-            work.push(match edge.to {
-                Target::Block(block) => Item::Block(block),
-                Target::After(target) => Item::Op(target),
-            });
+        let edges: Vec<Edge> = self.flow.edges_from(op).filter(|e| !e.leaves_before()).cloned().collect();
+        for edge in &edges {
+            self.send(edge, &after);
         }
+        self.after.insert(op, after);
     }
 }

@@ -187,15 +187,16 @@ pub struct Discoveries {
     pub blocks: Vec<Block>,
     /// Live blocks that became open entries.
     pub opened: Vec<Block>,
-    /// Callables that got a new call site (their exits must now return there too).
-    pub callees: Vec<Op>,
+    /// New edges (indices into [`FlowGraph::edges`]), including those from ops other than the
+    /// one explored: a new call site gets the callee's exits' return edges at once.
+    pub edges: Vec<u32>,
 }
 
 impl Discoveries {
     fn clear(&mut self) {
         self.blocks.clear();
         self.opened.clear();
-        self.callees.clear();
+        self.edges.clear();
     }
 }
 
@@ -215,6 +216,8 @@ pub struct FlowGraph {
     out: FxHashMap<Op, SmallVec<[u32; 2]>>,
     into: FxHashMap<Target, SmallVec<[u32; 2]>>,
     callers: FxHashMap<Op, SmallVec<[Op; 2]>>,
+    /// The exits of callables explored so far.
+    returning_exits: FxHashSet<Op>,
 }
 
 impl FlowGraph {
@@ -255,9 +258,6 @@ impl FlowGraph {
             for &block in &found.blocks {
                 queue.extend(ctx.block_ops(block));
             }
-            for &callee in &found.callees {
-                queue.extend(graph.exits(ctx, callee));
-            }
         }
         graph
     }
@@ -277,6 +277,7 @@ impl FlowGraph {
             out: FxHashMap::default(),
             into: FxHashMap::default(),
             callers: FxHashMap::default(),
+            returning_exits: FxHashSet::default(),
         };
         let mut found = Discoveries::default();
         for &region in ctx.regions(root) {
@@ -407,14 +408,14 @@ impl FlowGraph {
             Role::Call { callee, entry } => {
                 let arguments = ctx.interface::<dyn CallOpInterface>(op).map_or(0..0, |call| call.arguments(ctx, op));
                 let inputs = 0..ctx.block_arguments(entry).len();
-                self.add_edge(
-                    Edge { from: op, to: Target::Block(entry), kind: EdgeKind::Call, operands: arguments, inputs },
-                    found,
-                );
-                let callers = self.callers.entry(callee).or_default();
-                if !callers.contains(&op) {
-                    callers.push(op);
-                    found.callees.push(callee);
+                let edge =
+                    Edge { from: op, to: Target::Block(entry), kind: EdgeKind::Call, operands: arguments, inputs };
+                if self.add_edge(edge, found) {
+                    // A new call site: the callee's exits found so far return here too.
+                    self.callers.entry(callee).or_default().push(op);
+                    for exit in self.exits(ctx, callee) {
+                        self.add_return_edge(ctx, exit, op, found);
+                    }
                 }
             }
             Role::Branch => {
@@ -453,17 +454,11 @@ impl FlowGraph {
             if !self.calls.callers_known(node) {
                 self.open_exits.insert(exit);
             }
-            let operands = 0..ctx.operands(exit).len();
-            for call in self.callers(owner).to_vec() {
-                let inputs = 0..ctx.result_count(call);
-                let edge = Edge {
-                    from: exit,
-                    to: Target::After(call),
-                    kind: EdgeKind::Return,
-                    operands: operands.clone(),
-                    inputs,
-                };
-                self.add_edge(edge, found);
+            // Once per exit: later call sites add their return edges themselves.
+            if self.returning_exits.insert(exit) {
+                for call in self.callers(owner).to_vec() {
+                    self.add_return_edge(ctx, exit, call, found);
+                }
             }
             return;
         }
@@ -506,10 +501,17 @@ impl FlowGraph {
         self.add_edge(Edge { from, to: target, kind, operands, inputs }, found);
     }
 
-    fn add_edge(&mut self, edge: Edge, found: &mut Discoveries) {
+    fn add_return_edge(&mut self, ctx: &Context, exit: Op, call: Op, found: &mut Discoveries) {
+        let operands = 0..ctx.operands(exit).len();
+        let inputs = 0..ctx.result_count(call);
+        self.add_edge(Edge { from: exit, to: Target::After(call), kind: EdgeKind::Return, operands, inputs }, found);
+    }
+
+    /// Adds an edge unless it is there; returns whether it is new.
+    fn add_edge(&mut self, edge: Edge, found: &mut Discoveries) -> bool {
         let key = (edge.from, edge.to, edge.operands.start, edge.operands.end);
         if !self.edge_keys.insert(key) {
-            return;
+            return false;
         }
         if let Target::Block(block) = edge.to {
             self.mark_live(block, false, found);
@@ -518,6 +520,8 @@ impl FlowGraph {
         self.out.entry(edge.from).or_default().push(index);
         self.into.entry(edge.to).or_default().push(index);
         self.edges.push(edge);
+        found.edges.push(index);
+        true
     }
 
     fn mark_live(&mut self, block: Block, open: bool, found: &mut Discoveries) {

@@ -46,7 +46,8 @@ pub fn solve_sparse_backward<A: SparseBackwardAnalysis>(
     flow: &FlowGraph,
     analysis: &A,
 ) -> SparseSolution<A::Lattice> {
-    let mut solver = Solver { ctx, analysis, flow, values: FxHashMap::default(), work: Worklist::new() };
+    let mut solver =
+        Solver { ctx, analysis, flow, values: FxHashMap::default(), work: Worklist::new(), changed: Vec::new() };
     for &block in flow.live_blocks().iter().rev() {
         let mut cursor = ctx.last_op(block);
         while let Some(op) = cursor {
@@ -54,8 +55,14 @@ pub fn solve_sparse_backward<A: SparseBackwardAnalysis>(
             cursor = ctx.prev_op(op);
         }
     }
-    while let Some(op) = solver.work.pop() {
-        solver.visit(op);
+    loop {
+        if let Some(value) = solver.changed.pop() {
+            solver.value_changed(value);
+        } else if let Some(op) = solver.work.pop() {
+            solver.visit(op);
+        } else {
+            break;
+        }
     }
     SparseSolution::new(solver.values, flow.clone())
 }
@@ -66,6 +73,8 @@ struct Solver<'a, A: SparseBackwardAnalysis> {
     flow: &'a FlowGraph,
     values: FxHashMap<Value, A::Lattice>,
     work: Worklist<Op>,
+    /// Values whose lattice changed and was not passed on yet.
+    changed: Vec<Value>,
 }
 
 impl<A: SparseBackwardAnalysis> Solver<'_, A> {
@@ -73,8 +82,6 @@ impl<A: SparseBackwardAnalysis> Solver<'_, A> {
         self.values.get(&value).cloned().unwrap_or_else(A::Lattice::bottom)
     }
 
-    /// Joins `state` into `value`'s lattice; what derives from it is visited again when it
-    /// changed.
     fn join(&mut self, value: Value, state: &A::Lattice) {
         if state.is_bottom() {
             return;
@@ -87,13 +94,14 @@ impl<A: SparseBackwardAnalysis> Solver<'_, A> {
             }
         };
         if changed {
-            self.enqueue_definers(value);
+            self.changed.push(value);
         }
     }
 
-    /// The ops that read `value`'s lattice to set their operands': its defining op, or the
-    /// sources of the edges that bind it.
-    fn enqueue_definers(&mut self, value: Value) {
+    /// Passes a changed lattice on: to the operands of its defining op (visited again), or along
+    /// the edges that bind it, straight into the operand each binds (so a value bound by many
+    /// edges, the result of a call, costs one join per edge).
+    fn value_changed(&mut self, value: Value) {
         let ctx = self.ctx;
         let target = match ctx.value_def(value) {
             ValueDef::BlockArgument { block, .. } => Target::Block(block),
@@ -105,12 +113,17 @@ impl<A: SparseBackwardAnalysis> Solver<'_, A> {
                 }
             },
         };
-        let sources: Vec<Op> = self.flow.edges_into(target).map(|e| e.from).collect();
-        for source in sources {
-            self.work.push(source);
+        let state = self.lattice(value);
+        let mut operands = Vec::new();
+        for edge in self.flow.edges_into(target) {
+            if let Some((index, _)) = edge.binding_indices(ctx).find(|&(_, input)| input == value) {
+                operands.push(ctx.operand(edge.from, index));
+            }
+        }
+        for operand in operands {
+            self.join(operand, &state);
         }
     }
-
     fn visit(&mut self, op: Op) {
         let ctx = self.ctx;
         let role = self.flow.role(ctx, op);

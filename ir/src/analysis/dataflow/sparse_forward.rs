@@ -134,7 +134,7 @@ pub fn solve_sparse_forward<A: SparseForwardAnalysis>(
     }
     let mut solver = Solver { ctx, analysis, flow, values: FxHashMap::default(), users, work: Worklist::new() };
     let initial = Discoveries { blocks: solver.flow.live_blocks().to_vec(), ..Discoveries::default() };
-    solver.react(&initial);
+    solver.react(&initial, None);
     while let Some(op) = solver.work.pop() {
         solver.visit(op);
     }
@@ -186,7 +186,7 @@ impl<A: SparseForwardAnalysis> Solver<'_, A> {
                 if let Role::Opaque = role {
                     let mut found = Discoveries::default();
                     self.flow.explore(ctx, op, role, &[], &mut found);
-                    self.react(&found);
+                    self.react(&found, Some(op));
                 }
                 let operands: Vec<A::Lattice> = ctx.operands(op).iter().map(|&v| self.lattice(v)).collect();
                 let operands: Vec<&A::Lattice> = operands.iter().collect();
@@ -223,7 +223,7 @@ impl<A: SparseForwardAnalysis> Solver<'_, A> {
                 }
                 let mut found = Discoveries::default();
                 self.flow.explore(ctx, op, role, &constants, &mut found);
-                self.react(&found);
+                self.react(&found, Some(op));
                 let edges: Vec<Edge> = self.flow.edges_from(op).cloned().collect();
                 for edge in &edges {
                     self.propagate(edge);
@@ -263,9 +263,9 @@ impl<A: SparseForwardAnalysis> Solver<'_, A> {
         }
     }
 
-    /// Newly live blocks get their ops visited; open entries get pessimistic arguments; callees
-    /// with a new call site return there too.
-    fn react(&mut self, found: &Discoveries) {
+    /// Newly live blocks get their ops visited; open entries get pessimistic arguments; new
+    /// edges carry values.
+    fn react(&mut self, found: &Discoveries, explored: Option<Op>) {
         let ctx = self.ctx;
         for &block in found.blocks.iter().chain(&found.opened) {
             if self.flow.is_open_entry(block) {
@@ -280,9 +280,12 @@ impl<A: SparseForwardAnalysis> Solver<'_, A> {
                 self.work.push(op);
             }
         }
-        for &callee in &found.callees {
-            for exit in self.flow.exits(ctx, callee) {
-                self.work.push(exit);
+        // Edges found from other ops (a new call site's return edges) carry what their source
+        // holds already; the explored op's own edges are propagated by its visit.
+        for &index in &found.edges {
+            let edge = self.flow.edges()[index as usize].clone();
+            if Some(edge.from) != explored {
+                self.propagate(&edge);
             }
         }
     }
