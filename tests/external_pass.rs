@@ -3,8 +3,8 @@
 
 use hat_ir::pass::instrumentation::{IrPrinting, PassFilter};
 use hat_ir::pass::{
-    Analysis, OptionKind, Pass, PassFailed, PassInfo, PassManager, PassManagerOptions, PassOptionInfo, PassOptions,
-    PassRegistry, PassState, PipelineError,
+    Analysis, AnalysisManager, OptionKind, Pass, PassFailed, PassInfo, PassManager, PassManagerOptions, PassOptionInfo,
+    PassOptions, PassRegistry, PassState, PipelineError,
 };
 use hat_ir::{parse_source, print_op, Context, Diagnostic, Op, PrintOptions};
 use std::cell::RefCell;
@@ -14,7 +14,7 @@ use std::rc::Rc;
 struct OpCount(usize);
 
 impl Analysis for OpCount {
-    fn compute(ctx: &Context, op: Op) -> Self {
+    fn compute(ctx: &Context, op: Op, _: &mut AnalysisManager) -> Self {
         OpCount(ctx.walk(op).len())
     }
 }

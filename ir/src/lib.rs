@@ -9,6 +9,7 @@
 //! [`verify_module`] gives a [`Verified`] token, the proof that the executor and backends require.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod attributes;
 mod context;
 pub mod diagnostics;

@@ -8,6 +8,7 @@
 //! are checked before the op's own verifier runs, so a verifier may read its regions but must not
 //! assume they are well formed.
 
+use crate::analysis::DominatorTree;
 use crate::diagnostics::Diagnostic;
 use crate::dialect::OpTraits;
 use crate::location::Location;
@@ -344,7 +345,7 @@ impl<'a> VerifyContext<'a> {
                 self.verify_block(block, scope, &mut undo);
             }
         } else {
-            self.verify_cfg_region(blocks, scope);
+            self.verify_cfg_region(region, scope);
         }
         for value in undo {
             self.visible_in[value.index()] = NOT_VISIBLE;
@@ -353,19 +354,11 @@ impl<'a> VerifyContext<'a> {
 
     /// Walks the blocks of a multi-block region in dominator-tree order, so each block sees the
     /// values of the blocks that dominate it.
-    fn verify_cfg_region(&mut self, blocks: &[Block], scope: u32) {
-        let ctx = self.ctx;
-        let dominators = immediate_dominators(ctx, blocks);
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
-        let mut roots = Vec::new();
-        for (i, dominator) in dominators.iter().enumerate() {
-            match dominator {
-                Some(d) if *d != i => children[*d].push(i),
-                _ => roots.push(i),
-            }
-        }
+    fn verify_cfg_region(&mut self, region: Region, scope: u32) {
+        let tree = DominatorTree::new(self.ctx, region);
+        let blocks = tree.blocks();
         // Depth-first over the dominator tree; each frame undoes its block's values on exit.
-        for root in roots {
+        for root in tree.roots() {
             let mut stack: Vec<(usize, bool, Vec<Value>)> = vec![(root, false, Vec::new())];
             while let Some((index, visited, mut undo)) = stack.pop() {
                 if visited {
@@ -376,7 +369,7 @@ impl<'a> VerifyContext<'a> {
                 }
                 self.verify_block(blocks[index], scope, &mut undo);
                 stack.push((index, true, undo));
-                for &child in children[index].iter().rev() {
+                for &child in tree.children(index).iter().rev() {
                     stack.push((child, false, Vec::new()));
                 }
             }
@@ -435,82 +428,6 @@ impl<'a> VerifyContext<'a> {
 pub fn symbol_name(ctx: &Context, op: Op) -> Option<&str> {
     let attribute = ctx.attribute(op, "sym_name")?;
     ctx.attribute_kind(attribute).as_str()
-}
-
-/// Immediate dominators of the blocks of a region (entry first): `None` for unreachable blocks,
-/// the entry maps to itself. Cooper, Harvey and Kennedy's iterative algorithm.
-fn immediate_dominators(ctx: &Context, blocks: &[Block]) -> Vec<Option<usize>> {
-    let position: FxHashMap<Block, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
-    let successors: Vec<Vec<usize>> = blocks
-        .iter()
-        .map(|&b| {
-            ctx.last_op(b)
-                .map(|t| ctx.successors(t).iter().filter_map(|s| position.get(s).copied()).collect())
-                .unwrap_or_default()
-        })
-        .collect();
-    // Reverse post-order from the entry.
-    let mut order = Vec::new();
-    let mut visited = vec![false; blocks.len()];
-    let mut stack = vec![(0usize, 0usize)];
-    visited[0] = true;
-    while let Some((block, next)) = stack.pop() {
-        if next < successors[block].len() {
-            stack.push((block, next + 1));
-            let successor = successors[block][next];
-            if !visited[successor] {
-                visited[successor] = true;
-                stack.push((successor, 0));
-            }
-        } else {
-            order.push(block);
-        }
-    }
-    order.reverse();
-    let mut rank = vec![usize::MAX; blocks.len()];
-    for (i, &b) in order.iter().enumerate() {
-        rank[b] = i;
-    }
-    let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
-    for (b, list) in successors.iter().enumerate() {
-        for &s in list {
-            predecessors[s].push(b);
-        }
-    }
-    let mut dominator: Vec<Option<usize>> = vec![None; blocks.len()];
-    dominator[0] = Some(0);
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in order.iter().skip(1) {
-            let mut new = None;
-            for &p in &predecessors[b] {
-                if dominator[p].is_none() {
-                    continue;
-                }
-                new = Some(match new as Option<usize> {
-                    None => p,
-                    Some(current) => {
-                        let (mut x, mut y) = (current, p);
-                        while x != y {
-                            while rank[x] > rank[y] {
-                                x = dominator[x].expect("processed");
-                            }
-                            while rank[y] > rank[x] {
-                                y = dominator[y].expect("processed");
-                            }
-                        }
-                        x
-                    }
-                });
-            }
-            if new.is_some() && dominator[b] != new {
-                dominator[b] = new;
-                changed = true;
-            }
-        }
-    }
-    dominator
 }
 
 /// Whether a type is a memref.

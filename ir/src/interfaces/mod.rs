@@ -8,6 +8,7 @@
 //!
 //! The interfaces of the core:
 //! - [`CallOpInterface`] and [`CallableOpInterface`]: calls and the functions they call;
+//! - [`BranchOpInterface`]: which operands of a branch become its successor blocks' arguments;
 //! - [`RegionBranchOpInterface`]: which regions of an op run, in which order, and which values
 //!   flow into each region's arguments and out to the op's results;
 //! - [`LoopLikeOpInterface`]: counted loops (induction variable, bounds, carried values);
@@ -21,6 +22,7 @@
 //! Operand positions are given as ranges of operand indices (`Range<usize>`), so that an
 //! interface never allocates to answer; [`operand_slice`] turns one into values.
 
+mod branch;
 mod call;
 mod constants;
 mod execution_space;
@@ -30,6 +32,7 @@ mod region_branch;
 mod registry;
 mod symbols;
 
+pub use branch::BranchOpInterface;
 pub use call::{resolve_callee, CallOpInterface, CallableOpInterface};
 pub use constants::{constant_integer, constant_integers};
 pub use execution_space::{enclosing_execution_space, execution_space, ExecutionSpace};

@@ -1,21 +1,44 @@
-//! Cached analyses: computed on demand per op, kept until a pass that does not preserve them runs.
+//! Cached analyses: computed on demand per op, kept until a pass that does not preserve them runs
+//! on that op, an op nested in it, or an op enclosing it.
+//!
+//! An analysis is keyed by its type and the op it describes. Computing one may request others
+//! through the [`AnalysisManager`] it is given (the dominance of the same op, the call graph of
+//! the enclosing module): they are taken from the cache or computed and cached too. A request
+//! that comes back to an analysis still being computed is a cycle, and panics.
+//!
+//! Invalidation follows what a pass can change: a pass running on op `X` may change anything
+//! nested in `X`, so after it the analyses it did not preserve are dropped for `X`, for every op
+//! nested in `X`, and for every op enclosing `X` (their IR contains `X`'s). Analyses of other ops
+//! (`X`'s siblings, say) stay cached.
 
 use crate::{Context, Op};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::any::{Any, TypeId};
+use std::rc::Rc;
 
-/// An analysis of the IR under an op, computed from the IR alone.
+/// An analysis of the IR under an op, computed from the IR (and other analyses).
 pub trait Analysis: Any {
-    /// Computes it.
-    fn compute(ctx: &Context, op: Op) -> Self
+    /// Computes it for `op`. `analyses` gives the other analyses it needs, cached (see
+    /// [`AnalysisManager::get`]).
+    fn compute(ctx: &Context, op: Op, analyses: &mut AnalysisManager) -> Self
     where
         Self: Sized;
 }
 
+/// The cached analyses of one op, by type.
+type Entries = SmallVec<[(TypeId, Rc<dyn Any>); 2]>;
+
+/// Above this many ops with cached analyses, invalidation walks the IR under the op rather than
+/// scanning the cache (so a pass on one small function never pays for the whole cache).
+const SCAN_LIMIT: usize = 64;
+
 /// The cache of analyses.
 #[derive(Default)]
 pub struct AnalysisManager {
-    cache: FxHashMap<(TypeId, Op), Box<dyn Any>>,
+    cache: FxHashMap<Op, Entries>,
+    /// The analyses being computed (to report cycles).
+    in_progress: Vec<(TypeId, Op)>,
     computed: u64,
 }
 
@@ -27,21 +50,228 @@ impl AnalysisManager {
 
     /// The analysis `A` of `op`, computed now or taken from the cache.
     pub fn get_or_compute<A: Analysis>(&mut self, ctx: &Context, op: Op) -> &A {
-        let key = (TypeId::of::<A>(), op);
-        if !self.cache.contains_key(&key) {
-            self.computed += 1;
-            self.cache.insert(key, Box::new(A::compute(ctx, op)));
-        }
-        self.cache[&key].downcast_ref::<A>().expect("cached under its own type id")
+        self.get::<A>(ctx, op);
+        self.cached::<A>(op).expect("just cached")
     }
 
-    /// Drops every cached analysis except those of the listed types.
+    /// The analysis `A` of `op`, computed now or taken from the cache, as a shared handle (one an
+    /// analysis can hold while it requests others).
+    ///
+    /// # Panics
+    /// When `A` of `op` is being computed already (analyses that request each other).
+    pub fn get<A: Analysis>(&mut self, ctx: &Context, op: Op) -> Rc<A> {
+        let ty = TypeId::of::<A>();
+        if let Some(found) = self.find(ty, op) {
+            return Rc::downcast::<A>(found).expect("cached under its own type id");
+        }
+        if self.in_progress.contains(&(ty, op)) {
+            panic!("analysis {} of {op:?} requested while it is being computed", std::any::type_name::<A>());
+        }
+        self.in_progress.push((ty, op));
+        let computed = Rc::new(A::compute(ctx, op, self));
+        self.in_progress.pop();
+        self.computed += 1;
+        self.cache.entry(op).or_default().push((ty, computed.clone()));
+        computed
+    }
+
+    /// The analysis `A` of `op` if it is cached (never computes).
+    pub fn cached<A: Analysis>(&self, op: Op) -> Option<&A> {
+        let (_, found) = self.cache.get(&op)?.iter().find(|(t, _)| *t == TypeId::of::<A>())?;
+        found.downcast_ref::<A>()
+    }
+
+    fn find(&self, ty: TypeId, op: Op) -> Option<Rc<dyn Any>> {
+        self.cache.get(&op)?.iter().find(|(t, _)| *t == ty).map(|(_, a)| a.clone())
+    }
+
+    /// Drops the analyses a pass that ran on `op` may have made stale: those of `op`, of the ops
+    /// nested in it and of the ops enclosing it, except the types in `preserved`.
+    pub fn invalidate(&mut self, ctx: &Context, op: Op, preserved: &[TypeId]) {
+        if self.cache.is_empty() {
+            return;
+        }
+        let mut ancestor = ctx.parent_op(op);
+        while let Some(current) = ancestor {
+            self.drop_entries(current, preserved);
+            ancestor = ctx.parent_op(current);
+        }
+        if self.cache.len() <= SCAN_LIMIT {
+            let nested: Vec<Op> = self.cache.keys().copied().filter(|&o| ctx.is_ancestor(op, o)).collect();
+            for nested in nested {
+                self.drop_entries(nested, preserved);
+            }
+        } else {
+            for nested in ctx.walk(op) {
+                self.drop_entries(nested, preserved);
+            }
+        }
+    }
+
+    fn drop_entries(&mut self, op: Op, preserved: &[TypeId]) {
+        if let Some(entries) = self.cache.get_mut(&op) {
+            entries.retain(|(ty, _)| preserved.contains(ty));
+            if entries.is_empty() {
+                self.cache.remove(&op);
+            }
+        }
+    }
+
+    /// Drops every cached analysis, of every op, except those of the listed types.
     pub fn invalidate_except(&mut self, keep: &[TypeId]) {
-        self.cache.retain(|(ty, _), _| keep.contains(ty));
+        self.cache.retain(|_, entries| {
+            entries.retain(|(ty, _)| keep.contains(ty));
+            !entries.is_empty()
+        });
     }
 
     /// How many analyses were computed (not taken from the cache) so far.
     pub fn computed_count(&self) -> u64 {
         self.computed
+    }
+
+    /// How many analyses are cached now.
+    pub fn cached_count(&self) -> usize {
+        self.cache.values().map(|entries| entries.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{ops_named, parse, tagged};
+    use crate::pass::{Pass, PassFailed, PassInfo, PassManager, PassManagerOptions, PassRegistry, PassState};
+    use std::cell::Cell;
+
+    thread_local! {
+        static COMPUTED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The ops under an op; counts its computations.
+    struct OpCount(usize);
+    impl Analysis for OpCount {
+        fn compute(ctx: &Context, op: Op, _: &mut AnalysisManager) -> Self {
+            COMPUTED.with(|c| c.set(c.get() + 1));
+            OpCount(ctx.walk(op).len())
+        }
+    }
+
+    /// Twice the op count: an analysis built on another.
+    struct Doubled(usize);
+    impl Analysis for Doubled {
+        fn compute(ctx: &Context, op: Op, analyses: &mut AnalysisManager) -> Self {
+            Doubled(2 * analyses.get::<OpCount>(ctx, op).0)
+        }
+    }
+
+    /// Asks for itself.
+    struct Cyclic;
+    impl Analysis for Cyclic {
+        fn compute(ctx: &Context, op: Op, analyses: &mut AnalysisManager) -> Self {
+            analyses.get::<Cyclic>(ctx, op);
+            Cyclic
+        }
+    }
+
+    const PROGRAM: &str = r#"
+"t.func"() ({
+  "t.loop"() ({
+    "t.yield"() : () -> ()
+  }) {tag = "loop"} : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "f1"} : () -> ()
+"t.func"() ({
+  "t.return"() : () -> ()
+}) {sym_name = "f2"} : () -> ()
+"#;
+
+    #[test]
+    fn a_pass_on_one_function_invalidates_it_its_nested_ops_and_ancestors_not_its_siblings() {
+        let (ctx, module) = parse(PROGRAM);
+        let functions = ops_named(&ctx, module, "t.func");
+        let looping = tagged(&ctx, module, "loop");
+        let mut analyses = AnalysisManager::new();
+        for op in [module, functions[0], functions[1], looping] {
+            analyses.get::<OpCount>(&ctx, op);
+        }
+        analyses.get::<Doubled>(&ctx, functions[1]);
+        assert_eq!(analyses.cached_count(), 5);
+        analyses.invalidate(&ctx, functions[0], &[]);
+        assert!(analyses.cached::<OpCount>(module).is_none(), "an ancestor contains the changed IR");
+        assert!(analyses.cached::<OpCount>(functions[0]).is_none());
+        assert!(analyses.cached::<OpCount>(looping).is_none(), "a nested op may have changed");
+        assert_eq!(analyses.cached::<OpCount>(functions[1]).map(|c| c.0), Some(2), "a sibling is untouched");
+        assert_eq!(analyses.cached::<Doubled>(functions[1]).map(|c| c.0), Some(4));
+        analyses.invalidate(&ctx, functions[1], &[TypeId::of::<Doubled>()]);
+        assert!(analyses.cached::<OpCount>(functions[1]).is_none());
+        assert!(analyses.cached::<Doubled>(functions[1]).is_some(), "preserved");
+    }
+
+    #[test]
+    fn an_analysis_gets_the_analyses_it_needs_from_the_cache() {
+        let (ctx, module) = parse(PROGRAM);
+        let mut analyses = AnalysisManager::new();
+        assert_eq!(analyses.get_or_compute::<Doubled>(&ctx, module).0, 14);
+        assert_eq!(analyses.computed_count(), 2, "the op count was computed for it");
+        assert_eq!(analyses.get_or_compute::<OpCount>(&ctx, module).0, 7);
+        assert_eq!(analyses.computed_count(), 2, "and cached");
+    }
+
+    #[test]
+    #[should_panic(expected = "requested while it is being computed")]
+    fn an_analysis_that_needs_itself_is_a_cycle() {
+        let (ctx, module) = parse(PROGRAM);
+        AnalysisManager::new().get::<Cyclic>(&ctx, module);
+    }
+
+    /// Reads the op count of every function.
+    struct ReadAll;
+    impl Pass for ReadAll {
+        fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+            for function in ops_named(ctx, op, "t.func") {
+                state.analysis::<OpCount>(ctx, function);
+            }
+            state.preserve_all();
+            Ok(())
+        }
+    }
+
+    /// Changes `@f1` only; preserves everything elsewhere.
+    struct TouchFirst;
+    impl Pass for TouchFirst {
+        fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+            if crate::verifier::symbol_name(ctx, op) == Some("f1") {
+                let (name, value) = (ctx.ident("touched"), ctx.unit_attr());
+                ctx.set_attribute(op, name, value);
+            } else {
+                state.preserve_all();
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_pass_manager_invalidates_per_op() {
+        let mut registry = PassRegistry::new();
+        registry.register(PassInfo {
+            name: "read-all",
+            summary: "",
+            anchor: None,
+            options: &[],
+            create: |_| Box::new(ReadAll),
+        });
+        registry.register(PassInfo {
+            name: "touch-first",
+            summary: "",
+            anchor: Some("t.func"),
+            options: &[],
+            create: |_| Box::new(TouchFirst),
+        });
+        let (mut ctx, module) = parse(PROGRAM);
+        let mut manager = PassManager::new("builtin.module", PassManagerOptions::default());
+        manager.add_pipeline(&registry, "read-all,t.func(touch-first),read-all").unwrap();
+        COMPUTED.with(|c| c.set(0));
+        manager.run(&mut ctx, module).unwrap();
+        assert_eq!(COMPUTED.with(|c| c.get()), 3, "two functions, then only the one that changed again");
     }
 }

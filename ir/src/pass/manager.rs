@@ -267,8 +267,8 @@ impl Runner<'_> {
         }
         match preserved {
             Preserved::All => {}
-            Preserved::None => self.analyses.invalidate_except(&[]),
-            Preserved::Some(kept) => self.analyses.invalidate_except(&kept),
+            Preserved::None => self.analyses.invalidate(ctx, op, &[]),
+            Preserved::Some(kept) => self.analyses.invalidate(ctx, op, &kept),
         }
         for instrumentation in self.instrumentations.iter_mut() {
             instrumentation.after_pass(name, ctx, op);

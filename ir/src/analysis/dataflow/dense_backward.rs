@@ -1,0 +1,164 @@
+//! Dense backward analyses: a lattice at every program point, flowing from the exits (live
+//! buffers, "will this buffer be read on the host before it is overwritten").
+//!
+//! The mirror of [`super::dense_forward`], over a [`FlowGraph`] computed beforehand. The state
+//! after an op is the state before the next one, or the block's end state; a block ends with the
+//! join of what flows back along the edges out of its terminator
+//! ([`DenseBackwardAnalysis::visit_edge`], given the state at each edge's target), and with
+//! [`DenseBackwardAnalysis::exit_state`] when control may leave to code the solver does not see
+//! (an open exit, or a block without terminator). An op's transfer function gives the state
+//! before it, except:
+//! - before a region-branch op: the join of what flows back along its edges (from its regions'
+//!   entries, or from right after it);
+//! - before a call of a callable with a body: [`DenseBackwardAnalysis::visit_call_entry`] of the
+//!   state after the call and the state at the callee's entry. The callee's exits end with the
+//!   join of the states after all its calls (context-insensitive).
+
+use super::dense_solution::{DenseSolution, Direction};
+use super::flow::{Edge, FlowGraph, Role, Target};
+use super::lattice::Lattice;
+use super::worklist::Worklist;
+use crate::{Block, Context, Op};
+use rustc_hash::FxHashMap;
+
+/// A dense backward analysis.
+pub trait DenseBackwardAnalysis {
+    /// The state at each program point.
+    type Lattice: Lattice;
+
+    /// The state before `op`, given the state after it.
+    fn visit_op(&self, ctx: &Context, op: Op, after: &Self::Lattice) -> Self::Lattice;
+
+    /// The state where control leaves `block` to code the solver does not see.
+    fn exit_state(&self, ctx: &Context, block: Block) -> Self::Lattice;
+
+    /// What flows back along `edge`, given the state at its target (a block's start, or right
+    /// after an op). By default: the same state.
+    fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Self::Lattice) -> Self::Lattice {
+        let _ = (ctx, edge);
+        state.clone()
+    }
+
+    /// The state before a call of a callable with a body, given the state after the call and the
+    /// state at the callee's entry (already through [`visit_edge`](Self::visit_edge)). By
+    /// default: the callee's entry state.
+    fn visit_call_entry(&self, ctx: &Context, call: Op, after: &Self::Lattice, entry: &Self::Lattice) -> Self::Lattice {
+        let _ = (ctx, call, after);
+        entry.clone()
+    }
+}
+
+/// Runs a dense backward analysis over the live code of `flow` to a fixpoint (joins are
+/// incremental, as in [`super::solve_dense_forward`]).
+pub fn solve_dense_backward<A: DenseBackwardAnalysis>(
+    ctx: &Context,
+    flow: &FlowGraph,
+    analysis: &A,
+) -> DenseSolution<A::Lattice> {
+    let mut solver = Solver {
+        ctx,
+        analysis,
+        flow,
+        before: FxHashMap::default(),
+        end: FxHashMap::default(),
+        arrived: FxHashMap::default(),
+        work: Worklist::new(),
+    };
+    for &block in flow.live_blocks().iter().rev() {
+        let last = ctx.last_op(block);
+        let terminator = last.filter(|&l| matches!(flow.role(ctx, l), Role::Exit { .. } | Role::Branch));
+        // Control leaves to code the solver does not see through an open exit, or by running
+        // off the end of a block without terminator.
+        let open = terminator.is_none_or(|t| flow.is_open_exit(t));
+        let state = if open { analysis.exit_state(ctx, block) } else { A::Lattice::bottom() };
+        match last {
+            Some(last) => solver.work.push(last),
+            // An empty block starts where it ends.
+            None => solver.send_back(Target::Block(block), &state),
+        }
+        solver.end.insert(block, state);
+    }
+    while let Some(op) = solver.work.pop() {
+        solver.visit_op(op);
+    }
+    DenseSolution::new(Direction::Backward, solver.before, solver.end)
+}
+
+struct Solver<'a, A: DenseBackwardAnalysis> {
+    ctx: &'a Context,
+    analysis: &'a A,
+    flow: &'a FlowGraph,
+    before: FxHashMap<Op, A::Lattice>,
+    end: FxHashMap<Block, A::Lattice>,
+    /// For region-branch ops and calls: the join of what came back along their edges.
+    arrived: FxHashMap<Op, A::Lattice>,
+    work: Worklist<Op>,
+}
+
+impl<A: DenseBackwardAnalysis> Solver<'_, A> {
+    fn after(&self, op: Op) -> A::Lattice {
+        let ctx = self.ctx;
+        let state = match ctx.next_op(op) {
+            Some(next) => self.before.get(&next),
+            None => ctx.parent_block(op).and_then(|b| self.end.get(&b)),
+        };
+        state.cloned().unwrap_or_else(A::Lattice::bottom)
+    }
+
+    /// The state at `target` changed to `state`: what flows back along each edge into it is
+    /// joined into the edge's source.
+    fn send_back(&mut self, target: Target, state: &A::Lattice) {
+        let edges: Vec<Edge> = self.flow.edges_into(target).cloned().collect();
+        for edge in &edges {
+            let returning = self.analysis.visit_edge(self.ctx, edge, state);
+            if edge.leaves_before() {
+                let arrived = self.arrived.entry(edge.from).or_insert_with(A::Lattice::bottom);
+                if arrived.join(&returning) {
+                    self.work.push(edge.from);
+                }
+            } else if let Some(block) = self.ctx.parent_block(edge.from) {
+                // `edge.from` is a terminator: the last op of `block`.
+                let end = self.end.entry(block).or_insert_with(A::Lattice::bottom);
+                if end.join(&returning) {
+                    self.work.push(edge.from);
+                }
+            }
+        }
+    }
+
+    fn visit_op(&mut self, op: Op) {
+        let ctx = self.ctx;
+        let after = self.after(op);
+        if ctx.next_op(op).is_none() {
+            // The block's end is right after its last op (a region-branch op or a call in a block
+            // without terminator): the edges to right after it carry it back.
+            self.send_back(Target::After(op), &after);
+        }
+        let role = self.flow.role(ctx, op);
+        let before = match role {
+            Role::Definition => after,
+            Role::RegionBranch(_) | Role::Call { .. } => {
+                let arrived = self.arrived.get(&op).cloned().unwrap_or_else(A::Lattice::bottom);
+                match role {
+                    Role::Call { .. } => self.analysis.visit_call_entry(ctx, op, &after, &arrived),
+                    _ => arrived,
+                }
+            }
+            _ => self.analysis.visit_op(ctx, op, &after),
+        };
+        if self.before.get(&op) == Some(&before) {
+            return;
+        }
+        match ctx.prev_op(op) {
+            Some(previous) => {
+                self.work.push(previous);
+                self.send_back(Target::After(previous), &before);
+            }
+            None => {
+                let block = ctx.parent_block(op).expect("an op in a block");
+                self.send_back(Target::Block(block), &before);
+            }
+        }
+        self.before.insert(op, before);
+    }
+}

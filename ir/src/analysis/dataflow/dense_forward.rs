@@ -1,0 +1,169 @@
+//! Dense forward analyses: a lattice at every program point, flowing from the entries (reaching
+//! definitions, "the last store to each buffer", "which buffers are valid on the host").
+//!
+//! The solver runs over a [`FlowGraph`] computed beforehand. The state before an op is the state
+//! after the previous one, or the block's start state; a block starts from the join of what flows
+//! along the edges into it ([`DenseForwardAnalysis::visit_edge`]), and from
+//! [`DenseForwardAnalysis::entry_state`] when it is an open entry. An op's transfer function gives
+//! the state after it, except for ops whose regions or callee the solver follows:
+//! - after a region-branch op: the join of what flows along the edges to its results (its
+//!   regions' exits, or straight past it);
+//! - after a call of a callable with a body: [`DenseForwardAnalysis::visit_call_exit`] of the
+//!   state before the call and the join of what the callee's exits return. The callee starts
+//!   from the join of the states before all its calls (context-insensitive).
+//!
+//! Terminators are ops like any other: their transfer function runs, and the state after them is
+//! what flows along their edges.
+
+use super::dense_solution::{DenseSolution, Direction};
+use super::flow::{Edge, FlowGraph, Role, Target};
+use super::lattice::Lattice;
+use super::worklist::Worklist;
+use crate::{Block, Context, Op};
+use rustc_hash::FxHashMap;
+
+/// A dense forward analysis.
+pub trait DenseForwardAnalysis {
+    /// The state at each program point.
+    type Lattice: Lattice;
+
+    /// The state after `op`, given the state before it.
+    fn visit_op(&self, ctx: &Context, op: Op, before: &Self::Lattice) -> Self::Lattice;
+
+    /// The state where control enters `block` from code the solver does not see (the root's
+    /// regions, an entry function, a region of an op without interface).
+    fn entry_state(&self, ctx: &Context, block: Block) -> Self::Lattice;
+
+    /// What arrives along `edge`, given the state at its source (before `edge.from` for an edge
+    /// that [leaves before](Edge::leaves_before) it, after it otherwise). By default: the same
+    /// state. An analysis whose state names values renames the forwarded ones here
+    /// ([`Edge::bindings`]).
+    fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Self::Lattice) -> Self::Lattice {
+        let _ = (ctx, edge);
+        state.clone()
+    }
+
+    /// The state after a call of a callable with a body, given the state before the call and
+    /// what the callee returned (the join over its exits, already through
+    /// [`visit_edge`](Self::visit_edge)). By default: what the callee returned.
+    fn visit_call_exit(
+        &self,
+        ctx: &Context,
+        call: Op,
+        before: &Self::Lattice,
+        returned: &Self::Lattice,
+    ) -> Self::Lattice {
+        let _ = (ctx, call, before);
+        returned.clone()
+    }
+}
+
+/// Runs a dense forward analysis over the live code of `flow` to a fixpoint.
+///
+/// Joins are incremental: when the state at an edge's source changes, only that edge's
+/// contribution is joined into its target, so a callee with many call sites costs each call site
+/// once per change (transfer functions must be monotone, as for any fixpoint).
+pub fn solve_dense_forward<A: DenseForwardAnalysis>(
+    ctx: &Context,
+    flow: &FlowGraph,
+    analysis: &A,
+) -> DenseSolution<A::Lattice> {
+    let mut solver = Solver {
+        ctx,
+        analysis,
+        flow,
+        after: FxHashMap::default(),
+        start: FxHashMap::default(),
+        arrived: FxHashMap::default(),
+        work: Worklist::new(),
+    };
+    for &block in flow.live_blocks() {
+        let state = if flow.is_open_entry(block) { analysis.entry_state(ctx, block) } else { A::Lattice::bottom() };
+        solver.start.insert(block, state);
+        if let Some(first) = ctx.first_op(block) {
+            solver.work.push(first);
+        }
+    }
+    while let Some(op) = solver.work.pop() {
+        solver.visit_op(op);
+    }
+    DenseSolution::new(Direction::Forward, solver.after, solver.start)
+}
+
+struct Solver<'a, A: DenseForwardAnalysis> {
+    ctx: &'a Context,
+    analysis: &'a A,
+    flow: &'a FlowGraph,
+    after: FxHashMap<Op, A::Lattice>,
+    start: FxHashMap<Block, A::Lattice>,
+    /// For region-branch ops and calls: the join of what arrived along the edges to right after
+    /// them.
+    arrived: FxHashMap<Op, A::Lattice>,
+    work: Worklist<Op>,
+}
+
+impl<A: DenseForwardAnalysis> Solver<'_, A> {
+    fn before(&self, op: Op) -> A::Lattice {
+        let ctx = self.ctx;
+        let state = match ctx.prev_op(op) {
+            Some(previous) => self.after.get(&previous),
+            None => ctx.parent_block(op).and_then(|b| self.start.get(&b)),
+        };
+        state.cloned().unwrap_or_else(A::Lattice::bottom)
+    }
+
+    /// Joins what goes along `edge` from a source in `state` into its target; the target is
+    /// visited again when it changed.
+    fn send(&mut self, edge: &Edge, state: &A::Lattice) {
+        let arriving = self.analysis.visit_edge(self.ctx, edge, state);
+        match edge.to {
+            Target::Block(block) => {
+                let start = self.start.entry(block).or_insert_with(A::Lattice::bottom);
+                if start.join(&arriving) {
+                    if let Some(first) = self.ctx.first_op(block) {
+                        self.work.push(first);
+                    }
+                }
+            }
+            Target::After(op) => {
+                let arrived = self.arrived.entry(op).or_insert_with(A::Lattice::bottom);
+                if arrived.join(&arriving) {
+                    self.work.push(op);
+                }
+            }
+        }
+    }
+
+    fn visit_op(&mut self, op: Op) {
+        let ctx = self.ctx;
+        let before = self.before(op);
+        let role = self.flow.role(ctx, op);
+        let after = match role {
+            Role::Definition => before,
+            Role::RegionBranch(_) | Role::Call { .. } => {
+                // The state before the op goes into its regions (or callee), or straight past it.
+                let edges: Vec<Edge> = self.flow.edges_from(op).cloned().collect();
+                for edge in &edges {
+                    self.send(edge, &before);
+                }
+                let arrived = self.arrived.get(&op).cloned().unwrap_or_else(A::Lattice::bottom);
+                match role {
+                    Role::Call { .. } => self.analysis.visit_call_exit(ctx, op, &before, &arrived),
+                    _ => arrived,
+                }
+            }
+            _ => self.analysis.visit_op(ctx, op, &before),
+        };
+        if self.after.get(&op) == Some(&after) {
+            return;
+        }
+        if let Some(next) = ctx.next_op(op) {
+            self.work.push(next);
+        }
+        let edges: Vec<Edge> = self.flow.edges_from(op).filter(|e| !e.leaves_before()).cloned().collect();
+        for edge in &edges {
+            self.send(edge, &after);
+        }
+        self.after.insert(op, after);
+    }
+}
