@@ -16,7 +16,8 @@ use hat_ir::analysis::dataflow::{
 use hat_ir::analysis::Liveness;
 use hat_ir::interfaces::{BranchOpInterface, CallOpInterface};
 use hat_ir::{
-    Block, Context, EffectKind, EffectTarget, MemoryEffects, Op, OpDefinition, OpTraits, TypeKind, Value, ValueDef,
+    Block, Context, EffectKind, EffectTarget, Extent, MemoryEffects, Op, OpDefinition, OpTraits, TypeKind, Value,
+    ValueDef,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -177,8 +178,17 @@ impl DenseForwardAnalysis for LastWriters {
                     let buffer = match effect.target {
                         EffectTarget::Operand(index) => ctx.operand(op, index),
                         EffectTarget::Result(index) => ctx.result(op, index),
+                        // Declarations' parameters and synchronisation name no value here.
+                        EffectTarget::Parameter(_) | EffectTarget::All => continue,
                     };
-                    after.set(buffer, UnionSet::single(Writer::Op(op)));
+                    let writer = UnionSet::single(Writer::Op(op));
+                    if effect.must && effect.extent == Extent::Whole {
+                        // Every element is overwritten: earlier writers are dead.
+                        after.set(buffer, writer);
+                    } else {
+                        // One element, a span, or a may-write: earlier writers of the rest survive.
+                        after.join_at(buffer, &writer);
+                    }
                 }
             }
             MemoryEffects::Unknown => {
