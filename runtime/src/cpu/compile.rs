@@ -178,6 +178,8 @@ pub(crate) struct CallInst {
     pub function: u32,
     pub arguments: Box<[Slot]>,
     pub results: Box<[Slot]>,
+    /// The call op's name, for errors.
+    pub name: Box<str>,
     pub location: Location,
 }
 
@@ -754,7 +756,8 @@ impl<'c> Compiler<'c> {
         let function = self.enqueue(callee, body);
         let arguments = self.operand_slots(frame, op, calling.arguments(self.ctx, op))?;
         let results = self.define_results(frame, op)?;
-        Ok(Inst::Call(Box::new(CallInst { function, arguments, results, location })))
+        let name = self.ctx.name_str(op).into();
+        Ok(Inst::Call(Box::new(CallInst { function, arguments, results, name, location })))
     }
 
     /// The device function a call names, and its body.

@@ -269,7 +269,7 @@ impl Item {
                             self.error_context(env)
                         );
                         let location = call.location;
-                        return Err(RuntimeError::Unsupported { op: "kernel.call".into(), message, location });
+                        return Err(RuntimeError::Unsupported { op: call.name.to_string(), message, location });
                     }
                     let function = &program.functions[call.function as usize];
                     let callee_base = self.slots.len();
