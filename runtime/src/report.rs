@@ -2,6 +2,8 @@
 //! buffer), the dispatches (per kernel), host-function calls, the runtime-tracking hooks reached,
 //! device memory, and time. [`RunReport::to_json`] gives the object `hat-opt --report=json` prints.
 
+use hat_dialects::buffer::{AfterHostReadOp, AfterHostWriteOp, BeforeHostReadOp, BeforeHostWriteOp};
+use hat_ir::{Context, Op};
 use serde_json::{json, Value as Json};
 use std::fmt;
 use std::time::Duration;
@@ -56,7 +58,7 @@ pub struct KernelDispatches {
     pub dispatches: u64,
 }
 
-/// How many times each runtime-tracking hook (`buffer.before_host_read` ...) ran. In the
+/// How many times each runtime-tracking hook ([`HostHook`]) ran. In the
 /// executor's explicit and reference modes the hooks move nothing; they are only counted.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct HookCounts {
@@ -311,13 +313,44 @@ impl Recorder {
         self.report.host_calls += 1;
     }
 
-    pub(crate) fn hook(&mut self, name: &str) {
+    /// Counts one run of `hook`.
+    pub(crate) fn count_hook(&mut self, hook: HostHook) {
         let hooks = &mut self.report.hooks;
-        match name {
-            "buffer.before_host_read" => hooks.before_host_read += 1,
-            "buffer.after_host_read" => hooks.after_host_read += 1,
-            "buffer.before_host_write" => hooks.before_host_write += 1,
-            _ => hooks.after_host_write += 1,
+        match hook {
+            HostHook::BeforeHostRead => hooks.before_host_read += 1,
+            HostHook::AfterHostRead => hooks.after_host_read += 1,
+            HostHook::BeforeHostWrite => hooks.before_host_write += 1,
+            HostHook::AfterHostWrite => hooks.after_host_write += 1,
+        }
+    }
+}
+
+/// A runtime-tracking hook of the `buffer` dialect, as counted in [`HookCounts`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HostHook {
+    /// `buffer.before_host_read`.
+    BeforeHostRead,
+    /// `buffer.after_host_read`.
+    AfterHostRead,
+    /// `buffer.before_host_write`.
+    BeforeHostWrite,
+    /// `buffer.after_host_write`.
+    AfterHostWrite,
+}
+
+impl HostHook {
+    /// The hook `op` is, through the `buffer` dialect's typed views; `None` for any other op.
+    pub fn of(ctx: &Context, op: Op) -> Option<HostHook> {
+        if BeforeHostReadOp::wrap(ctx, op).is_some() {
+            Some(HostHook::BeforeHostRead)
+        } else if AfterHostReadOp::wrap(ctx, op).is_some() {
+            Some(HostHook::AfterHostRead)
+        } else if BeforeHostWriteOp::wrap(ctx, op).is_some() {
+            Some(HostHook::BeforeHostWrite)
+        } else if AfterHostWriteOp::wrap(ctx, op).is_some() {
+            Some(HostHook::AfterHostWrite)
+        } else {
+            None
         }
     }
 }
@@ -348,5 +381,35 @@ mod tests {
         assert!(json["time"]["kernels_ms"].as_f64().unwrap() >= 2.0);
         assert_eq!(recorder.report.total_bytes(), 516);
         assert!(recorder.report.to_string().contains("from_device      2"));
+    }
+
+    #[test]
+    fn hooks_are_told_apart_by_the_buffer_views() {
+        let mut ctx = hat_dialects::context();
+        let text = r#"
+compute.func @main(%data: memref<8xi32>) {
+  buffer.before_host_read %data : memref<8xi32>
+  buffer.after_host_read %data : memref<8xi32>
+  buffer.before_host_write %data : memref<8xi32>
+  buffer.after_host_write %data : memref<8xi32>
+  buffer.after_host_write %data : memref<8xi32>
+  compute.return
+}
+"#;
+        let module = hat_ir::parse_source(&mut ctx, "hooks.hat", text).expect("parses");
+        let mut recorder = Recorder::new("reference", "test");
+        let mut others = 0;
+        for op in ctx.walk(module) {
+            match HostHook::of(&ctx, op) {
+                Some(hook) => recorder.count_hook(hook),
+                None => others += 1,
+            }
+        }
+        assert_eq!(others, 3, "the module, the function and its return are not hooks");
+        let hooks = recorder.report.hooks;
+        assert_eq!(
+            [hooks.before_host_read, hooks.after_host_read, hooks.before_host_write, hooks.after_host_write],
+            [1, 1, 1, 2]
+        );
     }
 }

@@ -3,8 +3,10 @@
 //! `docs/dialects/kernel.md`.
 
 mod interfaces;
+mod work_items;
 
 pub use interfaces::{AtomicRmwOp, BarrierOp, CallOp, FuncOp, HelperOp, LocalAllocOp, ReturnOp};
+pub use work_items::WorkItemQuery;
 
 use crate::checks;
 use crate::op_spec::{OpSpec, Syntax};

@@ -1,5 +1,49 @@
-//! Compiles a `kernel.func` and the `kernel.helper`s it calls (transitively) into a [`Program`]:
-//! an owned, interpreter-friendly form that does not borrow the [`Context`].
+//! Compiles a kernel and the device functions it calls (transitively) into a [`Program`]: an
+//! owned, interpreter-friendly form that does not borrow the [`Context`].
+//!
+//! What an op does is decided here through op interfaces, traits and typed views, never by
+//! matching an op name, so a vendor's dialect takes part on the same terms as hat's own:
+//!
+//! - **Entry.** The kernel is a callable ([`CallableOpInterface`]) with a body and the
+//!   `DEVICE_CODE` trait (`kernel.func`, or a vendor's equivalent), returning nothing. Its
+//!   workgroup size is its `workgroup_size` attribute ([`hat_dialects::kernel::workgroup_size`];
+//!   [`DEFAULT_WORKGROUP_SIZE`] when absent).
+//! - **Calls.** An op with [`CallOpInterface`] calls the op its callee symbol names in the
+//!   enclosing symbol tables (innermost first; each table is read once into a [`SymbolTable`]).
+//!   The callee must be a callable with a body and the `DEVICE_CODE` trait (a `kernel.helper`,
+//!   or a vendor's device function); the call's `arguments()` bind to the body's parameters.
+//!   Every function is compiled once, so recursion compiles; the interpreter bounds the depth
+//!   ([`MAX_CALL_DEPTH`]).
+//! - **Counted loops.** An op with [`LoopLikeOpInterface`] becomes a [`LoopInst`]: bounds, step,
+//!   induction variable, inits and carried block arguments come from the interface, whatever the
+//!   op's operand layout (`scf.for`'s bounds first, a vendor's last). The values carried to the
+//!   next iteration (and, at the end, the results) are the body terminator's operands at
+//!   `terminator_operands` when the op also has [`RegionBranchOpInterface`], else all of them.
+//! - **Other region ops.** An op with [`RegionBranchOpInterface`] becomes a general
+//!   region-branch machine: an [`Inst::Branch`] (the hop into the op) and, ending each region, an
+//!   [`Inst::Exit`] (the hop out of it). The interpreter cannot ask the interface (a program
+//!   outlives the context), so each hop is tabulated here from `successors(from, constants)`:
+//!   with one successor it is unconditional; with two, one `i1` operand decides it at run time
+//!   (the op's operand when entering, the region terminator's when leaving): the first `i1`
+//!   operand for which the interface names exactly one successor when told the operand is 1, and
+//!   another one when told it is 0. An `i1` has no other value, so these two answers are the
+//!   whole behaviour of the hop. `scf.if` is a choice on its condition when entering, `scf.while`
+//!   a choice on its `scf.condition`'s condition when leaving `before`; a vendor's conditional
+//!   or do-while loop is compiled the same way. A hop with more than two successors, or with two
+//!   that no single `i1` operand decides, is a compile error naming the op. Along each hop, values
+//!   move from `entry_operands` (entering) or `terminator_operands` (leaving a region) into the
+//!   successor's `successor_inputs` (a region's block arguments, or the op's results).
+//! - **Terminators.** A block's terminator is its last op when that op has the `TERMINATOR`
+//!   trait; a block without one ends as if by a terminator with no operands. A function body's
+//!   terminator must be `RETURN_LIKE` (its operands are the function's results). In a loop or
+//!   region-branch region, any terminator without successor blocks forwards its operands as
+//!   above (`scf.condition` is a terminator but not return-like).
+//! - **Memory, work items, scalars.** Typed views: `buffer`'s `LoadOp`, `StoreOp` and `DimOp`;
+//!   `kernel`'s `LocalAllocOp`, `AtomicRmwOp` and `BarrierOp`, and [`WorkItemQuery`] for the
+//!   work-item ids and sizes; `arith`'s `ConstantOp` and `SelectOp`. Every other scalar op is a
+//!   [`ScalarOp`] of [`crate::eval`].
+//!
+//! The program's form:
 //!
 //! - Every value of a function (block arguments and op results) gets a *slot*, numbered from 0
 //!   in the function; the function's parameters are its first slots. A slot holds a [`Scalar`];
@@ -7,7 +51,7 @@
 //!   buffer among the kernel's buffer parameters, or, for `kernel.local_alloc`, the number of
 //!   buffer parameters plus the position of the allocation among the program's local allocations.
 //!   So `arith.select` of buffers, buffers carried by loops and buffers passed to helpers need no
-//!   special case.
+//!   special case. A loop without an induction variable gets a slot of its own to count in.
 //! - Ops become [`Inst`]s with slot operands; each nested region's block becomes an instruction
 //!   list of its own ([`Program::blocks`]), named by its position.
 //! - Op names, attributes and symbols are all resolved here: the interpreter never looks up a
@@ -16,9 +60,17 @@
 use crate::error::RuntimeError;
 use crate::eval::{self, ScalarOp};
 use crate::value::{ElementType, Scalar};
+use hat_dialects::arith_views::{ConstantOp, SelectOp};
+use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
+use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
+use hat_ir::interfaces::{
+    execution_space, nearest_symbol_table, CallOpInterface, CallableOpInterface, ExecutionSpace, LoopLikeOpInterface,
+    RegionBranchOpInterface, RegionPoint, SymbolTable,
+};
 use hat_ir::types::DYNAMIC;
-use hat_ir::{AttributeKind, Block, Context, Location, Op, OpTraits, Region, Type, TypeKind, Value};
+use hat_ir::{Block, Context, Ident, Location, Op, OpTraits, Region, Type, TypeKind, Value};
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 
 /// A slot of the current function's frame.
 pub(crate) type Slot = u32;
@@ -41,7 +93,7 @@ pub(crate) struct Program {
     pub params: Vec<Param>,
     /// Number of buffer parameters (the first local buffer's handle).
     pub buffer_params: u32,
-    /// Functions: 0 is the kernel, the others the helpers it calls.
+    /// Functions: 0 is the kernel, the others the device functions it calls.
     pub functions: Vec<Function>,
     /// Instruction lists, named by position.
     pub blocks: Vec<Box<[Inst]>>,
@@ -67,7 +119,7 @@ pub(crate) struct LocalBuffer {
     pub shape: Vec<usize>,
 }
 
-/// A compiled kernel or helper.
+/// A compiled kernel or device function.
 #[derive(Debug)]
 pub(crate) struct Function {
     /// Its symbol name.
@@ -79,17 +131,6 @@ pub(crate) struct Function {
     pub params: u32,
     /// Its body.
     pub body: u32,
-}
-
-/// Which work-item id or size.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum IdKind {
-    GlobalId,
-    LocalId,
-    GroupId,
-    GlobalSize,
-    LocalSize,
-    NumGroups,
 }
 
 /// An instruction of the interpreter.
@@ -104,7 +145,7 @@ pub(crate) enum Inst {
     /// `dst = condition ? a : b` (scalars and buffer handles alike).
     Select { dst: Slot, condition: Slot, a: Slot, b: Slot },
     /// A work-item id or size.
-    Id { dst: Slot, kind: IdKind, dimension: u8 },
+    Id { dst: Slot, query: WorkItemQuery, dimension: u8 },
     /// `buffer.load`.
     Load { dst: Slot, buffer: Slot, indices: Box<[Slot]>, location: Location },
     /// `buffer.store`.
@@ -117,34 +158,34 @@ pub(crate) enum Inst {
     LocalAlloc { dst: Slot, handle: u32 },
     /// `kernel.barrier`.
     Barrier { location: Location },
-    /// `kernel.call`.
+    /// A call of a device function.
     Call(Box<CallInst>),
-    /// `kernel.return`.
+    /// The end of a function body: its results.
     Return { values: Box<[Slot]> },
-    /// `scf.for`.
-    For(Box<ForInst>),
-    /// `scf.if`.
-    If { condition: Slot, then_block: u32, else_block: Option<u32>, results: Box<[Slot]> },
-    /// `scf.while`.
-    While(Box<WhileInst>),
-    /// `scf.yield`.
-    Yield { values: Box<[Slot]> },
-    /// `scf.condition`.
-    Condition { condition: Slot, values: Box<[Slot]> },
+    /// A counted loop.
+    Loop(Box<LoopInst>),
+    /// The end of a counted loop's body: the values carried to the next iteration.
+    Next { values: Box<[Slot]> },
+    /// A region-branch op: the hop into it.
+    Branch(Box<Hop>),
+    /// The end of a region of a region-branch op: the hop out of the region.
+    Exit(Box<Hop>),
 }
 
-/// `kernel.call`.
+/// A call of a device function.
 #[derive(Debug)]
 pub(crate) struct CallInst {
     pub function: u32,
     pub arguments: Box<[Slot]>,
     pub results: Box<[Slot]>,
+    /// The call op's name, for errors.
+    pub name: Box<str>,
     pub location: Location,
 }
 
-/// `scf.for`.
+/// A counted loop (an op with [`LoopLikeOpInterface`]).
 #[derive(Debug)]
-pub(crate) struct ForInst {
+pub(crate) struct LoopInst {
     pub lower: Slot,
     pub upper: Slot,
     pub step: Slot,
@@ -155,18 +196,55 @@ pub(crate) struct ForInst {
     pub iter_args: Box<[Slot]>,
     pub results: Box<[Slot]>,
     pub body: u32,
+    /// The op's name, for errors.
+    pub name: Box<str>,
     pub location: Location,
 }
 
-/// `scf.while`.
+/// Where control goes next from a point of a region-branch op.
 #[derive(Debug)]
-pub(crate) struct WhileInst {
-    pub inits: Box<[Slot]>,
-    pub before_args: Box<[Slot]>,
-    pub before: u32,
-    pub after_args: Box<[Slot]>,
-    pub after: u32,
-    pub results: Box<[Slot]>,
+pub(crate) enum Hop {
+    /// Always along this edge.
+    To(Edge),
+    /// Along `if_true` when the `i1` in `condition` is nonzero, else along `if_false`.
+    Choose { condition: Slot, if_true: Edge, if_false: Edge },
+}
+
+impl Hop {
+    /// The edge taken, given how to read a slot.
+    #[inline]
+    pub fn edge(&self, read: impl FnOnce(Slot) -> Scalar) -> &Edge {
+        match self {
+            Hop::To(edge) => edge,
+            Hop::Choose { condition, if_true, if_false } => {
+                if read(*condition).as_i64() != 0 {
+                    if_true
+                } else {
+                    if_false
+                }
+            }
+        }
+    }
+}
+
+/// One hop of a region-branch op: where to, and the values that go along.
+#[derive(Debug)]
+pub(crate) struct Edge {
+    pub target: Target,
+    /// The values forwarded (operands of the op, or of the region's terminator)...
+    pub sources: Box<[Slot]>,
+    /// ...into these slots (block arguments of the target region, or the op's results), one
+    /// to one.
+    pub inputs: Box<[Slot]>,
+}
+
+/// The target of an [`Edge`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Past the op: it is done.
+    Parent,
+    /// Into a region: its instruction list.
+    Region(u32),
 }
 
 /// What a value's type is to the interpreter.
@@ -182,7 +260,9 @@ struct Compiler<'c> {
     program: Program,
     /// Functions compiled or queued, by op.
     functions: FxHashMap<Op, u32>,
-    queue: Vec<(Op, u32)>,
+    queue: Vec<(Op, Region, u32)>,
+    /// The symbol tables read so far, by table op.
+    tables: FxHashMap<Op, SymbolTable>,
 }
 
 /// The slots of one function being compiled.
@@ -194,28 +274,56 @@ struct Frame {
 
 impl Frame {
     fn define(&mut self, value: Value) -> Slot {
+        let slot = self.fresh();
+        self.slots.insert(value, slot);
+        slot
+    }
+
+    /// A slot that holds no value of the IR.
+    fn fresh(&mut self) -> Slot {
         let slot = self.next;
         self.next += 1;
-        self.slots.insert(value, slot);
         slot
     }
 }
 
-/// Compiles `kernel` (a `kernel.func`) with the helpers it calls.
+/// How a block being compiled ends: what its terminator becomes.
+#[derive(Copy, Clone)]
+enum End<'a> {
+    /// A function body: a return of the terminator's operands.
+    Return { function: Op },
+    /// A counted loop's body: the next iteration, carrying `carried` values.
+    Loop { op: Op, branches: Option<&'static dyn RegionBranchOpInterface>, carried: usize },
+    /// Region `region` of a region-branch op whose regions compile to `targets`.
+    Branch { op: Op, region: usize, branches: &'static dyn RegionBranchOpInterface, targets: &'a [Option<u32>] },
+}
+
+/// Compiles `kernel` (a callable with a body and the `DEVICE_CODE` trait) with the device
+/// functions it calls.
 pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError> {
     let location = ctx.location(kernel);
     let op_name = ctx.name_str(kernel);
-    if op_name != "kernel.func" {
-        return Err(unsupported(op_name, "only a 'kernel.func' can be compiled as a kernel", location));
-    }
+    let callable = ctx.interface::<dyn CallableOpInterface>(kernel);
+    let body = callable.and_then(|c| c.body(ctx, kernel));
+    let (Some(callable), Some(body), Some(ExecutionSpace::Device)) = (callable, body, execution_space(ctx, kernel))
+    else {
+        let message =
+            "only a 'kernel.func' (or another callable with a body and the DEVICE_CODE trait) can be compiled as a kernel";
+        return Err(unsupported(op_name, message, location));
+    };
     let name = symbol_name(ctx, kernel).unwrap_or("<unnamed>").to_string();
+    if let Some((_, results)) = callable.signature(ctx, kernel).filter(|(_, results)| !results.is_empty()) {
+        let message =
+            format!("kernel '{name}': an entry kernel returns nothing, but it has {} result(s)", results.len());
+        return Err(unsupported(op_name, &message, location));
+    }
     let workgroup = match ctx.attribute(kernel, "workgroup_size") {
         None => DEFAULT_WORKGROUP_SIZE,
         Some(_) => match hat_dialects::kernel::workgroup_size(ctx, kernel) {
             Some(sizes) if sizes.iter().all(|&s| s > 0) => sizes.map(|s| s as u64),
             _ => {
                 return Err(unsupported(
-                    "kernel.func",
+                    op_name,
                     &format!("kernel '{name}': 'workgroup_size' must hold three positive sizes"),
                     location,
                 ))
@@ -237,11 +345,12 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
         },
         functions: FxHashMap::default(),
         queue: Vec::new(),
+        tables: FxHashMap::default(),
     };
-    compiler.kernel_params(kernel)?;
-    compiler.enqueue(kernel);
-    while let Some((op, index)) = compiler.queue.pop() {
-        let function = compiler.function(op)?;
+    compiler.kernel_params(kernel, body)?;
+    compiler.enqueue(kernel, body);
+    while let Some((op, body, index)) = compiler.queue.pop() {
+        let function = compiler.function(op, body)?;
         compiler.program.functions[index as usize] = function;
     }
     Ok(compiler.program)
@@ -253,6 +362,33 @@ fn symbol_name(ctx: &Context, op: Op) -> Option<&str> {
 
 fn unsupported(op: &str, message: &str, location: Location) -> RuntimeError {
     RuntimeError::Unsupported { op: op.to_string(), message: message.to_string(), location }
+}
+
+/// `points` without repeats, in order.
+fn distinct(points: impl IntoIterator<Item = RegionPoint>) -> Vec<RegionPoint> {
+    let mut seen = Vec::new();
+    for point in points {
+        if !seen.contains(&point) {
+            seen.push(point);
+        }
+    }
+    seen
+}
+
+/// A point as a hop's source, for messages.
+fn describe_source(point: RegionPoint) -> String {
+    match point {
+        RegionPoint::Parent => "on entering the op".to_string(),
+        RegionPoint::Region(index) => format!("after region #{index}"),
+    }
+}
+
+/// A point as a hop's target, for messages.
+fn describe_target(point: RegionPoint) -> String {
+    match point {
+        RegionPoint::Parent => "past the op".to_string(),
+        RegionPoint::Region(index) => format!("into region #{index}"),
+    }
 }
 
 impl<'c> Compiler<'c> {
@@ -294,8 +430,8 @@ impl<'c> Compiler<'c> {
         }
     }
 
-    fn kernel_params(&mut self, kernel: Op) -> Result<(), RuntimeError> {
-        let Some(block) = self.entry_block(kernel) else {
+    fn kernel_params(&mut self, kernel: Op, body: Region) -> Result<(), RuntimeError> {
+        let Some(&block) = self.ctx.region_blocks(body).first() else {
             return Err(self.error(kernel, "the kernel has no body"));
         };
         for (position, &argument) in self.ctx.block_arguments(block).iter().enumerate() {
@@ -316,26 +452,21 @@ impl<'c> Compiler<'c> {
         Ok(())
     }
 
-    fn entry_block(&self, function: Op) -> Option<Block> {
-        let region = *self.ctx.regions(function).first()?;
-        self.ctx.region_blocks(region).first().copied()
-    }
-
-    /// The function index of `op`, queuing it for compilation the first time.
-    fn enqueue(&mut self, op: Op) -> u32 {
+    /// The function index of `op` (whose body is `body`), queuing it for compilation the first
+    /// time.
+    fn enqueue(&mut self, op: Op, body: Region) -> u32 {
         if let Some(&index) = self.functions.get(&op) {
             return index;
         }
         let index = self.program.functions.len() as u32;
         self.program.functions.push(Function { name: String::new(), slots: 0, params: 0, body: 0 });
         self.functions.insert(op, index);
-        self.queue.push((op, index));
+        self.queue.push((op, body, index));
         index
     }
 
-    fn function(&mut self, op: Op) -> Result<Function, RuntimeError> {
+    fn function(&mut self, op: Op, region: Region) -> Result<Function, RuntimeError> {
         let name = symbol_name(self.ctx, op).unwrap_or("<unnamed>").to_string();
-        let region = *self.ctx.regions(op).first().ok_or_else(|| self.error(op, "the function has no body"))?;
         let mut frame = Frame::default();
         let block = self.single_block(op, region)?.ok_or_else(|| self.error(op, "the function has no body"))?;
         let mut params = 0;
@@ -344,7 +475,7 @@ impl<'c> Compiler<'c> {
             frame.define(argument);
             params += 1;
         }
-        let body = self.block(&mut frame, block, Terminator::Return)?;
+        let body = self.block(&mut frame, block, End::Return { function: op })?;
         Ok(Function { name, slots: frame.next, params, body })
     }
 
@@ -357,12 +488,34 @@ impl<'c> Compiler<'c> {
         }
     }
 
+    fn region_block(&self, op: Op, region: Region) -> Result<Block, RuntimeError> {
+        self.single_block(op, region)?.ok_or_else(|| self.error(op, "a region is empty"))
+    }
+
     fn slot(&self, frame: &Frame, op: Op, value: Value) -> Result<Slot, RuntimeError> {
         frame.slots.get(&value).copied().ok_or_else(|| self.error(op, "uses a value that is not defined before it"))
     }
 
     fn slots(&self, frame: &Frame, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
         values.iter().map(|&v| self.slot(frame, op, v)).collect()
+    }
+
+    /// The slots of `op`'s operands at `range` (an interface's answer, checked).
+    fn operand_slots(&self, frame: &Frame, op: Op, range: Range<usize>) -> Result<Box<[Slot]>, RuntimeError> {
+        let operands = self.ctx.operands(op);
+        let Some(values) = operands.get(range.clone()) else {
+            let message = format!("operands {range:?} are named, but the op has {} operand(s)", operands.len());
+            return Err(self.error(op, message));
+        };
+        self.slots(frame, op, values)
+    }
+
+    /// Refuses an op with fewer than `count` operands (which a typed view would index past).
+    fn expect_operands(&self, op: Op, count: usize, what: &str) -> Result<(), RuntimeError> {
+        if self.ctx.operands(op).len() < count {
+            return Err(self.error(op, format!("takes {what}")));
+        }
+        Ok(())
     }
 
     fn define_results(&self, frame: &mut Frame, op: Op) -> Result<Box<[Slot]>, RuntimeError> {
@@ -374,6 +527,14 @@ impl<'c> Compiler<'c> {
         Ok(slots.into())
     }
 
+    /// The slot of `op`'s one result.
+    fn define_result(&self, frame: &mut Frame, op: Op) -> Result<Slot, RuntimeError> {
+        if self.ctx.result_count(op) != 1 {
+            return Err(self.error(op, "must have one result"));
+        }
+        Ok(self.define_results(frame, op)?[0])
+    }
+
     fn define_arguments(&self, frame: &mut Frame, op: Op, block: Block) -> Result<Box<[Slot]>, RuntimeError> {
         let mut slots = Vec::new();
         for &value in self.ctx.block_arguments(block) {
@@ -383,274 +544,463 @@ impl<'c> Compiler<'c> {
         Ok(slots.into())
     }
 
-    /// Compiles a block into a new instruction list; a block that does not end in a terminator
-    /// gets `terminator` (an implicit `scf.yield` or `kernel.return` of nothing).
-    fn block(&mut self, frame: &mut Frame, block: Block, terminator: Terminator) -> Result<u32, RuntimeError> {
-        let mut insts = Vec::new();
-        let mut terminated = false;
-        for op in self.ctx.block_ops(block) {
-            let inst = self.op(frame, op)?;
-            terminated = matches!(inst, Inst::Return { .. } | Inst::Yield { .. } | Inst::Condition { .. });
-            insts.push(inst);
-        }
-        if !terminated {
-            insts.push(match terminator {
-                Terminator::Return => Inst::Return { values: Box::new([]) },
-                Terminator::Yield => Inst::Yield { values: Box::new([]) },
-            });
-        }
+    /// A new, empty instruction list, to be filled by [`Self::fill`].
+    fn reserve(&mut self) -> u32 {
         let index = self.program.blocks.len() as u32;
-        self.program.blocks.push(insts.into());
+        self.program.blocks.push(Box::new([]));
+        index
+    }
+
+    /// Compiles a block into a new instruction list.
+    fn block(&mut self, frame: &mut Frame, block: Block, end: End<'_>) -> Result<u32, RuntimeError> {
+        let index = self.reserve();
+        self.fill(frame, index, block, end)?;
         Ok(index)
     }
 
-    fn region_block(&self, op: Op, region: Region) -> Result<Block, RuntimeError> {
-        self.single_block(op, region)?.ok_or_else(|| self.error(op, "a region is empty"))
+    /// Compiles a block into the reserved instruction list `index`; its terminator (see the
+    /// module docs) becomes what `end` says.
+    fn fill(&mut self, frame: &mut Frame, index: u32, block: Block, end: End<'_>) -> Result<(), RuntimeError> {
+        let ctx = self.ctx;
+        let terminator = ctx.last_op(block).filter(|&op| ctx.has_traits(op, OpTraits::TERMINATOR));
+        let mut insts = Vec::new();
+        for op in ctx.block_ops(block) {
+            if Some(op) == terminator {
+                break;
+            }
+            insts.push(self.op(frame, op)?);
+        }
+        insts.push(self.terminator(frame, terminator, end)?);
+        self.program.blocks[index as usize] = insts.into();
+        Ok(())
     }
 
-    fn i64_attribute(&self, op: Op, name: &str) -> Result<i64, RuntimeError> {
-        self.ctx
-            .attribute(op, name)
-            .and_then(|a| self.ctx.attribute_kind(a).as_i64())
-            .ok_or_else(|| self.error(op, format!("requires an integer attribute '{name}'")))
+    /// What a block's terminator (`None`: the block has none) becomes.
+    fn terminator(&mut self, frame: &Frame, terminator: Option<Op>, end: End<'_>) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        if let Some(op) = terminator.filter(|&op| !ctx.successors(op).is_empty()) {
+            return Err(self.error(op, "branches between blocks are not supported"));
+        }
+        match end {
+            End::Return { function } => {
+                let Some(op) = terminator else { return Ok(Inst::Return { values: Box::new([]) }) };
+                if !ctx.has_traits(op, OpTraits::RETURN_LIKE) {
+                    let message = format!("ends the body of '{}', but is not return-like", ctx.name_str(function));
+                    return Err(self.error(op, message));
+                }
+                Ok(Inst::Return { values: self.slots(frame, op, ctx.operands(op))? })
+            }
+            End::Loop { op: looping, branches, carried } => {
+                let values = match (terminator, branches) {
+                    (Some(op), Some(branches)) => {
+                        let range = branches.terminator_operands(ctx, looping, op, 0, RegionPoint::Region(0));
+                        self.operand_slots(frame, op, range)?
+                    }
+                    (Some(op), None) => self.slots(frame, op, ctx.operands(op))?,
+                    (None, _) => Box::new([]),
+                };
+                if values.len() != carried {
+                    let message = format!(
+                        "its body hands {} value(s) to the next iteration, which carries {carried}",
+                        values.len()
+                    );
+                    return Err(self.error(looping, message));
+                }
+                Ok(Inst::Next { values })
+            }
+            End::Branch { op, region, branches, targets } => {
+                let hop = self.hop(frame, op, branches, RegionPoint::Region(region), terminator, targets)?;
+                Ok(Inst::Exit(Box::new(hop)))
+            }
+        }
     }
 
     fn op(&mut self, frame: &mut Frame, op: Op) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
-        let name = ctx.name_str(op);
         let location = ctx.location(op);
-        let operands = ctx.operands(op);
-        if name != "arith.select" && ScalarOp::is_scalar_op(name) {
-            let scalar = ScalarOp::from_name(name, hat_dialects::arith::predicate(ctx, op))
-                .map_err(|message| self.error(op, message))?;
-            if operands.len() != scalar.arity() || ctx.result_count(op) != 1 {
-                return Err(self.error(op, "has the wrong number of operands or results"));
-            }
-            let ty = self.element(op, ctx.value_type(operands[0]))?;
-            let result = self.element(op, ctx.value_type(ctx.result(op, 0)))?;
-            let args = self.slots(frame, op, operands)?;
-            let dst = self.define_results(frame, op)?[0];
-            return Ok(match *args {
-                [a] => Inst::Unary { op: scalar, dst, a, ty, result, location },
-                [a, b] => Inst::Binary { op: scalar, dst, a, b, ty, result, location },
-                _ => unreachable!("scalar ops other than select take one or two operands"),
-            });
+        if let Some(constant) = ConstantOp::wrap(ctx, op) {
+            let element = self.element(op, ctx.value_type(ctx.result(op, 0)))?;
+            let value = constant
+                .value(ctx)
+                .and_then(|a| eval::constant_value(ctx.attribute_kind(a)))
+                .ok_or_else(|| self.error(op, "requires a scalar 'value' attribute"))?;
+            let dst = self.define_result(frame, op)?;
+            return Ok(Inst::Const { dst, value: eval::normalize(value, element) });
         }
-        Ok(match name {
-            "arith.constant" => {
-                let ty = ctx.value_type(ctx.result(op, 0));
-                let element = self.element(op, ty)?;
-                let value = ctx
-                    .attribute(op, "value")
-                    .and_then(|a| eval::constant_value(ctx.attribute_kind(a)))
-                    .ok_or_else(|| self.error(op, "requires a scalar 'value' attribute"))?;
-                let dst = self.define_results(frame, op)?[0];
-                Inst::Const { dst, value: eval::normalize(value, element) }
+        if let Some(select) = SelectOp::wrap(ctx, op) {
+            self.expect_operands(op, 3, "three operands")?;
+            let condition = self.slot(frame, op, select.condition(ctx))?;
+            let a = self.slot(frame, op, select.true_value(ctx))?;
+            let b = self.slot(frame, op, select.false_value(ctx))?;
+            let dst = self.define_result(frame, op)?;
+            return Ok(Inst::Select { dst, condition, a, b });
+        }
+        let name = ctx.name_str(op);
+        if ScalarOp::is_scalar_op(name) {
+            return self.scalar(frame, op, name, location);
+        }
+        if let Some(query) = WorkItemQuery::of(ctx, op) {
+            let dimension = WorkItemQuery::dimension(ctx, op)
+                .ok_or_else(|| self.error(op, "requires an integer attribute 'dimension' of 0, 1 or 2"))?;
+            let dst = self.define_result(frame, op)?;
+            return Ok(Inst::Id { dst, query, dimension });
+        }
+        if let Some(load) = LoadOp::wrap(ctx, op) {
+            self.expect_operands(op, 1, "a buffer")?;
+            let buffer = self.slot(frame, op, load.buffer(ctx))?;
+            let indices = self.slots(frame, op, load.indices(ctx))?;
+            let dst = self.define_result(frame, op)?;
+            return Ok(Inst::Load { dst, buffer, indices, location });
+        }
+        if let Some(store) = StoreOp::wrap(ctx, op) {
+            self.expect_operands(op, 2, "a value and a buffer")?;
+            let value = self.slot(frame, op, store.value(ctx))?;
+            let buffer = self.slot(frame, op, store.buffer(ctx))?;
+            let indices = self.slots(frame, op, store.indices(ctx))?;
+            return Ok(Inst::Store { value, buffer, indices, location });
+        }
+        if let Some(dim) = DimOp::wrap(ctx, op) {
+            self.expect_operands(op, 1, "a buffer")?;
+            let buffer = self.slot(frame, op, dim.buffer(ctx))?;
+            let dimension =
+                dim.dimension(ctx).ok_or_else(|| self.error(op, "requires an integer attribute 'dimension'"))?;
+            let dst = self.define_result(frame, op)?;
+            let dimension = dimension.clamp(0, u32::MAX as i64) as u32;
+            return Ok(Inst::Dim { dst, buffer, dimension, location });
+        }
+        if LocalAllocOp::wrap(ctx, op).is_some() {
+            let dst = self.define_result(frame, op)?;
+            let (element, shape) = self.memref(op, ctx.value_type(ctx.result(op, 0)))?;
+            if shape.iter().any(|&d| d == DYNAMIC || d < 0) {
+                return Err(self.error(op, "workgroup-local memory needs a static shape"));
             }
-            "arith.select" => {
-                let args = self.slots(frame, op, operands)?;
-                let [condition, a, b] = *args else { return Err(self.error(op, "takes three operands")) };
-                let dst = self.define_results(frame, op)?[0];
-                Inst::Select { dst, condition, a, b }
-            }
-            "kernel.global_id" | "kernel.local_id" | "kernel.group_id" | "kernel.global_size" | "kernel.local_size"
-            | "kernel.num_groups" => {
-                let kind = match name {
-                    "kernel.global_id" => IdKind::GlobalId,
-                    "kernel.local_id" => IdKind::LocalId,
-                    "kernel.group_id" => IdKind::GroupId,
-                    "kernel.global_size" => IdKind::GlobalSize,
-                    "kernel.local_size" => IdKind::LocalSize,
-                    _ => IdKind::NumGroups,
-                };
-                let dimension = self.i64_attribute(op, "dimension")?;
-                if !(0..3).contains(&dimension) {
-                    return Err(self.error(op, format!("dimension {dimension} is not 0, 1 or 2")));
-                }
-                let dst = self.define_results(frame, op)?[0];
-                Inst::Id { dst, kind, dimension: dimension as u8 }
-            }
-            "buffer.load" => {
-                let args = self.slots(frame, op, operands)?;
-                let dst = self.define_results(frame, op)?[0];
-                Inst::Load { dst, buffer: args[0], indices: args[1..].into(), location }
-            }
-            "buffer.store" => {
-                let args = self.slots(frame, op, operands)?;
-                if args.len() < 2 {
-                    return Err(self.error(op, "takes a value and a buffer"));
-                }
-                Inst::Store { value: args[0], buffer: args[1], indices: args[2..].into(), location }
-            }
-            "buffer.dim" => {
-                let args = self.slots(frame, op, operands)?;
-                let dimension = self.i64_attribute(op, "dimension")?;
-                let dst = self.define_results(frame, op)?[0];
-                Inst::Dim { dst, buffer: args[0], dimension: dimension.clamp(0, u32::MAX as i64) as u32, location }
-            }
-            "kernel.local_alloc" => {
-                let (element, shape) = self.memref(op, ctx.value_type(ctx.result(op, 0)))?;
-                if shape.iter().any(|&d| d == DYNAMIC || d < 0) {
-                    return Err(self.error(op, "workgroup-local memory needs a static shape"));
-                }
-                let handle = self.program.buffer_params + self.program.locals.len() as u32;
-                self.program.locals.push(LocalBuffer { element, shape: shape.iter().map(|&d| d as usize).collect() });
-                let dst = self.define_results(frame, op)?[0];
-                Inst::LocalAlloc { dst, handle }
-            }
-            "kernel.atomic_rmw" => {
-                let args = self.slots(frame, op, operands)?;
-                if args.len() < 2 {
-                    return Err(self.error(op, "takes a buffer and a value"));
-                }
-                let (element, _) = self.memref(op, ctx.value_type(operands[0]))?;
-                let kind = ctx.attribute(op, "kind").and_then(|a| ctx.attribute_kind(a).as_str()).unwrap_or("");
-                let float = element.is_float();
-                let scalar = match (kind, float) {
-                    ("add", false) => Some(ScalarOp::AddI),
-                    ("add", true) => Some(ScalarOp::AddF),
-                    ("min", false) => Some(ScalarOp::MinSI),
-                    ("min", true) => Some(ScalarOp::MinimumF),
-                    ("max", false) => Some(ScalarOp::MaxSI),
-                    ("max", true) => Some(ScalarOp::MaximumF),
-                    ("and", false) => Some(ScalarOp::AndI),
-                    ("or", false) => Some(ScalarOp::OrI),
-                    ("xor", false) => Some(ScalarOp::XorI),
-                    ("exchange", _) => None,
-                    _ => {
-                        return Err(
-                            self.error(op, format!("atomic kind '{kind}' is not supported on this element type"))
-                        )
-                    }
-                };
-                let dst = self.define_results(frame, op)?[0];
-                let last = args.len() - 1;
-                Inst::Atomic {
-                    dst,
-                    op: scalar,
-                    buffer: args[0],
-                    indices: args[1..last].into(),
-                    value: args[last],
-                    location,
-                }
-            }
-            "kernel.barrier" => {
-                self.program.has_barrier = true;
-                Inst::Barrier { location }
-            }
-            "kernel.call" => {
-                let callee = self.callee(op)?;
-                let function = self.enqueue(callee);
-                let arguments = self.slots(frame, op, operands)?;
-                let results = self.define_results(frame, op)?;
-                Inst::Call(Box::new(CallInst { function, arguments, results, location }))
-            }
-            "kernel.return" => Inst::Return { values: self.slots(frame, op, operands)? },
-            "scf.yield" => Inst::Yield { values: self.slots(frame, op, operands)? },
-            "scf.condition" => {
-                let args = self.slots(frame, op, operands)?;
-                let Some((&condition, values)) = args.split_first() else {
-                    return Err(self.error(op, "takes a condition"));
-                };
-                Inst::Condition { condition, values: values.into() }
-            }
-            "scf.for" => {
-                if operands.len() < 3 {
-                    return Err(self.error(op, "takes a lower bound, an upper bound and a step"));
-                }
-                let ty = self.element(op, ctx.value_type(operands[0]))?;
-                let args = self.slots(frame, op, operands)?;
-                let region = *ctx.regions(op).first().ok_or_else(|| self.error(op, "has no body"))?;
-                let block = self.region_block(op, region)?;
-                let arguments = self.define_arguments(frame, op, block)?;
-                if arguments.len() != operands.len() - 2 {
-                    return Err(self.error(op, "the body's arguments do not match the loop-carried values"));
-                }
-                let body = self.block(frame, block, Terminator::Yield)?;
-                let results = self.define_results(frame, op)?;
-                Inst::For(Box::new(ForInst {
-                    lower: args[0],
-                    upper: args[1],
-                    step: args[2],
-                    ty,
-                    inits: args[3..].into(),
-                    induction: arguments[0],
-                    iter_args: arguments[1..].into(),
-                    results,
-                    body,
-                    location,
-                }))
-            }
-            "scf.if" => {
-                let args = self.slots(frame, op, operands)?;
-                let regions = ctx.regions(op).to_vec();
-                let Some(&then_region) = regions.first() else { return Err(self.error(op, "has no regions")) };
-                let then_block = self.region_block(op, then_region)?;
-                let then_block = self.block(frame, then_block, Terminator::Yield)?;
-                let else_block = match regions.get(1) {
-                    Some(&region) => match self.single_block(op, region)? {
-                        Some(block) => Some(self.block(frame, block, Terminator::Yield)?),
-                        None => None,
-                    },
-                    None => None,
-                };
-                let results = self.define_results(frame, op)?;
-                if else_block.is_none() && !results.is_empty() {
-                    return Err(self.error(op, "has results but no else region"));
-                }
-                Inst::If { condition: args[0], then_block, else_block, results }
-            }
-            "scf.while" => {
-                let inits = self.slots(frame, op, operands)?;
-                let regions = ctx.regions(op).to_vec();
-                let [before_region, after_region] = regions[..] else {
-                    return Err(self.error(op, "needs two regions"));
-                };
-                let before_block = self.region_block(op, before_region)?;
-                let before_args = self.define_arguments(frame, op, before_block)?;
-                let before = self.block(frame, before_block, Terminator::Yield)?;
-                let after_block = self.region_block(op, after_region)?;
-                let after_args = self.define_arguments(frame, op, after_block)?;
-                let after = self.block(frame, after_block, Terminator::Yield)?;
-                let results = self.define_results(frame, op)?;
-                if inits.len() != before_args.len() {
-                    return Err(self.error(op, "the 'before' region's arguments do not match the operands"));
-                }
-                Inst::While(Box::new(WhileInst { inits, before_args, before, after_args, after, results }))
-            }
-            _ => return Err(self.error(op, "this op cannot run in a kernel on the CPU backend")),
+            let handle = self.program.buffer_params + self.program.locals.len() as u32;
+            self.program.locals.push(LocalBuffer { element, shape: shape.iter().map(|&d| d as usize).collect() });
+            return Ok(Inst::LocalAlloc { dst, handle });
+        }
+        if let Some(atomic) = AtomicRmwOp::wrap(ctx, op) {
+            return self.atomic(frame, atomic, location);
+        }
+        if BarrierOp::wrap(ctx, op).is_some() {
+            self.program.has_barrier = true;
+            return Ok(Inst::Barrier { location });
+        }
+        if let Some(calling) = ctx.interface::<dyn CallOpInterface>(op) {
+            return self.call(frame, op, calling, location);
+        }
+        if let Some(looping) = ctx.interface::<dyn LoopLikeOpInterface>(op) {
+            return self.counted_loop(frame, op, looping, location);
+        }
+        if let Some(branches) = ctx.interface::<dyn RegionBranchOpInterface>(op) {
+            return self.branch(frame, op, branches);
+        }
+        Err(self.error(op, "this op cannot run in a kernel on the CPU backend"))
+    }
+
+    /// A [`ScalarOp`] other than `select`.
+    fn scalar(&mut self, frame: &mut Frame, op: Op, name: &str, location: Location) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let operands = ctx.operands(op);
+        let scalar = ScalarOp::from_name(name, hat_dialects::arith::predicate(ctx, op))
+            .map_err(|message| self.error(op, message))?;
+        if operands.len() != scalar.arity() || !(1..=2).contains(&operands.len()) || ctx.result_count(op) != 1 {
+            return Err(self.error(op, "has the wrong number of operands or results"));
+        }
+        let ty = self.element(op, ctx.value_type(operands[0]))?;
+        let result = self.element(op, ctx.value_type(ctx.result(op, 0)))?;
+        let args = self.slots(frame, op, operands)?;
+        let dst = self.define_result(frame, op)?;
+        Ok(match *args {
+            [a] => Inst::Unary { op: scalar, dst, a, ty, result, location },
+            [a, b] => Inst::Binary { op: scalar, dst, a, b, ty, result, location },
+            _ => unreachable!("the operand count is checked above"),
         })
     }
 
-    /// The `kernel.helper` a `kernel.call` names, looked up in the nearest enclosing symbol
-    /// tables, innermost first.
-    fn callee(&self, op: Op) -> Result<Op, RuntimeError> {
+    fn atomic(&mut self, frame: &mut Frame, atomic: AtomicRmwOp, location: Location) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
-        let name = match ctx.attribute(op, "callee").map(|a| ctx.attribute_kind(a)) {
-            Some(AttributeKind::SymbolRef(path)) if path.len() == 1 => ctx.ident_str(path[0]),
-            _ => return Err(self.error(op, "requires a flat symbol reference 'callee'")),
+        let op = atomic.op();
+        self.expect_operands(op, 2, "a buffer and a value")?;
+        let (element, _) = self.memref(op, ctx.value_type(atomic.buffer(ctx)))?;
+        let kind = ctx.attribute(op, "kind").and_then(|a| ctx.attribute_kind(a).as_str()).unwrap_or("");
+        let float = element.is_float();
+        let scalar = match (kind, float) {
+            ("add", false) => Some(ScalarOp::AddI),
+            ("add", true) => Some(ScalarOp::AddF),
+            ("min", false) => Some(ScalarOp::MinSI),
+            ("min", true) => Some(ScalarOp::MinimumF),
+            ("max", false) => Some(ScalarOp::MaxSI),
+            ("max", true) => Some(ScalarOp::MaximumF),
+            ("and", false) => Some(ScalarOp::AndI),
+            ("or", false) => Some(ScalarOp::OrI),
+            ("xor", false) => Some(ScalarOp::XorI),
+            ("exchange", _) => None,
+            _ => return Err(self.error(op, format!("atomic kind '{kind}' is not supported on this element type"))),
         };
-        let mut scope = ctx.parent_op(op);
-        while let Some(table) = scope {
-            if ctx.has_traits(table, OpTraits::SYMBOL_TABLE) {
-                if let Some(found) = ctx.body_ops(table).into_iter().find(|&o| symbol_name(ctx, o) == Some(name)) {
-                    if ctx.name_str(found) != "kernel.helper" {
-                        return Err(
-                            self.error(op, format!("'@{name}' is a '{}', not a 'kernel.helper'", ctx.name_str(found)))
-                        );
-                    }
-                    return Ok(found);
+        let buffer = self.slot(frame, op, atomic.buffer(ctx))?;
+        let indices = self.slots(frame, op, atomic.indices(ctx))?;
+        let value = self.slot(frame, op, atomic.value(ctx))?;
+        let dst = self.define_result(frame, op)?;
+        Ok(Inst::Atomic { dst, op: scalar, buffer, indices, value, location })
+    }
+
+    /// A call through [`CallOpInterface`].
+    fn call(
+        &mut self,
+        frame: &mut Frame,
+        op: Op,
+        calling: &'static dyn CallOpInterface,
+        location: Location,
+    ) -> Result<Inst, RuntimeError> {
+        let (callee, body) = self.callee(op, calling)?;
+        let function = self.enqueue(callee, body);
+        let arguments = self.operand_slots(frame, op, calling.arguments(self.ctx, op))?;
+        let results = self.define_results(frame, op)?;
+        let name = self.ctx.name_str(op).into();
+        Ok(Inst::Call(Box::new(CallInst { function, arguments, results, name, location })))
+    }
+
+    /// The device function a call names, and its body.
+    fn callee(&mut self, op: Op, calling: &'static dyn CallOpInterface) -> Result<(Op, Region), RuntimeError> {
+        let ctx = self.ctx;
+        let Some(name) = calling.callee(ctx, op) else {
+            return Err(self.error(op, "requires a flat symbol reference to its callee"));
+        };
+        let Some(target) = self.lookup(op, name) else {
+            let name = ctx.ident_str(name).to_string();
+            return Err(RuntimeError::MissingSymbol { what: "kernel helper", name, location: ctx.location(op) });
+        };
+        let body = ctx.interface::<dyn CallableOpInterface>(target).and_then(|c| c.body(ctx, target));
+        match body {
+            Some(body) if execution_space(ctx, target) == Some(ExecutionSpace::Device) => Ok((target, body)),
+            _ => {
+                let message = format!(
+                    "'@{}' is a '{}', not device code with a body (a callable with the DEVICE_CODE trait, such as a 'kernel.helper')",
+                    ctx.ident_str(name),
+                    ctx.name_str(target)
+                );
+                Err(self.error(op, message))
+            }
+        }
+    }
+
+    /// The op defining `name` in the symbol tables enclosing `from`, innermost first.
+    fn lookup(&mut self, from: Op, name: Ident) -> Option<Op> {
+        let ctx = self.ctx;
+        let mut table = nearest_symbol_table(ctx, from);
+        while let Some(op) = table {
+            let symbols = self.tables.entry(op).or_insert_with(|| SymbolTable::new(ctx, op));
+            if let Some(found) = symbols.lookup(name) {
+                return Some(found);
+            }
+            table = nearest_symbol_table(ctx, op);
+        }
+        None
+    }
+
+    /// A counted loop through [`LoopLikeOpInterface`].
+    fn counted_loop(
+        &mut self,
+        frame: &mut Frame,
+        op: Op,
+        looping: &'static dyn LoopLikeOpInterface,
+        location: Location,
+    ) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let (Some(lower), Some(upper), Some(step)) =
+            (looping.lower_bound(ctx, op), looping.upper_bound(ctx, op), looping.step(ctx, op))
+        else {
+            return Err(self.error(op, "a counted loop needs a lower bound, an upper bound and a step"));
+        };
+        if ctx.regions(op).is_empty() {
+            return Err(self.error(op, "has no body"));
+        }
+        let induction_variable = looping.induction_variable(ctx, op);
+        let ty = self.element(op, ctx.value_type(induction_variable.unwrap_or(lower)))?;
+        let (lower, upper, step) =
+            (self.slot(frame, op, lower)?, self.slot(frame, op, upper)?, self.slot(frame, op, step)?);
+        let inits = self.operand_slots(frame, op, looping.init_operands(ctx, op))?;
+        let block = self.region_block(op, looping.body(ctx, op))?;
+        let arguments = self.define_arguments(frame, op, block)?;
+        let mismatch = || self.error(op, "the body's arguments do not match the loop-carried values");
+        let iter_args: Box<[Slot]> = arguments.get(looping.region_iter_args(ctx, op)).ok_or_else(mismatch)?.into();
+        let induction = match induction_variable {
+            Some(value) => self.slot(frame, op, value)?,
+            None => frame.fresh(),
+        };
+        let covered = iter_args.len() + usize::from(induction_variable.is_some());
+        if covered != arguments.len() || iter_args.contains(&induction) || inits.len() != iter_args.len() {
+            return Err(mismatch());
+        }
+        let results = self.define_results(frame, op)?;
+        if results.len() != inits.len() {
+            return Err(self.error(op, format!("has {} result(s) for {} carried value(s)", results.len(), inits.len())));
+        }
+        let branches = ctx.interface::<dyn RegionBranchOpInterface>(op);
+        let body = self.block(frame, block, End::Loop { op, branches, carried: iter_args.len() })?;
+        let name = ctx.name_str(op).into();
+        Ok(Inst::Loop(Box::new(LoopInst {
+            lower,
+            upper,
+            step,
+            ty,
+            inits,
+            induction,
+            iter_args,
+            results,
+            body,
+            name,
+            location,
+        })))
+    }
+
+    /// A region-branch op through [`RegionBranchOpInterface`] (see the module docs).
+    fn branch(
+        &mut self,
+        frame: &mut Frame,
+        op: Op,
+        branches: &'static dyn RegionBranchOpInterface,
+    ) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        // Every region's arguments and the results get their slots first: any hop may bind them.
+        let mut blocks = Vec::with_capacity(ctx.regions(op).len());
+        let mut targets = Vec::with_capacity(ctx.regions(op).len());
+        for &region in ctx.regions(op) {
+            let block = self.single_block(op, region)?;
+            if let Some(block) = block {
+                self.define_arguments(frame, op, block)?;
+            }
+            blocks.push(block);
+            targets.push(block.map(|_| self.reserve()));
+        }
+        self.define_results(frame, op)?;
+        let entry = self.hop(frame, op, branches, RegionPoint::Parent, None, &targets)?;
+        for (region, (block, target)) in blocks.into_iter().zip(&targets).enumerate() {
+            if let (Some(block), Some(index)) = (block, *target) {
+                self.fill(frame, index, block, End::Branch { op, region, branches, targets: &targets })?;
+            }
+        }
+        Ok(Inst::Branch(Box::new(entry)))
+    }
+
+    /// The hop from `from` of a region-branch op (see the module docs). `terminator` is the
+    /// terminator of region `from`, if it has one.
+    fn hop(
+        &self,
+        frame: &Frame,
+        op: Op,
+        branches: &'static dyn RegionBranchOpInterface,
+        from: RegionPoint,
+        terminator: Option<Op>,
+        targets: &[Option<u32>],
+    ) -> Result<Hop, RuntimeError> {
+        let ctx = self.ctx;
+        let edge = |to| self.edge(frame, op, branches, from, to, terminator, targets);
+        let successors = distinct(branches.successors(ctx, op, from, &[]));
+        let (first, second) = match successors[..] {
+            [to] => return Ok(Hop::To(edge(to)?)),
+            [first, second] => (first, second),
+            [] => return Err(self.error(op, format!("control has nowhere to go {}", describe_source(from)))),
+            _ => {
+                let message = format!(
+                    "control may go to {} places {}; the CPU backend runs choices of two",
+                    successors.len(),
+                    describe_source(from)
+                );
+                return Err(self.error(op, message));
+            }
+        };
+        // The operands that may decide: the op's on entry, the terminator's on leaving a region.
+        let (decider, candidates) = match (from, terminator) {
+            (RegionPoint::Parent, _) => (op, ctx.operands(op)),
+            (RegionPoint::Region(_), Some(terminator)) => (terminator, ctx.operands(terminator)),
+            (RegionPoint::Region(_), None) => (op, &[][..]),
+        };
+        for (index, &value) in candidates.iter().enumerate() {
+            if ElementType::of(ctx, ctx.value_type(value)) != Some(ElementType::I1) {
+                continue;
+            }
+            let mut constants = vec![None; index + 1];
+            constants[index] = Some(1);
+            let when_true = distinct(branches.successors(ctx, op, from, &constants));
+            constants[index] = Some(0);
+            let when_false = distinct(branches.successors(ctx, op, from, &constants));
+            if let ([if_true], [if_false]) = (&when_true[..], &when_false[..]) {
+                let both = [*if_true, *if_false];
+                if if_true != if_false && both.contains(&first) && both.contains(&second) {
+                    let condition = self.slot(frame, decider, value)?;
+                    return Ok(Hop::Choose { condition, if_true: edge(*if_true)?, if_false: edge(*if_false)? });
                 }
             }
-            scope = ctx.parent_op(table);
         }
-        Err(RuntimeError::MissingSymbol { what: "kernel helper", name: name.to_string(), location: ctx.location(op) })
+        let message = format!(
+            "control goes {} or {} {}, and no single 'i1' operand decides which",
+            describe_target(first),
+            describe_target(second),
+            describe_source(from)
+        );
+        Err(self.error(op, message))
     }
-}
 
-/// The terminator a block gets when it has none.
-#[derive(Copy, Clone)]
-enum Terminator {
-    Return,
-    Yield,
+    /// The edge from `from` to `to` of a region-branch op: the values forwarded and where they
+    /// land.
+    #[allow(clippy::too_many_arguments)]
+    fn edge(
+        &self,
+        frame: &Frame,
+        op: Op,
+        branches: &'static dyn RegionBranchOpInterface,
+        from: RegionPoint,
+        to: RegionPoint,
+        terminator: Option<Op>,
+        targets: &[Option<u32>],
+    ) -> Result<Edge, RuntimeError> {
+        let ctx = self.ctx;
+        let sources = match (from, terminator) {
+            (RegionPoint::Parent, _) => self.operand_slots(frame, op, branches.entry_operands(ctx, op, to))?,
+            (RegionPoint::Region(index), Some(terminator)) => {
+                let range = branches.terminator_operands(ctx, op, terminator, index, to);
+                self.operand_slots(frame, terminator, range)?
+            }
+            (RegionPoint::Region(_), None) => Box::new([]),
+        };
+        let range = branches.successor_inputs(ctx, op, to);
+        let (target, inputs) = match to {
+            RegionPoint::Parent => {
+                let results = ctx.results(op).skip(range.start).take(range.len()).collect::<Vec<_>>();
+                if range.end > ctx.result_count(op) {
+                    return Err(self.error(op, format!("has no results {range:?}")));
+                }
+                (Target::Parent, self.slots(frame, op, &results)?)
+            }
+            RegionPoint::Region(index) => {
+                let Some(&Some(target)) = targets.get(index) else {
+                    let message = format!(
+                        "{}, control goes into region #{index}, which is empty or missing",
+                        describe_source(from)
+                    );
+                    return Err(self.error(op, message));
+                };
+                let block = ctx.region_blocks(ctx.regions(op)[index])[0];
+                let Some(arguments) = ctx.block_arguments(block).get(range.clone()) else {
+                    return Err(self.error(op, format!("region #{index} has no block arguments {range:?}")));
+                };
+                (Target::Region(target), self.slots(frame, op, arguments)?)
+            }
+        };
+        if sources.len() != inputs.len() {
+            let inputs_of = match to {
+                RegionPoint::Parent => "the op's results".to_string(),
+                RegionPoint::Region(index) => format!("the arguments of region #{index}"),
+            };
+            let message = format!(
+                "{}, {} value(s) are forwarded to {inputs_of}, which take {}",
+                describe_source(from),
+                sources.len(),
+                inputs.len()
+            );
+            return Err(self.error(op, message));
+        }
+        Ok(Edge { target, sources, inputs })
+    }
 }

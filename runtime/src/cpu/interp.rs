@@ -1,17 +1,18 @@
 //! The interpreter of compiled kernels.
 //!
 //! A work item is an [`Item`]: its slots (the frames of all active functions, one after the
-//! other) and an explicit control stack of [`Frame`]s (a function body, or the region of an
-//! `scf.for`/`scf.if`/`scf.while` being run, whose op is the instruction the frame below points
+//! other) and an explicit control stack of [`Frame`]s (a function body, or the region of a
+//! counted loop or region-branch op being run, whose op is the instruction the frame below points
 //! at). Nothing lives on the Rust stack between instructions, so a work item can stop at a
 //! `kernel.barrier` and be resumed later: a workgroup with barriers runs its work items in
 //! lockstep, each up to the next barrier (or the end), round after round ([`run_group`]).
 
-use super::compile::{IdKind, Inst, Program, Slot, MAX_CALL_DEPTH};
+use super::compile::{Edge, Inst, Program, Slot, Target, MAX_CALL_DEPTH};
 use super::memory::Memory;
 use crate::error::RuntimeError;
 use crate::eval;
 use crate::value::Scalar;
+use hat_dialects::kernel::WorkItemQuery;
 use hat_ir::Location;
 
 /// What a dispatch shares with every work item of one workgroup.
@@ -202,15 +203,15 @@ impl Item {
                     slot!(*dst) = if slot!(*condition).as_i64() != 0 { slot!(*a) } else { slot!(*b) };
                     pc += 1;
                 }
-                Inst::Id { dst, kind, dimension } => {
+                Inst::Id { dst, query, dimension } => {
                     let d = *dimension as usize;
-                    let value = match kind {
-                        IdKind::GlobalId => self.global[d],
-                        IdKind::LocalId => self.local[d],
-                        IdKind::GroupId => env.group[d],
-                        IdKind::GlobalSize => env.grid[d],
-                        IdKind::LocalSize => program.workgroup[d],
-                        IdKind::NumGroups => env.num_groups[d],
+                    let value = match query {
+                        WorkItemQuery::GlobalId => self.global[d],
+                        WorkItemQuery::LocalId => self.local[d],
+                        WorkItemQuery::GroupId => env.group[d],
+                        WorkItemQuery::GlobalSize => env.grid[d],
+                        WorkItemQuery::LocalSize => program.workgroup[d],
+                        WorkItemQuery::NumGroups => env.num_groups[d],
                     };
                     slot!(*dst) = Scalar::Int(value as i64);
                     pc += 1;
@@ -268,7 +269,7 @@ impl Item {
                             self.error_context(env)
                         );
                         let location = call.location;
-                        return Err(RuntimeError::Unsupported { op: "kernel.call".into(), message, location });
+                        return Err(RuntimeError::Unsupported { op: call.name.to_string(), message, location });
                     }
                     let function = &program.functions[call.function as usize];
                     let callee_base = self.slots.len();
@@ -304,121 +305,102 @@ impl Item {
                         slot!(result) = value;
                     }
                 }
-                Inst::For(for_op) => {
-                    let (lower, upper, step) = (slot!(for_op.lower), slot!(for_op.upper), slot!(for_op.step));
+                Inst::Loop(looping) => {
+                    let (lower, upper, step) = (slot!(looping.lower), slot!(looping.upper), slot!(looping.step));
                     let (lower, upper, step) = (lower.as_i64(), upper.as_i64(), step.as_i64());
                     if lower < upper {
                         if step <= 0 {
-                            let message = format!("'scf.for' step must be positive, got {step}");
-                            return Err(self.arithmetic(env, message, for_op.location));
+                            let message = format!("'{}' step must be positive, got {step}", looping.name);
+                            return Err(self.arithmetic(env, message, looping.location));
                         }
-                        slot!(for_op.induction) = Scalar::Int(lower);
-                        for (&arg, &init) in for_op.iter_args.iter().zip(for_op.inits.iter()) {
+                        slot!(looping.induction) = Scalar::Int(lower);
+                        for (&arg, &init) in looping.iter_args.iter().zip(looping.inits.iter()) {
                             slot!(arg) = slot!(init);
                         }
-                        enter!(for_op.body);
+                        enter!(looping.body);
                     } else {
-                        for (&result, &init) in for_op.results.iter().zip(for_op.inits.iter()) {
+                        for (&result, &init) in looping.results.iter().zip(looping.inits.iter()) {
                             slot!(result) = slot!(init);
                         }
                         pc += 1;
                     }
                 }
-                Inst::If { condition, then_block, else_block, .. } => {
-                    let target = if slot!(*condition).as_i64() != 0 { Some(*then_block) } else { *else_block };
-                    match target {
-                        Some(target) => enter!(target),
-                        None => pc += 1,
-                    }
-                }
-                Inst::While(while_op) => {
-                    for (&arg, &init) in while_op.before_args.iter().zip(while_op.inits.iter()) {
-                        slot!(arg) = slot!(init);
-                    }
-                    enter!(while_op.before);
-                }
-                Inst::Yield { values } => {
+                Inst::Next { values } => {
                     self.scratch.clear();
                     for &value in values.iter() {
                         self.scratch.push(slot!(value));
                     }
-                    let depth = self.frames.len();
-                    let parent = match depth.checked_sub(2).map(|i| self.frames[i]) {
-                        Some(parent) if !self.frames[depth - 1].function => parent,
-                        _ => return Err(self.internal(env, "'scf.yield' outside a region")),
+                    let parent = self.parent_frame(env)?;
+                    let Inst::Loop(looping) = &program.blocks[parent.block as usize][parent.pc as usize] else {
+                        return Err(self.internal(env, "the end of a loop body outside a loop"));
                     };
-                    match &program.blocks[parent.block as usize][parent.pc as usize] {
-                        Inst::For(for_op) => {
-                            let induction = slot!(for_op.induction).as_i64();
-                            let step = slot!(for_op.step).as_i64();
-                            let upper = slot!(for_op.upper).as_i64();
-                            // The loop also ends where the induction variable would overflow its type.
-                            let next = induction
-                                .checked_add(step)
-                                .filter(|&n| eval::normalize(Scalar::Int(n), for_op.ty) == Scalar::Int(n));
-                            match next {
-                                Some(next) if next < upper => {
-                                    slot!(for_op.induction) = Scalar::Int(next);
-                                    for (&arg, &value) in for_op.iter_args.iter().zip(&self.scratch) {
-                                        slot!(arg) = value;
-                                    }
-                                    pc = 0;
-                                }
-                                _ => {
-                                    for (&result, &value) in for_op.results.iter().zip(&self.scratch) {
-                                        slot!(result) = value;
-                                    }
-                                    resume_parent!();
-                                }
+                    let induction = slot!(looping.induction).as_i64();
+                    let step = slot!(looping.step).as_i64();
+                    let upper = slot!(looping.upper).as_i64();
+                    // The loop also ends where the induction variable would overflow its type.
+                    let next = induction
+                        .checked_add(step)
+                        .filter(|&n| eval::normalize(Scalar::Int(n), looping.ty) == Scalar::Int(n));
+                    match next {
+                        Some(next) if next < upper => {
+                            slot!(looping.induction) = Scalar::Int(next);
+                            for (&arg, &value) in looping.iter_args.iter().zip(&self.scratch) {
+                                slot!(arg) = value;
                             }
+                            pc = 0;
                         }
-                        Inst::If { results, .. } => {
-                            for (&result, &value) in results.iter().zip(&self.scratch) {
+                        _ => {
+                            for (&result, &value) in looping.results.iter().zip(&self.scratch) {
                                 slot!(result) = value;
                             }
                             resume_parent!();
                         }
-                        Inst::While(while_op) => {
-                            // The end of the "after" region: back to "before".
-                            for (&arg, &value) in while_op.before_args.iter().zip(&self.scratch) {
-                                slot!(arg) = value;
-                            }
-                            self.frames.last_mut().expect("a running item has a frame").block = while_op.before;
-                            block = &program.blocks[while_op.before as usize];
-                            pc = 0;
-                        }
-                        _ => return Err(self.internal(env, "'scf.yield' in an unexpected region")),
                     }
                 }
-                Inst::Condition { condition, values } => {
-                    self.scratch.clear();
-                    for &value in values.iter() {
-                        self.scratch.push(slot!(value));
+                Inst::Branch(hop) => {
+                    let edge = hop.edge(|condition| slot!(condition));
+                    self.forward(base, edge);
+                    match edge.target {
+                        Target::Parent => pc += 1,
+                        Target::Region(target) => enter!(target),
                     }
-                    let go_on = slot!(*condition).as_i64() != 0;
-                    let depth = self.frames.len();
-                    let parent = match depth.checked_sub(2).map(|i| self.frames[i]) {
-                        Some(parent) if !self.frames[depth - 1].function => parent,
-                        _ => return Err(self.internal(env, "'scf.condition' outside a region")),
-                    };
-                    let Inst::While(while_op) = &program.blocks[parent.block as usize][parent.pc as usize] else {
-                        return Err(self.internal(env, "'scf.condition' outside 'scf.while'"));
-                    };
-                    if go_on {
-                        for (&arg, &value) in while_op.after_args.iter().zip(&self.scratch) {
-                            slot!(arg) = value;
+                }
+                Inst::Exit(hop) => {
+                    self.parent_frame(env)?;
+                    let edge = hop.edge(|condition| slot!(condition));
+                    self.forward(base, edge);
+                    match edge.target {
+                        Target::Parent => resume_parent!(),
+                        Target::Region(target) => {
+                            self.frames.last_mut().expect("a running item has a frame").block = target;
+                            block = &program.blocks[target as usize];
+                            pc = 0;
                         }
-                        self.frames.last_mut().expect("a running item has a frame").block = while_op.after;
-                        block = &program.blocks[while_op.after as usize];
-                        pc = 0;
-                    } else {
-                        for (&result, &value) in while_op.results.iter().zip(&self.scratch) {
-                            slot!(result) = value;
-                        }
-                        resume_parent!();
                     }
                 }
             }
+        }
+    }
+
+    /// The frame of the op whose region the current frame runs.
+    #[inline]
+    fn parent_frame(&self, env: &Env<'_>) -> Result<Frame, RuntimeError> {
+        match self.frames.split_last() {
+            Some((current, [.., parent])) if !current.function => Ok(*parent),
+            _ => Err(self.internal(env, "the end of a region outside a region")),
+        }
+    }
+
+    /// Moves the values along `edge` (through `scratch`: an edge may read slots it also writes,
+    /// as a loop that swaps its carried values does).
+    #[inline]
+    fn forward(&mut self, base: usize, edge: &Edge) {
+        self.scratch.clear();
+        for &source in edge.sources.iter() {
+            self.scratch.push(self.slots[base + source as usize]);
+        }
+        for (&input, &value) in edge.inputs.iter().zip(&self.scratch) {
+            self.slots[base + input as usize] = value;
         }
     }
 }

@@ -7,10 +7,14 @@
 //!   missing transfer changes results. Elements are atomic words (see `memory.rs`): workgroups
 //!   on different threads share buffers without undefined behaviour, and `kernel.atomic_rmw` is
 //!   a compare-and-swap loop on one element, atomic across workgroups.
-//! - **Compilation.** [`Backend::compile_kernel`] turns the `kernel.func` and every
-//!   `kernel.helper` it calls (looked up in the enclosing symbol tables, transitively) into an
-//!   owned program: values numbered into slots, ops as an enum with slot operands, nested `scf`
-//!   regions as instruction lists of their own. No name or hash lookup happens at run time.
+//! - **Compilation.** [`Backend::compile_kernel`] turns the kernel (a `kernel.func`, or any
+//!   callable with a body and the `DEVICE_CODE` trait) and every device function it calls
+//!   (looked up in the enclosing symbol tables, transitively) into an owned program: values
+//!   numbered into slots, ops as an enum with slot operands, nested regions as instruction lists
+//!   of their own. Calls, loops and other region ops are compiled through the op interfaces
+//!   (`CallOpInterface`, `LoopLikeOpInterface`, `RegionBranchOpInterface`), memory and work-item
+//!   ops through typed views, so a vendor's loop or call op runs here too (see `compile.rs`). No
+//!   name or hash lookup happens at run time.
 //! - **Grid.** The grid of a dispatch is the number of work items per dimension. The workgroup
 //!   size is the kernel's `workgroup_size` ([`DEFAULT_WORKGROUP_SIZE`], 64 × 1 × 1, when absent);
 //!   the number of workgroups is `ceil(grid / workgroup size)` per dimension. As on a GPU, every
@@ -22,8 +26,8 @@
 //!   runs every work item in turn and a grid of 2^40 would run for hours.
 //! - **Barriers.** Work items are resumable interpreter states. A workgroup whose kernel has no
 //!   barrier runs its work items one after the other; one with barriers runs them in lockstep:
-//!   each up to its next barrier, then the next round. Barriers inside `scf.for`/`scf.if`/
-//!   `scf.while` and helpers work as long as control flow is uniform in the workgroup; when work
+//!   each up to its next barrier, then the next round. Barriers inside loops, conditionals and
+//!   helpers work as long as control flow is uniform in the workgroup; when work
 //!   items wait at different barriers, or some wait while others have finished, the dispatch
 //!   fails with a "non-uniform barrier" error.
 //! - **Parallelism.** Workgroups are independent (the execution model), so a dispatch of more
@@ -40,6 +44,7 @@
 //! Scalar semantics are those of [`crate::eval`].
 
 mod compile;
+mod grid;
 mod interp;
 mod memory;
 #[cfg(test)]
@@ -327,17 +332,11 @@ impl Backend for CpuBackend {
             .get(kernel.0 as usize)
             .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: kernel {} was not compiled", kernel.0)))?;
         let (params, buffers) = self.bind(program, args)?;
-        let workgroup = program.workgroup;
-        let num_groups = [0, 1, 2].map(|d| grid[d].div_ceil(workgroup[d]));
-        let total = num_groups
-            .iter()
-            .try_fold(1u64, |a, &n| a.checked_mul(n))
-            .and_then(|t| usize::try_from(t).ok())
-            .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: the grid {grid:?} has too many workgroups")))?;
-        if total == 0 {
+        let workgroups = grid::workgroups(&program.name, grid, program.workgroup, self.max_work_items)?;
+        if workgroups.total == 0 {
             return Ok(());
         }
-        run_groups(program, &params, &buffers, grid, num_groups, total, self.parallel)
+        run_groups(program, &params, &buffers, grid, workgroups.count, workgroups.total, self.parallel)
     }
 
     fn synchronize(&mut self) -> Result<(), RuntimeError> {

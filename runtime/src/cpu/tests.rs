@@ -950,3 +950,31 @@ kernel.func @ping_pong(%a: memref<8xi32>, %b: memref<8xi32>, %flip: i1) workgrou
     f.run("ping_pong", [8, 1, 1], &[Buffer(x), Buffer(y), Arg(Scalar::Int(1), ElementType::I1)]);
     assert_eq!(f.download_i32(x), vec![0, 1, 2, 3, 4, 5, 6, 7]);
 }
+
+#[test]
+fn an_oversized_grid_is_refused_before_anything_runs() {
+    let text = r#"
+kernel.func @mark(%b: memref<1xi32>) workgroup(64) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1 : i32
+  buffer.store %one, %b[%c0] : memref<1xi32>
+  kernel.return
+}
+"#;
+    let mut f = Fixture::new(text);
+    let b = f.alloc(ElementType::I32, &[1]);
+    let message = f.dispatch("mark", [1 << 20, 1 << 20, 1], &[Buffer(b)]).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "cpu backend: the grid (1048576, 1048576, 1) of a dispatch of kernel 'mark' has 1099511627776 work items, \
+         over the CPU backend's limit of 4294967296 work items per dispatch"
+    );
+    let message = f.dispatch("mark", [1 << 32, 1 << 32, 1 << 32], &[Buffer(b)]).unwrap_err().to_string();
+    assert!(message.contains("the grid (4294967296, 4294967296, 4294967296)"), "{message}");
+    assert!(message.contains("has more work items than fit in 64 bits"), "{message}");
+    assert_eq!(f.download_i32(b), vec![POISON_I32], "no work item ran");
+    f.run("mark", [DEFAULT_MAX_WORK_ITEMS, 0, 1], &[Buffer(b)]);
+    assert_eq!(f.download_i32(b), vec![POISON_I32], "an empty grid runs nothing");
+    f.run("mark", [1, 1, 1], &[Buffer(b)]);
+    assert_eq!(f.download_i32(b), vec![1]);
+}

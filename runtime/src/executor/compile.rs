@@ -29,13 +29,10 @@ use super::program::{
 use super::{parameter_kind, ParameterKind};
 use crate::error::RuntimeError;
 use crate::eval::{self, ScalarError, ScalarOp};
-use crate::report::Direction;
+use crate::report::{Direction, HostHook};
 use crate::value::ElementType;
 use hat_dialects::arith_views::SelectOp;
-use hat_dialects::buffer::{
-    AfterHostReadOp, AfterHostWriteOp, AllocOp, BeforeHostReadOp, BeforeHostWriteOp, CopyOp, DeallocOp, DimOp,
-    FromDeviceOp, LoadOp, StoreOp, ToDeviceOp,
-};
+use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
     execution_space, lookup_symbol, nearest_symbol_table, CallOpInterface, CallableOpInterface, ExecutionSpace,
@@ -596,18 +593,12 @@ impl Compiler<'_, '_> {
                 range: range(self, transfer.element_range(ctx))?,
                 op,
             }
-        } else if let Some(hook) = BeforeHostReadOp::wrap(ctx, op) {
-            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
-            Inst::Hook { name: BeforeHostReadOp::NAME, buffer, range, op }
-        } else if let Some(hook) = AfterHostReadOp::wrap(ctx, op) {
-            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
-            Inst::Hook { name: AfterHostReadOp::NAME, buffer, range, op }
-        } else if let Some(hook) = BeforeHostWriteOp::wrap(ctx, op) {
-            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
-            Inst::Hook { name: BeforeHostWriteOp::NAME, buffer, range, op }
-        } else if let Some(hook) = AfterHostWriteOp::wrap(ctx, op) {
-            let (buffer, range) = (self.slot(op, hook.buffer(ctx))?, range(self, hook.element_range(ctx))?);
-            Inst::Hook { name: AfterHostWriteOp::NAME, buffer, range, op }
+        } else if let Some(hook) = HostHook::of(ctx, op) {
+            // Every hook has the operands of a ranged transfer: the buffer, then (offset, count).
+            let operands = ctx.operands(op);
+            let buffer = self.slot(op, operands[0])?;
+            let range = range(self, (operands.len() == 3).then(|| (operands[1], operands[2])))?;
+            Inst::Hook { hook, buffer, range, op }
         } else {
             return Ok(None);
         };

@@ -286,9 +286,9 @@ impl<'a> Interpreter<'_, 'a> {
                 Inst::Transfer { direction, buffer, range, op } => {
                     self.transfer(frame, Some(*direction), *buffer, *range, *op)?
                 }
-                Inst::Hook { name, buffer, range, op } => {
+                Inst::Hook { hook, buffer, range, op } => {
                     self.transfer(frame, None, *buffer, *range, *op)?;
-                    self.recorder.hook(name);
+                    self.recorder.count_hook(*hook);
                 }
             }
         }

@@ -9,6 +9,7 @@
 
 use crate::eval::ScalarOp;
 use crate::report::Direction;
+use crate::report::HostHook;
 use crate::value::{ElementType, Scalar};
 use hat_dialects::compute::ArgEffect;
 use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
@@ -82,7 +83,7 @@ pub(crate) enum Inst {
     /// A transfer (or, in reference mode, only the check of its range).
     Transfer { direction: Direction, buffer: Slot, range: Option<(Slot, Slot)>, op: Op },
     /// A runtime-tracking hook: its range checked, counted under `name`.
-    Hook { name: &'static str, buffer: Slot, range: Option<(Slot, Slot)>, op: Op },
+    Hook { hook: HostHook, buffer: Slot, range: Option<(Slot, Slot)>, op: Op },
 }
 
 /// A counted loop ([`LoopLikeOpInterface`](hat_ir::interfaces::LoopLikeOpInterface)).
