@@ -464,7 +464,7 @@ pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>)
                     fmt(waiter.global),
                     fmt(other_id),
                 );
-                return Err(RuntimeError::Unsupported { op: "kernel.barrier".into(), message, location });
+                return Err(RuntimeError::Unsupported { op: hat_dialects::kernel::BarrierOp::NAME.into(), message, location });
             }
         }
     }

@@ -29,6 +29,7 @@
 use crate::args;
 use clap::ValueEnum;
 use hat_ir::diagnostics::render;
+use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
 use hat_ir::printer::type_to_string;
 use hat_ir::{Context, Op, Verified};
 use hat_runtime::executor::host_functions::{format_scalar, STANDARD_HOST_FUNCTIONS};
@@ -148,11 +149,13 @@ fn missing_entry(ctx: &Context, module: Op, entry: &str) -> String {
     format!("error: no compute.func named '@{entry}' to run (--entry {entry}); {known}")
 }
 
-/// The `compute.func`s of the module: name and op.
+/// The functions of the module that `--run` can start from (the executor's rule): host code with
+/// a body. Name and op.
 fn compute_functions(ctx: &Context, module: Op) -> Vec<(String, Op)> {
     ctx.body_ops(module)
         .into_iter()
-        .filter(|&op| ctx.name_str(op) == "compute.func")
+        .filter(|&op| execution_space(ctx, op) == Some(ExecutionSpace::Host))
+        .filter(|&op| ctx.interface::<dyn CallableOpInterface>(op).is_some_and(|c| c.body(ctx, op).is_some()))
         .filter_map(|op| {
             let name = ctx.attribute(op, "sym_name").and_then(|a| ctx.attribute_kind(a).as_str())?;
             Some((name.to_string(), op))
@@ -165,7 +168,8 @@ fn result_types(ctx: &Context, module: Op, entry: &str) -> Vec<(String, Option<E
     let Some((_, func)) = compute_functions(ctx, module).into_iter().find(|(name, _)| name == entry) else {
         return Vec::new();
     };
-    let Some((_, results)) = hat_dialects::syntax::function_signature(ctx, func) else { return Vec::new() };
+    let signature = ctx.interface::<dyn CallableOpInterface>(func).and_then(|c| c.signature(ctx, func));
+    let Some((_, results)) = signature else { return Vec::new() };
     results.into_iter().map(|ty| (type_to_string(ctx, ty), ElementType::of(ctx, ty))).collect()
 }
 
