@@ -78,6 +78,11 @@ pub(crate) type Slot = u32;
 /// The default workgroup size, when a kernel has no `workgroup_size`.
 pub const DEFAULT_WORKGROUP_SIZE: [u64; 3] = [64, 1, 1];
 
+/// Stack kept free before a nested block is compiled, and the size of each new stack segment
+/// (see [`Compiler::fill`]).
+const RED_ZONE: usize = 128 * 1024;
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
 /// The deepest nesting of helper calls a work item may reach (helpers may recurse; this keeps a
 /// runaway recursion from exhausting memory).
 pub(crate) const MAX_CALL_DEPTH: usize = 1024;
@@ -559,8 +564,13 @@ impl<'c> Compiler<'c> {
     }
 
     /// Compiles a block into the reserved instruction list `index`; its terminator (see the
-    /// module docs) becomes what `end` says.
+    /// module docs) becomes what `end` says. Regions nest as deep as the parser allows, each
+    /// level a few frames of this recursion: the stack grows as needed.
     fn fill(&mut self, frame: &mut Frame, index: u32, block: Block, end: End<'_>) -> Result<(), RuntimeError> {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.fill_ops(frame, index, block, end))
+    }
+
+    fn fill_ops(&mut self, frame: &mut Frame, index: u32, block: Block, end: End<'_>) -> Result<(), RuntimeError> {
         let ctx = self.ctx;
         let terminator = ctx.last_op(block).filter(|&op| ctx.has_traits(op, OpTraits::TERMINATOR));
         let mut insts = Vec::new();

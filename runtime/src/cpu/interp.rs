@@ -53,6 +53,9 @@ pub(crate) enum Stop {
 pub(crate) struct Item {
     slots: Vec<Scalar>,
     frames: Vec<Frame>,
+    /// Helper calls being run (the function frames above the kernel's): bounded by
+    /// [`MAX_CALL_DEPTH`], whatever the regions nested in each function.
+    calls: usize,
     scratch: Vec<Scalar>,
     pub local: [u64; 3],
     pub global: [u64; 3],
@@ -65,6 +68,7 @@ impl Default for Item {
         Item {
             slots: Vec::new(),
             frames: Vec::new(),
+            calls: 0,
             scratch: Vec::new(),
             local: [0; 3],
             global: [0; 3],
@@ -81,6 +85,7 @@ impl Item {
         self.slots.resize(entry.slots as usize, Scalar::Int(0));
         self.slots[..params.len()].copy_from_slice(params);
         self.frames.clear();
+        self.calls = 0;
         self.frames.push(Frame { block: entry.body, pc: 0, base: 0, function: true });
         self.local = local;
         self.global = global;
@@ -263,7 +268,7 @@ impl Item {
                     return Ok(Stop::Barrier);
                 }
                 Inst::Call(call) => {
-                    if self.frames.len() >= MAX_CALL_DEPTH {
+                    if self.calls >= MAX_CALL_DEPTH {
                         let message = format!(
                             "helper calls nest deeper than {MAX_CALL_DEPTH} (unbounded recursion?) {}",
                             self.error_context(env)
@@ -279,6 +284,7 @@ impl Item {
                     }
                     self.frames.last_mut().expect("a running item has a frame").pc = pc as u32;
                     self.frames.push(Frame { block: function.body, pc: 0, base: callee_base as u32, function: true });
+                    self.calls += 1;
                     block = &program.blocks[function.body as usize];
                     pc = 0;
                     base = callee_base;
@@ -294,6 +300,7 @@ impl Item {
                         }
                     }
                     let Some(&caller) = self.frames.last() else { return Ok(Stop::Finished) };
+                    self.calls -= 1;
                     self.slots.truncate(base);
                     let Inst::Call(call) = &program.blocks[caller.block as usize][caller.pc as usize] else {
                         return Err(self.internal(env, "a helper returned to something other than a call"));
@@ -464,7 +471,11 @@ pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>)
                     fmt(waiter.global),
                     fmt(other_id),
                 );
-                return Err(RuntimeError::Unsupported { op: hat_dialects::kernel::BarrierOp::NAME.into(), message, location });
+                return Err(RuntimeError::Unsupported {
+                    op: hat_dialects::kernel::BarrierOp::NAME.into(),
+                    message,
+                    location,
+                });
             }
         }
     }

@@ -23,6 +23,7 @@
 //!   slots of its terminator's operands. Regions of several blocks (unstructured control flow)
 //!   are refused.
 
+use super::interpret::{RED_ZONE, STACK_SEGMENT};
 use super::program::{
     AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
 };
@@ -229,8 +230,14 @@ impl Compiler<'_, '_> {
         Ok(Function { name, slots: self.next, params, body, buffer_results })
     }
 
-    /// Compiles a block: its ops up to the terminator, whose operands are its exits.
+    /// Compiles a block: its ops up to the terminator, whose operands are its exits. Regions
+    /// nest as deep as the parser allows, each level a few frames of this recursion: the stack
+    /// grows as needed, as it does for the run.
     fn block(&mut self, block: Block) -> Result<Code, RuntimeError> {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.block_ops(block))
+    }
+
+    fn block_ops(&mut self, block: Block) -> Result<Code, RuntimeError> {
         let ctx = self.ctx;
         let mut insts = Vec::new();
         let mut exits: Box<[Slot]> = Box::new([]);

@@ -44,8 +44,8 @@ fn fail<T>(error: RuntimeError) -> Res<T> {
 }
 
 /// Stack kept free before a call or a region runs, and the size of each new stack segment.
-const RED_ZONE: usize = 128 * 1024;
-const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+pub(super) const RED_ZONE: usize = 128 * 1024;
+pub(super) const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 
 /// Whether less than [`RED_ZONE`] of stack is left: a call or a region op then continues on a
 /// new segment (`stacker::grow`). Not `stacker::maybe_grow` on every call: the check alone keeps

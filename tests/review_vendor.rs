@@ -1,0 +1,94 @@
+//! A vendor's region-branch op decided by an `i1`, written as a vendor reads the interface's
+//! contract: `successors` gets the constants of the deciding operands as
+//! [`hat_ir::interfaces::constant_integer`] gives them, so an `i1` is 0 or 1. The host executor,
+//! the CPU backend and the analyses must all pass the same values.
+
+mod vendor_dialect;
+
+use hat_ir::interfaces::{constant_integer, RegionBranchOpInterface, RegionPoint};
+use hat_ir::{parse_source, verify_module, Context, Op, OpDefinition, OpTraits};
+use hat_runtime::{ArgValue, CpuBackend, Executor, ExecutorOptions, Scalar};
+use smallvec::{smallvec, SmallVec};
+use std::ops::Range;
+
+/// `"review.choose"(%flag) ({ then }, { else })`: runs `then` when `%flag` is 1, `else` when it
+/// is 0; each region ends in `"vendor.next"(values)`, which become the results. It answers only
+/// for the values an `i1` constant has (0 and 1) and lists both regions otherwise.
+struct Choose;
+
+impl OpDefinition for Choose {
+    fn name(&self) -> &str {
+        "review.choose"
+    }
+    fn traits(&self) -> OpTraits {
+        OpTraits::RECURSIVE_EFFECTS | OpTraits::SINGLE_BLOCK
+    }
+    fn region_count(&self) -> Option<usize> {
+        Some(2)
+    }
+}
+
+impl RegionBranchOpInterface for Choose {
+    fn successors(
+        &self,
+        _: &Context,
+        _: Op,
+        from: RegionPoint,
+        constants: &[Option<i64>],
+    ) -> SmallVec<[RegionPoint; 2]> {
+        match (from, constants.first().copied().flatten()) {
+            (RegionPoint::Region(_), _) => smallvec![RegionPoint::Parent],
+            (RegionPoint::Parent, Some(1)) => smallvec![RegionPoint::Region(0)],
+            (RegionPoint::Parent, Some(0)) => smallvec![RegionPoint::Region(1)],
+            (RegionPoint::Parent, _) => smallvec![RegionPoint::Region(0), RegionPoint::Region(1)],
+        }
+    }
+    fn entry_operands(&self, _: &Context, _: Op, _: RegionPoint) -> Range<usize> {
+        1..1
+    }
+}
+
+fn context() -> Context {
+    let mut ctx = vendor_dialect::context();
+    ctx.register_dialect("review", "a vendor's conditional, for the review's tests");
+    ctx.register_op(Choose);
+    ctx.attach_interface::<dyn RegionBranchOpInterface>("review.choose", &Choose);
+    ctx
+}
+
+/// `@main(%n)`: `n > 0 ? 10 * n : -n`, through `review.choose`.
+const CHOOSE: &str = r#"
+"vendor.proc"() ({
+^bb0(%n: i64):
+  %zero = arith.constant 0 : i64
+  %ten = arith.constant 10 : i64
+  %positive = arith.cmpi sgt, %n, %zero : i64
+  %r = "review.choose"(%positive) ({
+    %t = arith.muli %n, %ten : i64
+    "vendor.next"(%t) : (i64) -> ()
+  }, {
+    %m = arith.subi %zero, %n : i64
+    "vendor.next"(%m) : (i64) -> ()
+  }) : (i1) -> i64
+  "vendor.ret"(%r) : (i64) -> ()
+}) {sym_name = "main", function_type = (i64) -> i64} : () -> ()
+"#;
+
+#[test]
+fn the_executor_passes_an_i1_to_successors_as_constant_integer_does() {
+    let mut ctx = context();
+    let module = parse_source(&mut ctx, "choose.hat", CHOOSE).expect("parses");
+    // The convention: a true i1 constant is 1.
+    let t = parse_source(&mut ctx, "t.hat", "%t = arith.constant true").expect("parses");
+    let constant = ctx.result(ctx.body_ops(t)[0], 0);
+    assert_eq!(constant_integer(&ctx, constant), Some(1));
+
+    let verified = verify_module(&ctx, module).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut backend = CpuBackend::new();
+    let mut executor = Executor::new(verified, &mut backend, ExecutorOptions::default());
+    for (n, expected) in [(3i64, 30i64), (0, 0), (-4, 4)] {
+        let output =
+            executor.run("main", vec![ArgValue::Scalar(Scalar::Int(n))]).unwrap_or_else(|e| panic!("n = {n}: {e}"));
+        assert_eq!(output.results, [ArgValue::Scalar(Scalar::Int(expected))], "n = {n}");
+    }
+}
