@@ -5,38 +5,75 @@
 //! hang), zero-trip loops carrying buffers, calls returning several values, recursion,
 //! `arith.select` of buffers, dispatches in loops, and kernel helpers with loops and barriers.
 
+use hat_ir::pass::PassManager;
 use hat_ir::{parse_source, verify_module, Context, Op};
 use hat_runtime::{
     ArgValue, CpuBackend, Executor, ExecutorOptions, HostBuffer, RunOutput, RuntimeError, Scalar, TransferMode,
 };
 
-/// A parsed program that must verify.
+/// The passes every program is also run after: its results must not change.
+const PIPELINE: &str = "inline,canonicalize,cse,dce,canonicalize";
+
+/// A parsed program that must verify, and the same program after [`PIPELINE`].
 struct Program {
     ctx: Context,
     module: Op,
+    optimized: Option<(Context, Op)>,
+}
+
+fn parse(text: &str, pipeline: Option<&str>) -> (Context, Op) {
+    let mut ctx = hat_dialects::context();
+    let module = parse_source(&mut ctx, "review.hat", text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    if let Some(pipeline) = pipeline {
+        let mut manager = PassManager::new("builtin.module", Default::default());
+        manager.add_pipeline(&hat_passes::registry(), pipeline).unwrap_or_else(|e| panic!("{e}"));
+        manager.run(&mut ctx, module).unwrap_or_else(|e| panic!("{pipeline}: {e:?}\n{text}"));
+    }
+    if let Err(errors) = verify_module(&ctx, module) {
+        panic!("does not verify after {pipeline:?}: {errors:?}\n{text}");
+    }
+    (ctx, module)
 }
 
 impl Program {
     fn new(text: &str) -> Program {
-        let mut ctx = hat_dialects::context();
-        let module = parse_source(&mut ctx, "review.hat", text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-        if let Err(errors) = verify_module(&ctx, module) {
-            panic!("does not verify: {errors:?}\n{text}");
-        }
-        Program { ctx, module }
+        let (ctx, module) = parse(text, None);
+        Program { ctx, module, optimized: Some(parse(text, Some(PIPELINE))) }
     }
 
-    /// Runs `@main` in `mode`.
-    fn run_in(&self, mode: TransferMode, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
-        let module = verify_module(&self.ctx, self.module).expect("verified in new()");
-        let mut backend = CpuBackend::new();
-        let mut executor = Executor::new(module, &mut backend, ExecutorOptions { mode });
-        executor.run("main", args)
+    /// A program too large to run through the passes in a test (they are measured elsewhere).
+    fn unoptimized(text: &str) -> Program {
+        let (ctx, module) = parse(text, None);
+        Program { ctx, module, optimized: None }
+    }
+
+    /// Runs `entry` in `mode`, as written and (if kept) after the passes; both runs must give
+    /// the same outcome. The first run's.
+    fn run_entry(&self, entry: &str, mode: TransferMode, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
+        let run = |ctx: &Context, module: Op, args: Vec<ArgValue>| {
+            let module = verify_module(ctx, module).expect("verified in new()");
+            let mut backend = CpuBackend::new();
+            let mut executor = Executor::new(module, &mut backend, ExecutorOptions { mode });
+            executor.run(entry, args)
+        };
+        let written = run(&self.ctx, self.module, args.clone());
+        if let Some((ctx, module)) = &self.optimized {
+            let optimized = run(ctx, *module, args);
+            match (&written, &optimized) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.results, b.results, "@{entry}: results after {PIPELINE}");
+                    assert_eq!(a.buffers, b.buffers, "@{entry}: buffers after {PIPELINE}");
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("@{entry}: {written:?}\nafter {PIPELINE}: {optimized:?}"),
+            }
+        }
+        written
     }
 
     /// Runs `@main` under the reference semantics.
     fn run(&self, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
-        self.run_in(TransferMode::Reference, args)
+        self.run_entry("main", TransferMode::Reference, args)
     }
 
     /// The scalar results of a run that must succeed.
@@ -168,7 +205,7 @@ compute.func @main(%lo: index, %hi: index, %st: index) -> index {
   compute.return %r : index
 }
 
-compute.func @small(%lo: i8, %hi: i8, %st: i8) -> index {
+compute.func @small(%lo: i8, %hi: i8, %st: i8) -> index attributes {entry} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %r = scf.for %i = %lo to %hi step %st iter_args(%acc = %c0) -> (index) : i8 {
@@ -202,15 +239,13 @@ fn loop_steps_zero_negative_and_at_the_extremes() {
             other => panic!("{lo} to {hi} step {st}: expected a step error, got {other:?}"),
         }
     }
-    let module = verify_module(&program.ctx, program.module).unwrap();
-    let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(module, &mut backend, ExecutorOptions::default());
+    let small = |args: [i64; 3]| program.run_entry("small", TransferMode::Reference, args.map(int).to_vec());
     for (lo, hi, st, expected) in [(100, 127, 10, 3), (-128, 127, 1, 255), (-128, 127, 127, 3), (5, -5, -1, 0)] {
-        let results = executor.run("small", vec![int(lo), int(hi), int(st)]).unwrap().results;
+        let results = small([lo, hi, st]).unwrap().results;
         assert_eq!(results, [int(expected)], "i8: {lo} to {hi} step {st}");
     }
     // 255 is -1 as an i8: a negative step.
-    assert!(executor.run("small", vec![int(0), int(5), int(255)]).is_err());
+    assert!(small([0, 5, 255]).is_err());
 }
 
 /// A loop that runs zero times carries buffers through: its results are its inits. A loop that
@@ -562,9 +597,221 @@ fn nested_loops(depth: usize, kernel: bool) -> String {
 #[test]
 fn loops_nested_as_deep_as_the_parser_allows_compile_and_run() {
     let depth = hat_ir::parser::MAX_NESTING - 8;
-    let program = Program::new(&nested_loops(depth, false));
+    let program = Program::unoptimized(&nested_loops(depth, false));
     assert_eq!(program.ints(&[]), [1]);
-    let program = Program::new(&nested_loops(depth, true));
+    let program = Program::unoptimized(&nested_loops(depth, true));
     let output = program.run(vec![i64s(&[1], &[-1])]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(output.buffers[0].to_i64().unwrap(), [1]);
+}
+
+// ----- shapes for inline and canonicalize -------------------------------------------------------
+
+/// A callee with an `scf.if` yielding two values, called from a `while`'s `before` region; a
+/// callee given the same buffer twice and returning it, called in a loop.
+const INLINE_SHAPES: &str = r#"
+compute.func @step(%x: index, %t: index) -> (index, i1) {
+  %big = arith.cmpi ugt, %x, %t : index
+  %r:2 = scf.if %big -> (index, i1) {
+    %h = arith.subi %x, %t : index
+    scf.yield %h, %big : index, i1
+  } else {
+    %c1 = arith.constant 1 : index
+    %s = arith.addi %x, %c1 : index
+    %f = arith.constant false
+    scf.yield %s, %f : index, i1
+  }
+  compute.return %r#0, %r#1 : index, i1
+}
+
+compute.func @double(%a: memref<4xi32>, %b: memref<4xi32>, %i: index) -> memref<4xi32> {
+  %v = buffer.load %a[%i] : memref<4xi32>
+  %w = arith.addi %v, %v : i32
+  buffer.store %w, %b[%i] : memref<4xi32>
+  compute.return %b : memref<4xi32>
+}
+
+compute.func @main(%n: index, %t: index, %buf: memref<4xi32>) -> (index, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c50 = arith.constant 50 : index
+  %r:2 = scf.while (%x = %n, %k = %c0) : (index, index) -> (index, index) {
+    %y, %big = compute.call @step(%x, %t) : (index, index) -> (index, i1)
+    %k1 = arith.addi %k, %c1 : index
+    %under = arith.cmpi ult, %k1, %c50 : index
+    %go = arith.andi %big, %under : i1
+    scf.condition(%go) %y, %k1 : index, index
+  } do {
+  ^bb0(%y: index, %k: index):
+    scf.yield %y, %k : index, index
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    %b = compute.call @double(%buf, %buf, %i) : (memref<4xi32>, memref<4xi32>, index) -> memref<4xi32>
+    %i32 = arith.index_cast %i : index to i32
+    buffer.store %i32, %b[%c0] : memref<4xi32>
+  }
+  compute.return %r#0, %r#1 : index, index
+}
+"#;
+
+#[test]
+fn callees_with_conditionals_and_aliased_buffers_before_and_after_inlining() {
+    let program = Program::new(INLINE_SHAPES);
+    for (n, t) in [(0i64, 3i64), (10, 3), (100, 7), (1000, 1), (5, 0)] {
+        let (mut x, mut k) = (n, 0);
+        loop {
+            let big = x > t;
+            x = if big { x - t } else { x + 1 };
+            k += 1;
+            if !(big && k < 50) {
+                break;
+            }
+        }
+        let output = program.run(vec![int(n), int(t), i32s(&[4], &[5, 6, 7, 8])]).unwrap();
+        assert_eq!(output.results, [int(x), int(k)], "n = {n}, t = {t}");
+        assert_eq!(output.buffers[0].to_i32().unwrap(), [3, 12, 14, 16]);
+    }
+}
+
+/// Mutual recursion through kernel helpers (never inlined), called by a helper that is not
+/// recursive (inlined); a helper with a loop and barriers, called in a loop (inlined).
+const DEVICE_CALLS: &str = r#"
+kernel.helper @even(%n: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.cmpi eq, %n, %c0 : i32
+  %r = scf.if %zero -> (i32) {
+    scf.yield %c1 : i32
+  } else {
+    %m = arith.subi %n, %c1 : i32
+    %o = kernel.call @odd(%m) : (i32) -> i32
+    scf.yield %o : i32
+  }
+  kernel.return %r : i32
+}
+
+kernel.helper @odd(%n: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.cmpi eq, %n, %c0 : i32
+  %r = scf.if %zero -> (i32) {
+    scf.yield %c0 : i32
+  } else {
+    %m = arith.subi %n, %c1 : i32
+    %e = kernel.call @even(%m) : (i32) -> i32
+    scf.yield %e : i32
+  }
+  kernel.return %r : i32
+}
+
+kernel.helper @parities(%n: i32) -> i32 {
+  %c1 = arith.constant 1 : i32
+  %c10 = arith.constant 10 : i32
+  %e = kernel.call @even(%n) : (i32) -> i32
+  %m = arith.addi %n, %c1 : i32
+  %f = kernel.call @even(%m) : (i32) -> i32
+  %t = arith.muli %e, %c10 : i32
+  %r = arith.addi %t, %f : i32
+  kernel.return %r : i32
+}
+
+// Each work item moves its element one place to the right, in workgroup memory.
+kernel.helper @shift(%tile: memref<8xi32>, %l: index) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %v = buffer.load %tile[%l] : memref<8xi32>
+  kernel.barrier
+  %l1 = arith.addi %l, %c1 : index
+  %next = arith.remui %l1, %c8 : index
+  buffer.store %v, %tile[%next] : memref<8xi32>
+  kernel.barrier
+  kernel.return
+}
+
+kernel.func @parity(%out: memref<16xi32>) workgroup(16) {
+  %i = kernel.global_id x
+  %n = arith.index_cast %i : index to i32
+  %p = kernel.call @parities(%n) : (i32) -> i32
+  buffer.store %p, %out[%i] : memref<16xi32>
+  kernel.return
+}
+
+kernel.func @rotate(%x: memref<8xi32>, %k: index) workgroup(8) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %tile = kernel.local_alloc : memref<8xi32>
+  %l = kernel.local_id x
+  %v = buffer.load %x[%l] : memref<8xi32>
+  buffer.store %v, %tile[%l] : memref<8xi32>
+  kernel.barrier
+  scf.for %j = %c0 to %k step %c1 {
+    kernel.call @shift(%tile, %l) : (memref<8xi32>, index) -> ()
+  }
+  %w = buffer.load %tile[%l] : memref<8xi32>
+  buffer.store %w, %x[%l] : memref<8xi32>
+  kernel.return
+}
+
+compute.func @main(%out: memref<16xi32>, %x: memref<8xi32>, %k: index) {
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  compute.dispatch @parity[%c16](%out) : (memref<16xi32>)
+  compute.dispatch @rotate[%c8](%x, %k) : (memref<8xi32>, index)
+  compute.return
+}
+"#;
+
+#[test]
+fn device_recursion_and_helpers_with_barriers_before_and_after_inlining() {
+    let program = Program::new(DEVICE_CALLS);
+    let optimized = &program.optimized.as_ref().unwrap();
+    let text = hat_ir::print_op(&optimized.0, optimized.1, Default::default());
+    assert!(text.contains("kernel.call @even") && !text.contains("kernel.call @parities"), "{text}");
+    assert!(!text.contains("kernel.call @shift"), "{text}");
+    let x: Vec<i32> = (0..8).map(|i| 100 + i).collect();
+    for k in [0usize, 1, 3, 8, 11] {
+        let output = program.run(vec![i32s(&[16], &[0; 16]), i32s(&[8], &x), int(k as i64)]).unwrap();
+        let parities: Vec<i32> = (0..16).map(|i| if i % 2 == 0 { 10 } else { 1 }).collect();
+        assert_eq!(output.buffers[0].to_i32().unwrap(), parities);
+        let rotated: Vec<i32> = (0..8).map(|m| x[(m + 8 - k % 8) % 8]).collect();
+        assert_eq!(output.buffers[1].to_i32().unwrap(), rotated, "k = {k}");
+    }
+}
+
+/// Loops of constant trip count 1 and 0 at the edges of narrow types (which canonicalize folds
+/// away), carrying buffers and values.
+const CONSTANT_TRIPS: &str = r#"
+compute.func @main(%a: memref<2xi32>, %b: memref<2xi32>) -> (i8, i8, i32) {
+  %c0 = arith.constant 0 : index
+  %lo = arith.constant 120 : i8
+  %hi = arith.constant 127 : i8
+  %st = arith.constant 100 : i8
+  %min = arith.constant -128 : i8
+  %big = arith.constant 127 : i8
+  %once:2 = scf.for %i = %lo to %hi step %st iter_args(%x = %a, %y = %b) -> (memref<2xi32>, memref<2xi32>) : i8 {
+    %v = arith.extsi %i : i8 to i32
+    buffer.store %v, %x[%c0] : memref<2xi32>
+    scf.yield %y, %x : memref<2xi32>, memref<2xi32>
+  }
+  %seven = arith.constant 7 : i32
+  buffer.store %seven, %once#0[%c0] : memref<2xi32>
+  %last = scf.for %i = %min to %big step %big iter_args(%l = %min) -> (i8) : i8 {
+    scf.yield %i : i8
+  }
+  %never = scf.for %i = %hi to %lo step %st iter_args(%l = %hi) -> (i8) : i8 {
+    scf.yield %lo : i8
+  }
+  %r = buffer.load %once#1[%c0] : memref<2xi32>
+  compute.return %last, %never, %r : i8, i8, i32
+}
+"#;
+
+#[test]
+fn loops_of_constant_trip_count_before_and_after_canonicalize() {
+    let program = Program::new(CONSTANT_TRIPS);
+    let output = program.run(vec![i32s(&[2], &[1, 2]), i32s(&[2], &[3, 4])]).unwrap();
+    // %last: -128, -1, 126 (the next, 253, leaves i8): the last value is 126.
+    assert_eq!(output.results, [int(126), int(127), int(120)]);
+    assert_eq!(output.buffers[0].to_i32().unwrap(), [120, 2]);
+    assert_eq!(output.buffers[1].to_i32().unwrap(), [7, 4]);
 }

@@ -25,8 +25,17 @@ pub fn verify(ctx: &Context, root: Op) -> Vec<Diagnostic> {
 /// Verifies `root` like [`verify`] and, when it reported no error, returns the proof: a
 /// [`Verified`] token that the executor, the backends and lowering require. Tools that want the
 /// diagnostics whatever happens keep using [`verify`].
+///
+/// When `root` is nested in another op (a kernel in its module, say), the whole outermost op
+/// around it is verified: the code `root` runs may be elsewhere in it (a kernel's helpers, a
+/// function's callees, found through the enclosing symbol tables), and a token vouches for
+/// everything its holder may reach.
 pub fn verify_module(ctx: &Context, root: Op) -> Result<Verified<'_>, Vec<Diagnostic>> {
-    let diagnostics = verify(ctx, root);
+    let mut outermost = root;
+    while let Some(parent) = ctx.parent_op(outermost) {
+        outermost = parent;
+    }
+    let diagnostics = verify(ctx, outermost);
     if diagnostics.is_empty() {
         Ok(Verified { ctx, op: root })
     } else {
@@ -36,7 +45,8 @@ pub fn verify_module(ctx: &Context, root: Op) -> Result<Verified<'_>, Vec<Diagno
 
 /// Proof that an op tree passed the verifier (as naga's `ModuleInfo` is proof for its writers).
 ///
-/// Only [`verify_module`] makes one, and only when it reported no error. The token borrows the
+/// Only [`verify_module`] makes one, and only when it reported no error on the outermost op
+/// around the token's op (so whatever the op refers to was checked too). The token borrows the
 /// [`Context`] immutably for its whole life, so the tree cannot change after the check: whoever
 /// holds a token may rely on everything the verifier and the ops' own verifiers check (operand
 /// and result counts and types, region shapes, terminators, symbol references and the kinds of

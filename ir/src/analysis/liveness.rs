@@ -51,7 +51,11 @@ impl Liveness {
                         break;
                     }
                     let Some(parent) = ctx.parent_op(current) else { break };
-                    captured.entry(parent).or_default().insert(value);
+                    // Already captured by `parent`: an earlier climb went on from there to the
+                    // defining region, so every op above is done too (keeps deep nests linear).
+                    if !captured.entry(parent).or_default().insert(value) {
+                        break;
+                    }
                     current = parent;
                 }
             }
