@@ -815,3 +815,91 @@ fn loops_of_constant_trip_count_before_and_after_canonicalize() {
     assert_eq!(output.buffers[0].to_i32().unwrap(), [120, 2]);
     assert_eq!(output.buffers[1].to_i32().unwrap(), [7, 4]);
 }
+
+/// Odd-even transposition sort of each workgroup's 8 elements in workgroup memory: a `while`
+/// over the phases calls a helper whose `if` compares and swaps, between two barriers; the
+/// helper returns whether it swapped, and the loop carries the count of swaps.
+const SORT: &str = r#"
+kernel.helper @phase(%tile: memref<8xi32>, %l: index, %p: index) -> i32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c7 = arith.constant 7 : index
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %parity = arith.remui %p, %c2 : index
+  %mine = arith.remui %l, %c2 : index
+  %left = arith.cmpi eq, %parity, %mine : index
+  %inside = arith.cmpi ult, %l, %c7 : index
+  %active = arith.andi %left, %inside : i1
+  kernel.barrier
+  %swapped = scf.if %active -> (i32) {
+    %r = arith.addi %l, %c1 : index
+    %a = buffer.load %tile[%l] : memref<8xi32>
+    %b = buffer.load %tile[%r] : memref<8xi32>
+    %out = arith.cmpi sgt, %a, %b : i32
+    %s = scf.if %out -> (i32) {
+      buffer.store %b, %tile[%l] : memref<8xi32>
+      buffer.store %a, %tile[%r] : memref<8xi32>
+      scf.yield %one : i32
+    } else {
+      scf.yield %zero : i32
+    }
+    scf.yield %s : i32
+  } else {
+    scf.yield %zero : i32
+  }
+  kernel.barrier
+  kernel.return %swapped : i32
+}
+
+kernel.func @sort(%x: memref<16xi32>, %swaps: memref<16xi32>) workgroup(8) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0 : i32
+  %tile = kernel.local_alloc : memref<8xi32>
+  %l = kernel.local_id x
+  %g = kernel.global_id x
+  %v = buffer.load %x[%g] : memref<16xi32>
+  buffer.store %v, %tile[%l] : memref<8xi32>
+  %done:2 = scf.while (%p = %c0, %count = %zero) : (index, i32) -> (index, i32) {
+    %more = arith.cmpi ult, %p, %c8 : index
+    scf.condition(%more) %p, %count : index, i32
+  } do {
+  ^bb0(%q: index, %n: i32):
+    %s = kernel.call @phase(%tile, %l, %q) : (memref<8xi32>, index, index) -> i32
+    %n1 = arith.addi %n, %s : i32
+    %q1 = arith.addi %q, %c1 : index
+    scf.yield %q1, %n1 : index, i32
+  }
+  %w = buffer.load %tile[%l] : memref<8xi32>
+  buffer.store %w, %x[%g] : memref<16xi32>
+  buffer.store %done#1, %swaps[%g] : memref<16xi32>
+  kernel.return
+}
+
+compute.func @main(%x: memref<16xi32>, %swaps: memref<16xi32>) {
+  %c16 = arith.constant 16 : index
+  compute.dispatch @sort[%c16](%x, %swaps) : (memref<16xi32>, memref<16xi32>)
+  compute.return
+}
+"#;
+
+#[test]
+fn a_sort_in_workgroup_memory_with_barriers_in_a_helper_called_in_a_while() {
+    let program = Program::new(SORT);
+    let x = [5, -3, 9, 9, 0, 12, -7, 1, 8, 7, 6, 5, 4, 3, 2, 1];
+    let output = program.run(vec![i32s(&[16], &x), i32s(&[16], &[0; 16])]).unwrap();
+    let mut expected = x.to_vec();
+    expected[..8].sort();
+    expected[8..].sort();
+    assert_eq!(output.buffers[0].to_i32().unwrap(), expected);
+    // Each work item counts the swaps it made as the left of a pair; a group's total is the
+    // number of inversions of its input.
+    let swaps = output.buffers[1].to_i32().unwrap();
+    let inversions =
+        |s: &[i32]| (0..8).flat_map(|i| (i + 1..8).map(move |j| (i, j))).filter(|&(i, j)| s[i] > s[j]).count();
+    assert_eq!(swaps[..8].iter().sum::<i32>() as usize, inversions(&x[..8]));
+    assert_eq!(swaps[8..].iter().sum::<i32>() as usize, inversions(&x[8..]));
+}
