@@ -7,10 +7,13 @@
 //! - `hat-bench passes`: `canonicalize,cse` over a generated module of a million arith and scf ops
 //!   with `hat-opt`, and with `mlir-opt --allow-unregistered-dialect --canonicalize --cse` on the
 //!   same generic text; time and peak memory of each, their phases, and the ops each leaves.
+//! - `hat-bench nested`: canonicalize, cse and dce nested on `compute.func` and over the whole
+//!   module, on modules of 1k to 64k small functions; pass time per function across the sizes.
 
 mod common;
 mod generate;
 mod measure;
+mod nested;
 mod parse;
 mod passes;
 
@@ -30,6 +33,8 @@ enum Command {
     Parse(parse::ParseArgs),
     /// canonicalize + cse over a generated module of arith and scf (hat-opt against mlir-opt).
     Passes(passes::PassesArgs),
+    /// canonicalize, cse and dce per function (`compute.func(...)`) and per module, on 1k to 64k functions.
+    Nested(nested::NestedArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Parse(args) => parse::run(args),
         Command::Passes(args) => passes::run(args),
+        Command::Nested(args) => nested::run(args),
         Command::MeasureChild { program, args } => {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             return match measure::run_once(program, &args) {
