@@ -20,6 +20,7 @@ pub mod parser;
 pub mod pass;
 pub mod printer;
 pub mod rewrite;
+pub mod side_table;
 pub mod types;
 pub mod verifier;
 
@@ -32,5 +33,6 @@ pub use entity::{Attribute, Block, Ident, Op, OpName, Region, Type, Value};
 pub use location::{Location, SourceMap};
 pub use parser::{parse_bytes, parse_owned_bytes, parse_source, OpParser, ParseError, ParseResult};
 pub use printer::{print_op, print_op_to, OpPrinter, PrintOptions};
+pub use side_table::{IndexWindow, SideTable};
 pub use types::TypeKind;
 pub use verifier::{verify, verify_detailed, Verification, VerifyContext};

@@ -64,7 +64,8 @@ pub fn info() -> PassInfo {
 /// The `canonicalize` pass.
 pub struct Canonicalize {
     config: GreedyConfig,
-    region_simplify: bool,
+    /// Built once: a pipeline nested on functions runs the pass once per function.
+    patterns: PatternSet,
 }
 
 impl Canonicalize {
@@ -78,7 +79,7 @@ impl Canonicalize {
             recursive_effects,
             ..GreedyConfig::default()
         };
-        Canonicalize { config, region_simplify: options.get_bool("region-simplify") }
+        Canonicalize { config, patterns: patterns(options.get_bool("region-simplify")) }
     }
 }
 
@@ -104,8 +105,7 @@ pub fn patterns(region_simplify: bool) -> PatternSet {
 
 impl Pass for Canonicalize {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
-        let patterns = patterns(self.region_simplify);
-        let stats = apply_patterns_greedily(ctx, op, &patterns, &self.config);
+        let stats = apply_patterns_greedily(ctx, op, &self.patterns, &self.config);
         state.add_statistic("num-folded", stats.folded);
         state.add_statistic("num-rewritten", stats.rewritten);
         state.add_statistic("num-erased", stats.erased);
@@ -247,6 +247,25 @@ mod tests {
         assert!(out.contains("arith.addi") && !out.contains("scf.if"), "{out}");
         let out = run_pipeline("canonicalize{region-simplify=false}", &text);
         assert!(!out.contains("arith.addi") && out.contains("scf.if"), "{out}");
+    }
+
+    #[test]
+    fn a_pipeline_nested_on_functions_reuses_the_slots_it_erased() {
+        // Each function folds 2 + 3 (a new constant) and erases three ops.
+        let one = "compute.func @f(%a: i32) -> i32 {\n  %c2 = arith.constant 2 : i32\n  %c3 = arith.constant 3 : i32\n  %0 = arith.addi %c2, %c3 : i32\n  %1 = arith.muli %a, %0 : i32\n  compute.return %1 : i32\n}\n";
+        let text: String = (0..50).map(|i| one.replace("@f", &format!("@f{i}"))).collect();
+        let mut ctx = hat_dialects::context();
+        let module = hat_ir::parse_source(&mut ctx, "test.hat", &text).expect("parses");
+        let slots = ctx.op_count();
+        let mut manager = hat_ir::pass::PassManager::new("builtin.module", Default::default());
+        manager.add_pipeline(&crate::registry(), "builtin.module(compute.func(canonicalize))").expect("pipeline");
+        manager.run(&mut ctx, module).expect("runs");
+        let printed = hat_ir::print_op(&ctx, module, Default::default());
+        assert_eq!(printed.matches("arith.constant 5 : i32").count(), 50, "{printed}");
+        assert!(!printed.contains("arith.addi"), "{printed}");
+        // Only the first function's constant needs a new slot: the later ones reuse the slots
+        // erased in the functions before.
+        assert_eq!(ctx.op_count(), slots + 1);
     }
 
     #[test]
