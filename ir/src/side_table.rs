@@ -163,22 +163,48 @@ impl<K: EntityIndex, V: Clone> SideTable<K, V> {
     fn get_mut_outside(&mut self, index: usize) -> &mut V {
         if self.dense.is_empty() && self.sparse.is_empty() {
             self.base = index;
+            // A small run (one function) then grows without reallocating at each step.
+            self.dense.reserve(32);
             self.dense.push(self.default.clone());
             return &mut self.dense[0];
         }
         let end = self.base + self.dense.len();
-        // Just past the end (entities created in order): grow the window, taking over the
-        // entries of the map that it now covers.
+        // Just past the end (entities created in order): grow the window, a half more than
+        // needed so that growing one entity at a time is amortized, taking over the entries of
+        // the map that it now covers.
         if index >= end && index - end <= self.dense.len() / 4 + 16 {
-            for covered in end..=index {
-                let value = if self.sparse.is_empty() { None } else { self.sparse.remove(&(covered as u32)) };
-                self.dense.push(value.unwrap_or_else(|| self.default.clone()));
-            }
+            let new_end = index + 1 + self.dense.len() / 2;
+            self.dense.resize(new_end - self.base, self.default.clone());
+            self.take_over(end..new_end);
             let offset = index - self.base;
             return &mut self.dense[offset];
         }
         let default = &self.default;
         self.sparse.entry(index as u32).or_insert_with(|| default.clone())
+    }
+
+    /// Moves the entries of the map in `covered` (just added to the window) into the window,
+    /// looking up each index or going over the map, whichever is shorter.
+    fn take_over(&mut self, covered: Range<usize>) {
+        if self.sparse.is_empty() {
+            return;
+        }
+        let (base, dense) = (self.base, &mut self.dense);
+        if self.sparse.len() < covered.len() {
+            self.sparse.retain(|&index, value| {
+                let index = index as usize;
+                if covered.contains(&index) {
+                    dense[index - base] = value.clone();
+                }
+                !covered.contains(&index)
+            });
+        } else {
+            for index in covered {
+                if let Some(value) = self.sparse.remove(&(index as u32)) {
+                    dense[index - base] = value;
+                }
+            }
+        }
     }
 
     /// How many entries the table holds room for (the window and the map), for tests and
@@ -218,17 +244,20 @@ mod tests {
     fn the_window_grows_at_its_end_and_takes_over_the_map() {
         let mut table: SideTable<Op, u32> = SideTable::new(0);
         table.set(op(100), 1);
-        // Close to the end (within a quarter of the window and 16): the window grows to 110.
+        // Close to the end (within a quarter of the window and 16): the window grows to 110 (and
+        // a half of its length more: none yet).
         table.set(op(110), 2);
         assert_eq!((table.dense.len(), table.sparse.len()), (11, 0));
         // Far past the end: in the map.
         table.set(op(140), 4);
         assert_eq!((table.dense.len(), table.sparse.len()), (11, 1));
-        // Growing step by step to 141, the window takes over the map's entry for 140.
+        // Growing to 130 (125 and 5 more), then to 150 (135 and 15 more), the window takes over
+        // the map's entry for 140.
         table.set(op(125), 3);
+        assert_eq!((table.dense.len(), table.sparse.len()), (31, 1));
         *table.get_mut(op(135)) += 5;
         table.set(op(141), 6);
-        assert_eq!((table.dense.len(), table.sparse.len()), (42, 0));
+        assert_eq!((table.dense.len(), table.sparse.len()), (51, 0));
         let read: Vec<u32> = [100, 110, 125, 135, 140, 141, 139].iter().map(|&i| *table.get(op(i))).collect();
         assert_eq!(read, [1, 2, 3, 5, 4, 6, 0]);
         // Before the window: in the map.

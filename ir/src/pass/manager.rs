@@ -248,17 +248,18 @@ impl Runner<'_> {
         for instrumentation in self.instrumentations.iter_mut() {
             instrumentation.before_pass(name, ctx, op);
         }
-        let mut statistics = Vec::new();
+        let statistics = self.statistics_of(name);
         let mut emitted = Vec::new();
+        // The pass adds to its totals directly: a run allocates nothing for statistics already
+        // named by an earlier run.
         let mut state = PassState {
             analyses: &mut self.analyses,
             preserved: Preserved::None,
-            statistics: &mut statistics,
+            statistics: &mut self.statistics[statistics].1,
             diagnostics: &mut emitted,
         };
         let result = entry.pass.run(ctx, op, &mut state);
         let preserved = std::mem::take(&mut state.preserved);
-        self.record_statistics(name, statistics);
         let failed = result.is_err() || emitted.iter().any(|d| d.severity == Severity::Error);
         self.diagnostics.extend(emitted);
         if failed {
@@ -298,19 +299,13 @@ impl Runner<'_> {
         }
     }
 
-    fn record_statistics(&mut self, pass: &str, values: Vec<(String, u64)>) {
-        let index = match self.statistics.iter().position(|(p, _)| p == pass) {
+    /// The position of the statistics of `pass` (created empty at its first run).
+    fn statistics_of(&mut self, pass: &str) -> usize {
+        match self.statistics.iter().position(|(p, _)| p == pass) {
             Some(index) => index,
             None => {
                 self.statistics.push((pass.to_string(), Vec::new()));
                 self.statistics.len() - 1
-            }
-        };
-        let totals = &mut self.statistics[index].1;
-        for (name, value) in values {
-            match totals.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, total)) => *total += value,
-                None => totals.push((name, value)),
             }
         }
     }
