@@ -621,8 +621,8 @@ impl Context {
         }
     }
 
-    /// Whether `op` was erased (by [`erase_op`](Self::erase_op); an op nested in an erased op is
-    /// not marked itself).
+    /// Whether `op` was erased by [`erase_op`](Self::erase_op) (an op nested in an erased op is
+    /// marked too once its slot is reclaimed, not before).
     pub fn is_erased(&self, op: Op) -> bool {
         self.ops[op.index()].erased
     }

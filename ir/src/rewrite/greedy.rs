@@ -319,10 +319,9 @@ impl Driver<'_, '_> {
             self.stats.folded += 1;
             return true;
         }
-        let count = index.for_name(name).len();
-        for k in 0..count {
-            let which = index.for_name(name)[k];
-            let pattern = index.pattern(which);
+        let set = index.set();
+        for &which in index.for_name(name) {
+            let pattern = set.pattern(which);
             let rewriter: &mut Rewriter<'_> = &mut self.rewriter;
             if pattern.match_and_rewrite(rewriter, op) {
                 // Changed in place, or its results lost their uses: look at it again.

@@ -2,7 +2,6 @@
 
 use super::Rewriter;
 use crate::{Context, Op, OpName};
-use rustc_hash::FxHashMap;
 
 /// A rewrite rooted at one op.
 ///
@@ -65,10 +64,10 @@ impl PatternSet {
 
 /// The patterns of a set indexed by the op name they apply to, for fast lookup per op.
 ///
-/// Built once per driver run (a pipeline nested on functions builds one per function), without
-/// allocating per op name: the rooted patterns are sorted by name and best first, and an op's
-/// list is a slice of them; only when some patterns apply to any op are lists merged, once per
-/// name met.
+/// Built once per driver run (a pipeline nested on functions builds one per function): the rooted
+/// patterns are sorted by name and best first, and an op's list is a slice of them; only when
+/// some patterns apply to any op are lists merged, once per name met. Its tables are indexed by
+/// op name: they grow with the names registered, not with the IR.
 pub(crate) struct PatternIndex<'p> {
     set: &'p PatternSet,
     /// The rooted patterns, by name, best first within a name.
@@ -77,8 +76,8 @@ pub(crate) struct PatternIndex<'p> {
     ranges: Vec<(u32, u32)>,
     /// Patterns for any op, best first.
     any: Vec<u32>,
-    /// With patterns for any op: the merged list of each name met.
-    merged: FxHashMap<OpName, Box<[u32]>>,
+    /// With patterns for any op: by op name index, the merged list of each name met.
+    merged: Vec<Option<Box<[u32]>>>,
 }
 
 impl<'p> PatternIndex<'p> {
@@ -104,7 +103,7 @@ impl<'p> PatternIndex<'p> {
             range.1 = position as u32 + 1;
         }
         let rooted = rooted.into_iter().map(|(_, p)| p).collect();
-        PatternIndex { set, rooted, ranges, any, merged: FxHashMap::default() }
+        PatternIndex { set, rooted, ranges, any, merged: Vec::new() }
     }
 
     /// The patterns to try on ops named `name`, best first (ties: in the order added).
@@ -114,15 +113,26 @@ impl<'p> PatternIndex<'p> {
         if self.any.is_empty() {
             return rooted;
         }
+        if self.merged.len() <= name.index() {
+            self.merged.resize(name.index() + 1, None);
+        }
         let (set, any) = (self.set, &self.any);
-        self.merged.entry(name).or_insert_with(|| {
+        self.merged[name.index()].get_or_insert_with(|| {
             let mut list: Vec<u32> = rooted.iter().chain(any).copied().collect();
             list.sort_by_key(|&p| (std::cmp::Reverse(set.patterns[p as usize].benefit()), p));
             list.into_boxed_slice()
         })
     }
 
-    pub(crate) fn pattern(&self, index: u32) -> &'p dyn RewritePattern {
-        &*self.set.patterns[index as usize]
+    /// The set the index is of (to look patterns up while a list of the index is borrowed).
+    pub(crate) fn set(&self) -> &'p PatternSet {
+        self.set
+    }
+}
+
+impl PatternSet {
+    /// The pattern at `index` (in the order added).
+    pub(crate) fn pattern(&self, index: u32) -> &dyn RewritePattern {
+        &*self.patterns[index as usize]
     }
 }

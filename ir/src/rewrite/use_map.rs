@@ -234,6 +234,7 @@ impl UseMap {
     }
 
     /// Whether `value` has any use.
+    #[inline]
     pub fn has_uses(&self, value: Value) -> bool {
         *self.heads.get(value) != NIL
     }
@@ -250,6 +251,7 @@ impl UseMap {
     }
 
     /// Whether no result of `op` has a use.
+    #[inline]
     pub fn results_unused(&self, ctx: &Context, op: Op) -> bool {
         ctx.results(op).all(|r| !self.has_uses(r))
     }
