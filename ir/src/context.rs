@@ -8,6 +8,18 @@
 //!   operation that created it;
 //! - the results of an operation are consecutive values in the value arena;
 //! - attribute lists are sorted by name and hold each name once.
+//!
+//! Erased operations and the reuse of their slots: [`Context::erase_op`] detaches an op and marks
+//! it erased; its handle (and those of the ops nested in it and of their results) stays valid,
+//! naming the erased op, until [`Context::reclaim_erased_ops`] is called. That call frees the
+//! slots of every op erased since the last one (the ops nested in them included), and
+//! [`Context::create_op`] then reuses a free slot whose op had as many results as the new one,
+//! with its result values. So after a reclaim a stale handle may name a new op: it must be called
+//! only where nobody holds a handle to an erased op (nor to its results) any more. The pass
+//! manager calls it after each pass run (passes keep no handles from one run to the next, and a
+//! pass only erases ops nested in the op it runs on); a tool that never calls it never sees a
+//! handle reused. Blocks, regions and block arguments are not reused. Without the reuse, a
+//! pipeline that rewrites every function would grow the arenas by every op it ever created.
 
 use crate::attributes::{sign_extend, AttributeKind};
 use crate::dialect::{DialectInfo, OpDefinition, OpTraits};
@@ -59,6 +71,8 @@ struct OpData {
     parent: Option<Block>,
     prev: Option<Op>,
     next: Option<Op>,
+    /// Erased (see the module documentation): waiting for a reclaim, or free.
+    erased: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -128,6 +142,10 @@ pub struct Context {
     blocks: Vec<BlockData>,
     regions: Vec<RegionData>,
     values: Vec<ValueData>,
+    /// Ops erased since the last [`Context::reclaim_erased_ops`].
+    erased_ops: Vec<Op>,
+    /// Free op slots, by the number of results (and result values) that they come with.
+    free_ops: Vec<Vec<Op>>,
     /// Folders by op name index (see [`Context::register_folder`]).
     folders: Vec<Option<FoldFn>>,
     /// Source names of region arguments (`%grid`, without the `%`), kept from the parser for
@@ -165,6 +183,8 @@ impl Context {
             blocks: Vec::new(),
             regions: Vec::new(),
             values: Vec::new(),
+            erased_ops: Vec::new(),
+            free_ops: Vec::new(),
             folders: Vec::new(),
             argument_names: FxHashMap::default(),
             sources: SourceMap::default(),
@@ -434,32 +454,54 @@ impl Context {
         Value::from_index(self.values.len() - 1)
     }
 
-    /// Creates a detached operation from `state`, taking ownership of its regions.
+    /// Creates a detached operation from `state`, taking ownership of its regions. The slot of
+    /// a reclaimed op with as many results is reused when there is one (see the module
+    /// documentation).
     pub fn create_op(&mut self, state: OperationState) -> Op {
-        let op = Op::from_index(self.ops.len());
-        let first_result = self.values.len() as u32;
-        for (index, &ty) in state.result_types.iter().enumerate() {
-            self.new_value(ty, ValueDef::Result { op, index: index as u32 });
-        }
+        let result_count = state.result_types.len();
+        let reused = self.free_ops.get_mut(result_count).and_then(Vec::pop);
+        let op = reused.unwrap_or_else(|| Op::from_index(self.ops.len()));
+        let first_result = match reused {
+            Some(op) => {
+                let first = self.ops[op.index()].first_result;
+                for (index, &ty) in state.result_types.iter().enumerate() {
+                    self.values[first as usize + index] =
+                        ValueData { ty, def: ValueDef::Result { op, index: index as u32 } };
+                }
+                first
+            }
+            None => {
+                let first = self.values.len() as u32;
+                for (index, &ty) in state.result_types.iter().enumerate() {
+                    self.new_value(ty, ValueDef::Result { op, index: index as u32 });
+                }
+                first
+            }
+        };
         let mut attributes = state.attributes;
         self.sort_attributes(&mut attributes);
         for &region in &state.regions {
             debug_assert!(self.regions[region.index()].parent.is_none(), "region already owned");
             self.regions[region.index()].parent = Some(op);
         }
-        self.ops.push(OpData {
+        let data = OpData {
             name: state.name,
             location: state.location,
             operands: SmallVec::from_vec(state.operands),
             first_result,
-            result_count: state.result_types.len() as u32,
+            result_count: result_count as u32,
             attributes,
             regions: state.regions.into_boxed_slice(),
             successors: state.successors.into_boxed_slice(),
             parent: None,
             prev: None,
             next: None,
-        });
+            erased: false,
+        };
+        match reused {
+            Some(op) => self.ops[op.index()] = data,
+            None => self.ops.push(data),
+        }
         op
     }
 
@@ -582,12 +624,18 @@ impl Context {
     }
 
     /// Erases an op: detaches it from its block and drops the operands of the op and of every op
-    /// nested in it, so that nothing it held keeps a value in use. The op stays in the arena
-    /// (handles are never reused) but is no longer reachable from any block, so printing and
-    /// walking never see it. Callers that track uses (the [`crate::rewrite::Rewriter`]) must
-    /// check that its results have no uses left.
+    /// nested in it, so that nothing it held keeps a value in use. Its handle stays valid, naming
+    /// the erased op, until the next [`reclaim_erased_ops`](Self::reclaim_erased_ops) (see the
+    /// module documentation); it is no longer reachable from any block, so printing and walking
+    /// never see it. Callers that track uses (the [`crate::rewrite::Rewriter`]) must check that
+    /// its results have no uses left. Erasing an erased op does nothing.
     pub fn erase_op(&mut self, op: Op) {
+        if self.ops[op.index()].erased {
+            return;
+        }
         self.detach_op(op);
+        self.ops[op.index()].erased = true;
+        self.erased_ops.push(op);
         if self.ops[op.index()].regions.is_empty() {
             self.ops[op.index()].operands = SmallVec::new();
             return;
@@ -595,6 +643,51 @@ impl Context {
         for nested in self.walk(op) {
             self.ops[nested.index()].operands = SmallVec::new();
         }
+    }
+
+    /// Whether `op` was erased by [`erase_op`](Self::erase_op) (an op nested in an erased op is
+    /// marked too once its slot is reclaimed, not before).
+    pub fn is_erased(&self, op: Op) -> bool {
+        self.ops[op.index()].erased
+    }
+
+    /// Frees the slots of the ops erased since the last call, and of the ops nested in them, for
+    /// [`create_op`](Self::create_op) to reuse; returns those ops. Call it only where no handle
+    /// to them or to their results is held any more (see the module documentation).
+    pub fn reclaim_erased_ops(&mut self) -> Vec<Op> {
+        let mut reclaimed = Vec::new();
+        let mut stack = std::mem::take(&mut self.erased_ops);
+        while let Some(op) = stack.pop() {
+            let data = &mut self.ops[op.index()];
+            data.erased = true;
+            data.operands = SmallVec::new();
+            data.attributes = Vec::new();
+            data.successors = Box::default();
+            data.parent = None;
+            data.prev = None;
+            data.next = None;
+            let regions = std::mem::take(&mut data.regions);
+            let result_count = data.result_count as usize;
+            // The nested ops go with it; its regions and blocks are left empty and unowned.
+            for region in regions.iter() {
+                let blocks = std::mem::take(&mut self.regions[region.index()].blocks);
+                self.regions[region.index()].parent = None;
+                for block in blocks {
+                    let mut cursor = self.blocks[block.index()].first;
+                    while let Some(child) = cursor {
+                        cursor = self.ops[child.index()].next;
+                        stack.push(child);
+                    }
+                    self.blocks[block.index()] = BlockData::default();
+                }
+            }
+            if self.free_ops.len() <= result_count {
+                self.free_ops.resize_with(result_count + 1, Vec::new);
+            }
+            self.free_ops[result_count].push(op);
+            reclaimed.push(op);
+        }
+        reclaimed
     }
 
     /// Changes the type of a value (used when a forward reference is resolved).
@@ -608,7 +701,7 @@ impl Context {
         &self.ops[op.index()]
     }
 
-    /// Number of operations ever created.
+    /// Number of op slots: every op ever created, less those created in reused slots.
     pub fn op_count(&self) -> usize {
         self.ops.len()
     }

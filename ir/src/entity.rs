@@ -2,8 +2,10 @@
 //!
 //! Every entity of the IR (operation, block, region, value, type, attribute, identifier) is a `u32`
 //! index behind a newtype. Handles are `NonZeroU32` inside, so `Option<Handle>` costs no more than the
-//! handle itself. A handle is only meaningful for the context that created it; handles are never
-//! reused, so a stale handle to an erased operation still names that (detached) operation.
+//! handle itself. A handle is only meaningful for the context that created it. A stale handle to
+//! an erased operation still names that (detached) operation until the context reclaims erased
+//! slots for reuse, which the pass manager does between passes (see the context's documentation);
+//! no other handle is ever reused.
 
 use std::num::NonZeroU32;
 

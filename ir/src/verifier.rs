@@ -13,6 +13,7 @@ use crate::diagnostics::Diagnostic;
 use crate::dialect::OpTraits;
 use crate::location::Location;
 use crate::printer::type_to_string;
+use crate::side_table::SideTable;
 use crate::types::TypeKind;
 use crate::{Block, Context, Op, Region, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -107,7 +108,7 @@ pub fn verify_detailed(ctx: &Context, root: Op) -> Verification {
         failed_ops: FxHashSet::default(),
         current: None,
         symbol_tables: FxHashMap::default(),
-        visible_in: vec![NOT_VISIBLE; ctx.value_count()],
+        visible_in: SideTable::new(NOT_VISIBLE),
         barrier: 0,
         next_scope: 1,
         entries_with_predecessors: FxHashSet::default(),
@@ -127,7 +128,9 @@ pub struct VerifyContext<'a> {
     current: Option<Op>,
     symbol_tables: FxHashMap<Op, FxHashMap<&'a str, Op>>,
     /// For each value: the isolation scope it was defined in while it is visible, else NOT_VISIBLE.
-    visible_in: Vec<u32>,
+    /// A side table, so that verifying one function costs that function (the pass manager
+    /// verifies after every pass on every function).
+    visible_in: SideTable<Value, u32>,
     /// The innermost isolation scope: values from scopes numbered below it are hidden.
     barrier: u32,
     next_scope: u32,
@@ -217,13 +220,13 @@ impl<'a> VerifyContext<'a> {
     }
 
     fn is_visible(&self, value: Value) -> bool {
-        let scope = self.visible_in[value.index()];
+        let scope = *self.visible_in.get(value);
         scope != NOT_VISIBLE && scope >= self.barrier
     }
 
     fn make_visible(&mut self, values: impl Iterator<Item = Value>, scope: u32, undo: &mut Vec<Value>) {
         for value in values {
-            self.visible_in[value.index()] = scope;
+            self.visible_in.set(value, scope);
             undo.push(value);
         }
     }
@@ -236,7 +239,7 @@ impl<'a> VerifyContext<'a> {
         let ctx = self.ctx;
         self.current = Some(op);
         for (index, &operand) in ctx.operands(op).iter().enumerate() {
-            if operand.index() >= self.visible_in.len() {
+            if operand.index() >= ctx.value_count() {
                 self.error(op, format!("operand #{index} is not a value of this context"));
             } else if !self.is_visible(operand) {
                 self.report_undominated(op, index, operand);
@@ -358,7 +361,7 @@ impl<'a> VerifyContext<'a> {
             self.verify_cfg_region(region, scope);
         }
         for value in undo {
-            self.visible_in[value.index()] = NOT_VISIBLE;
+            self.visible_in.set(value, NOT_VISIBLE);
         }
     }
 
@@ -373,7 +376,7 @@ impl<'a> VerifyContext<'a> {
             while let Some((index, visited, mut undo)) = stack.pop() {
                 if visited {
                     for value in undo {
-                        self.visible_in[value.index()] = NOT_VISIBLE;
+                        self.visible_in.set(value, NOT_VISIBLE);
                     }
                     continue;
                 }

@@ -75,6 +75,9 @@ pub fn info() -> PassInfo {
 pub struct Canonicalize {
     config: GreedyConfig,
     region_simplify: bool,
+    /// Collected from the context on the first run, then reused: a pipeline nested on functions
+    /// runs the pass once per function.
+    patterns: Option<PatternSet>,
 }
 
 impl Canonicalize {
@@ -88,7 +91,7 @@ impl Canonicalize {
             recursive_effects,
             ..GreedyConfig::default()
         };
-        Canonicalize { config, region_simplify: options.get_bool("region-simplify") }
+        Canonicalize { config, region_simplify: options.get_bool("region-simplify"), patterns: None }
     }
 }
 
@@ -109,8 +112,9 @@ pub fn patterns(ctx: &Context, region_simplify: bool) -> PatternSet {
 
 impl Pass for Canonicalize {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
-        let patterns = patterns(ctx, self.region_simplify);
-        let stats = apply_patterns_greedily(ctx, op, &patterns, &self.config);
+        let region_simplify = self.region_simplify;
+        let patterns = self.patterns.get_or_insert_with(|| patterns(ctx, region_simplify));
+        let stats = apply_patterns_greedily(ctx, op, patterns, &self.config);
         state.add_statistic("num-folded", stats.folded);
         state.add_statistic("num-rewritten", stats.rewritten);
         state.add_statistic("num-erased", stats.erased);
@@ -252,6 +256,25 @@ mod tests {
         assert!(out.contains("arith.addi") && !out.contains("scf.if"), "{out}");
         let out = run_pipeline("canonicalize{region-simplify=false}", &text);
         assert!(!out.contains("arith.addi") && out.contains("scf.if"), "{out}");
+    }
+
+    #[test]
+    fn a_pipeline_nested_on_functions_reuses_the_slots_it_erased() {
+        // Each function folds 2 + 3 (a new constant) and erases three ops.
+        let one = "compute.func @f(%a: i32) -> i32 {\n  %c2 = arith.constant 2 : i32\n  %c3 = arith.constant 3 : i32\n  %0 = arith.addi %c2, %c3 : i32\n  %1 = arith.muli %a, %0 : i32\n  compute.return %1 : i32\n}\n";
+        let text: String = (0..50).map(|i| one.replace("@f", &format!("@f{i}"))).collect();
+        let mut ctx = hat_dialects::context();
+        let module = hat_ir::parse_source(&mut ctx, "test.hat", &text).expect("parses");
+        let slots = ctx.op_count();
+        let mut manager = hat_ir::pass::PassManager::new("builtin.module", Default::default());
+        manager.add_pipeline(&crate::registry(), "builtin.module(compute.func(canonicalize))").expect("pipeline");
+        manager.run(&mut ctx, module).expect("runs");
+        let printed = hat_ir::print_op(&ctx, module, Default::default());
+        assert_eq!(printed.matches("arith.constant 5 : i32").count(), 50, "{printed}");
+        assert!(!printed.contains("arith.addi"), "{printed}");
+        // Only the first function's constant needs a new slot: the later ones reuse the slots
+        // erased in the functions before.
+        assert_eq!(ctx.op_count(), slots + 1);
     }
 
     #[test]

@@ -66,8 +66,9 @@ enum Task {
 struct Scopes {
     heads: FxHashMap<u64, u32>,
     entries: Vec<Entry>,
-    /// By value index: the value that replaces it, or `NIL`.
-    replacement: Vec<u32>,
+    /// The value that replaces each result of a duplicate (a map: only duplicates have one, and
+    /// a run on one function must not cost the whole context).
+    replacement: FxHashMap<Value, Value>,
     /// Ops found equal to an earlier one, erased at the end.
     duplicates: Vec<Op>,
     /// Whether an op of each name may be merged (by op name index; `None`: not known yet).
@@ -83,7 +84,7 @@ pub fn eliminate_common_subexpressions(ctx: &mut Context, root: Op) -> usize {
     let mut cse = Scopes {
         heads: FxHashMap::default(),
         entries: Vec::new(),
-        replacement: vec![NIL; ctx.value_count()],
+        replacement: FxHashMap::default(),
         duplicates: Vec::new(),
         mergeable_name: Vec::new(),
         isolation: 0,
@@ -159,11 +160,13 @@ impl Scopes {
     }
 
     fn remap_operands(&self, ctx: &mut Context, op: Op) {
+        if self.replacement.is_empty() {
+            return;
+        }
         for index in 0..ctx.operands(op).len() {
             let operand = ctx.operand(op, index);
-            let replacement = self.replacement.get(operand.index()).copied().unwrap_or(NIL);
-            if replacement != NIL {
-                ctx.set_operand(op, index, Value::from_index(replacement as usize));
+            if let Some(&replacement) = self.replacement.get(&operand) {
+                ctx.set_operand(op, index, replacement);
             }
         }
     }
@@ -184,7 +187,7 @@ impl Scopes {
             if entry.hash == hash && equal(ctx, entry.op, op) {
                 let existing = entry.op;
                 for (result, kept) in ctx.results(op).zip(ctx.results(existing)) {
-                    self.replacement[result.index()] = kept.index() as u32;
+                    self.replacement.insert(result, kept);
                 }
                 self.duplicates.push(op);
                 return;

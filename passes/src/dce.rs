@@ -21,7 +21,7 @@ use crate::support::{collect_nested_symbol_refs, has_entry, is_discardable_funct
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::rewrite::has_droppable_effects;
 use hat_ir::verifier::symbol_name;
-use hat_ir::{Context, Ident, Op, OpTraits};
+use hat_ir::{Context, Ident, IndexWindow, Op, OpTraits, SideTable, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The options of `dce`.
@@ -78,15 +78,18 @@ enum Task {
 /// Erases the dead ops nested in `root` (see the module documentation); returns how many (not
 /// counting the ops nested in them).
 pub fn erase_dead_ops(ctx: &mut Context, root: Op) -> usize {
+    // Side tables over the ops and values under the root: a run on one function costs that
+    // function, however large the context.
     let ops = ctx.walk(root);
-    let mut uses = vec![0u32; ctx.value_count()];
+    let mut uses: SideTable<Value, u32> =
+        SideTable::with_window(IndexWindow::of_values_defined_by(ctx, &ops).dense_range(), 0);
     for &op in &ops {
         for &operand in ctx.operands(op) {
-            uses[operand.index()] += 1;
+            *uses.get_mut(operand) += 1;
         }
     }
-    // By op index: whether something kept inside it has an effect.
-    let mut tainted = vec![false; ctx.op_count()];
+    // Whether something kept inside an op has an effect.
+    let mut tainted: SideTable<Op, bool> = SideTable::with_window(IndexWindow::of_ops(&ops).dense_range(), false);
     drop(ops);
     let mut tasks = Vec::new();
     push_blocks(ctx, root, &mut tasks);
@@ -101,24 +104,30 @@ pub fn erase_dead_ops(ctx: &mut Context, root: Op) -> usize {
             }
             Task::Decide(op) => {
                 let recursive = !ctx.regions(op).is_empty() && recursive_effects(ctx, op);
-                let effect_free = ctx.is_registered(op)
-                    && if recursive { !tainted[op.index()] } else { has_droppable_effects(ctx, op) };
+                let effect_free =
+                    ctx.is_registered(op) && if recursive { !*tainted.get(op) } else { has_droppable_effects(ctx, op) };
                 let traits = ctx.traits(op);
                 let removable = effect_free
                     && !traits.contains(OpTraits::TERMINATOR)
                     && !traits.contains(OpTraits::SYMBOL)
-                    && ctx.results(op).all(|r| uses[r.index()] == 0);
+                    && ctx.results(op).all(|r| *uses.get(r) == 0);
                 if removable {
-                    for nested in ctx.walk(op) {
-                        for &operand in ctx.operands(nested) {
-                            uses[operand.index()] -= 1;
+                    if ctx.regions(op).is_empty() {
+                        for &operand in ctx.operands(op) {
+                            *uses.get_mut(operand) -= 1;
+                        }
+                    } else {
+                        for nested in ctx.walk(op) {
+                            for &operand in ctx.operands(nested) {
+                                *uses.get_mut(operand) -= 1;
+                            }
                         }
                     }
                     ctx.erase_op(op);
                     erased += 1;
                 } else if !effect_free {
                     if let Some(parent) = ctx.parent_op(op) {
-                        tainted[parent.index()] = true;
+                        tainted.set(parent, true);
                     }
                 }
             }

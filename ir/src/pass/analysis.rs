@@ -9,7 +9,8 @@
 //! Invalidation follows what a pass can change: a pass running on op `X` may change anything
 //! nested in `X`, so after it the analyses it did not preserve are dropped for `X`, for every op
 //! nested in `X`, and for every op enclosing `X` (their IR contains `X`'s). Analyses of other ops
-//! (`X`'s siblings, say) stay cached.
+//! (`X`'s siblings, say) stay cached. The analyses of ops whose slots are reclaimed (see
+//! [`Context::reclaim_erased_ops`]) are dropped with them.
 
 use crate::{Context, Op};
 use rustc_hash::FxHashMap;
@@ -114,6 +115,17 @@ impl AnalysisManager {
             if entries.is_empty() {
                 self.cache.remove(&op);
             }
+        }
+    }
+
+    /// Drops every analysis of `ops`, whose slots were reclaimed for reuse (see
+    /// [`Context::reclaim_erased_ops`]): a new op in the same slot must not find them.
+    pub fn forget(&mut self, ops: &[Op]) {
+        if self.cache.is_empty() {
+            return;
+        }
+        for op in ops {
+            self.cache.remove(op);
         }
     }
 
@@ -273,5 +285,101 @@ mod tests {
         COMPUTED.with(|c| c.set(0));
         manager.run(&mut ctx, module).unwrap();
         assert_eq!(COMPUTED.with(|c| c.get()), 3, "two functions, then only the one that changed again");
+    }
+}
+
+#[cfg(test)]
+mod reclaim_tests {
+    use super::*;
+    use crate::{Location, OperationState};
+
+    /// How many ops are under an op.
+    struct Size(usize);
+
+    impl Analysis for Size {
+        fn compute(ctx: &Context, op: Op, _: &mut AnalysisManager) -> Self {
+            Size(ctx.walk(op).len())
+        }
+    }
+
+    struct Other;
+
+    impl Analysis for Other {
+        fn compute(_: &Context, _: Op, _: &mut AnalysisManager) -> Self {
+            Other
+        }
+    }
+
+    /// An op named `name` with one region of one block holding `children`.
+    fn op_with_body(ctx: &mut Context, name: &str, children: &[Op]) -> Op {
+        let region = ctx.create_region();
+        let block = ctx.create_block(&[]);
+        ctx.append_block(region, block);
+        for &child in children {
+            ctx.append_op(block, child);
+        }
+        let name = ctx.op_name(name);
+        let mut state = OperationState::new(name, Location::UNKNOWN);
+        state.regions.push(region);
+        ctx.create_op(state)
+    }
+
+    /// An op with no operand, result or region.
+    fn leaf(ctx: &mut Context) -> Op {
+        let name = ctx.op_name("t.leaf");
+        ctx.create_op(OperationState::new(name, Location::UNKNOWN))
+    }
+
+    /// A module of two functions of one op each: (module, [f, g], [op in f, op in g]).
+    fn module(ctx: &mut Context) -> (Op, [Op; 2], [Op; 2]) {
+        let (a, b) = (leaf(ctx), leaf(ctx));
+        let f = op_with_body(ctx, "t.func", &[a]);
+        let g = op_with_body(ctx, "t.func", &[b]);
+        (op_with_body(ctx, "t.module", &[f, g]), [f, g], [a, b])
+    }
+
+    #[test]
+    fn a_pass_on_one_function_keeps_the_analyses_of_the_others() {
+        let mut ctx = Context::new();
+        let (module, [f, g], [a, b]) = module(&mut ctx);
+        let mut analyses = AnalysisManager::new();
+        for op in [module, f, g, a, b] {
+            analyses.get_or_compute::<Size>(&ctx, op);
+        }
+        analyses.get_or_compute::<Other>(&ctx, f);
+        assert_eq!((analyses.get_or_compute::<Size>(&ctx, module).0, analyses.computed_count()), (5, 6));
+        // A pass ran on f, keeping `Other`: f's `Size`, a's and the module's go.
+        analyses.invalidate(&ctx, f, &[TypeId::of::<Other>()]);
+        assert_eq!(analyses.cached_count(), 3, "g, b, and f's Other");
+        analyses.get_or_compute::<Size>(&ctx, g);
+        analyses.get_or_compute::<Size>(&ctx, b);
+        analyses.get_or_compute::<Other>(&ctx, f);
+        assert_eq!(analyses.computed_count(), 6);
+        analyses.get_or_compute::<Size>(&ctx, a);
+        assert_eq!(analyses.computed_count(), 7);
+        // The slots of g and b were reclaimed.
+        analyses.forget(&[g, b]);
+        assert_eq!(analyses.cached_count(), 2);
+        analyses.invalidate_except(&[]);
+        assert_eq!(analyses.cached_count(), 0);
+    }
+
+    #[test]
+    fn invalidation_walks_the_op_when_the_cache_is_large() {
+        let mut ctx = Context::new();
+        let (module, [f, g], [a, b]) = module(&mut ctx);
+        let mut analyses = AnalysisManager::new();
+        // Many unrelated ops in the cache.
+        for _ in 0..100 {
+            let op = leaf(&mut ctx);
+            analyses.get_or_compute::<Size>(&ctx, op);
+        }
+        for op in [module, f, g, a, b] {
+            analyses.get_or_compute::<Size>(&ctx, op);
+        }
+        analyses.invalidate(&ctx, g, &[]);
+        assert_eq!(analyses.cached_count(), 102, "module, g and b dropped");
+        assert_eq!(analyses.get_or_compute::<Size>(&ctx, a).0, 1);
+        assert_eq!(analyses.computed_count(), 105);
     }
 }

@@ -3,8 +3,16 @@
 //! An op pass manager anchored on op name `X` runs on an op named `X`: a pass element runs on
 //! that op (or, if the pass is anchored on another op name `Y`, on every op named `Y` nested in
 //! it); a nested element anchored on `Y` runs on every op named `Y` directly inside the op's
-//! regions. After each pass the op it ran on is verified (unless `verify_each` is off) and the
-//! analyses it did not preserve are dropped.
+//! regions. After each pass the op it ran on is verified (unless `verify_each` is off), the
+//! analyses it did not preserve are dropped (those of that op, of the ops nested in it and of the
+//! ops enclosing it: see [`AnalysisManager`]), and the slots of the ops it erased are reclaimed
+//! for reuse ([`Context::reclaim_erased_ops`]).
+//!
+//! Cost: the bookkeeping of a pass run on an op is proportional to that op (its walk for an
+//! anchored pass, its verification), never to the whole context, so a pipeline nested on
+//! functions costs the sum of the functions. A pass may erase only ops nested in the op it runs
+//! on and keeps no op handles from one run to the next: the slots of the ops it erased may be
+//! reused as soon as it returns.
 
 use super::instrumentation::PassInstrumentation;
 use super::pipeline::{parse_pipeline, PipelineElement};
@@ -210,7 +218,10 @@ impl Runner<'_> {
                         _ => vec![op],
                     };
                     for target in targets {
-                        self.run_pass(entry, ctx, target)?;
+                        // (Only a pass that breaks the rule above erases another target.)
+                        if !ctx.is_erased(target) {
+                            self.run_pass(entry, ctx, target)?;
+                        }
                     }
                 }
                 Element::Nested(nested) => {
@@ -222,7 +233,9 @@ impl Runner<'_> {
                         .filter(|&child| ctx.name_str(child) == nested.anchor)
                         .collect();
                     for child in children {
-                        self.run_manager(nested, ctx, child)?;
+                        if !ctx.is_erased(child) {
+                            self.run_manager(nested, ctx, child)?;
+                        }
                     }
                 }
             }
@@ -235,17 +248,18 @@ impl Runner<'_> {
         for instrumentation in self.instrumentations.iter_mut() {
             instrumentation.before_pass(name, ctx, op);
         }
-        let mut statistics = Vec::new();
+        let statistics = self.statistics_of(name);
         let mut emitted = Vec::new();
+        // The pass adds to its totals directly: a run allocates nothing for statistics already
+        // named by an earlier run.
         let mut state = PassState {
             analyses: &mut self.analyses,
             preserved: Preserved::None,
-            statistics: &mut statistics,
+            statistics: &mut self.statistics[statistics].1,
             diagnostics: &mut emitted,
         };
         let result = entry.pass.run(ctx, op, &mut state);
         let preserved = std::mem::take(&mut state.preserved);
-        self.record_statistics(name, statistics);
         let failed = result.is_err() || emitted.iter().any(|d| d.severity == Severity::Error);
         self.diagnostics.extend(emitted);
         if failed {
@@ -270,6 +284,9 @@ impl Runner<'_> {
             Preserved::None => self.analyses.invalidate(ctx, op, &[]),
             Preserved::Some(kept) => self.analyses.invalidate(ctx, op, &kept),
         }
+        // The pass is over: nobody holds the handles of the ops it erased any more.
+        let reclaimed = ctx.reclaim_erased_ops();
+        self.analyses.forget(&reclaimed);
         for instrumentation in self.instrumentations.iter_mut() {
             instrumentation.after_pass(name, ctx, op);
         }
@@ -282,19 +299,13 @@ impl Runner<'_> {
         }
     }
 
-    fn record_statistics(&mut self, pass: &str, values: Vec<(String, u64)>) {
-        let index = match self.statistics.iter().position(|(p, _)| p == pass) {
+    /// The position of the statistics of `pass` (created empty at its first run).
+    fn statistics_of(&mut self, pass: &str) -> usize {
+        match self.statistics.iter().position(|(p, _)| p == pass) {
             Some(index) => index,
             None => {
                 self.statistics.push((pass.to_string(), Vec::new()));
                 self.statistics.len() - 1
-            }
-        };
-        let totals = &mut self.statistics[index].1;
-        for (name, value) in values {
-            match totals.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, total)) => *total += value,
-                None => totals.push((name, value)),
             }
         }
     }

@@ -15,7 +15,7 @@ mod registry;
 
 pub use analysis::{Analysis, AnalysisManager};
 pub use manager::{PassManager, PassManagerOptions, PipelineError};
-pub use options::{OptionKind, PassOptionInfo, PassOptions};
+pub use options::{OptionKind, OptionValue, PassOptionInfo, PassOptions};
 pub use registry::{PassInfo, PassRegistry};
 
 use crate::diagnostics::Diagnostic;

@@ -33,6 +33,7 @@ use super::listener::Listener;
 use super::pattern::{PatternIndex, PatternSet};
 use super::Rewriter;
 use crate::dialect::OpTraits;
+use crate::side_table::SideTable;
 use crate::{Attribute, Block, Context, Ident, Location, Op, OpName, OperationState, Type, Value};
 use rustc_hash::FxHashMap;
 
@@ -99,9 +100,9 @@ type ConstantKey = (Block, OpName, Attribute, Type);
 /// The driver's listener: the worklist, and the constants the driver owns.
 struct DriverState {
     worklist: Vec<Op>,
-    queued: Vec<bool>,
-    /// Constants owned by the driver, by op index.
-    owned: Vec<bool>,
+    queued: SideTable<Op, bool>,
+    /// Constants owned by the driver.
+    owned: SideTable<Op, bool>,
     constants: FxHashMap<ConstantKey, Op>,
     /// The last owned constant at the start of each insertion block.
     run_end: FxHashMap<Block, Op>,
@@ -110,31 +111,25 @@ struct DriverState {
 
 impl DriverState {
     fn push(&mut self, op: Op) {
-        let index = op.index();
-        if index >= self.queued.len() {
-            self.queued.resize((index + 1).max(self.queued.len() * 5 / 4), false);
-        }
-        if !self.queued[index] {
-            self.queued[index] = true;
+        let queued = self.queued.get_mut(op);
+        if !*queued {
+            *queued = true;
             self.worklist.push(op);
         }
     }
 
     fn pop(&mut self) -> Option<Op> {
         let op = self.worklist.pop()?;
-        self.queued[op.index()] = false;
+        self.queued.set(op, false);
         Some(op)
     }
 
     fn is_owned(&self, op: Op) -> bool {
-        self.owned.get(op.index()).copied().unwrap_or(false)
+        *self.owned.get(op)
     }
 
     fn set_owned(&mut self, op: Op, owned: bool) {
-        if op.index() >= self.owned.len() {
-            self.owned.resize((op.index() + 1).max(self.owned.len() * 5 / 4), false);
-        }
-        self.owned[op.index()] = owned;
+        self.owned.set(op, owned);
     }
 
     fn constant_key(&self, ctx: &Context, op: Op, block: Block) -> Option<ConstantKey> {
@@ -217,20 +212,19 @@ pub fn apply_patterns_greedily(
     let mut index = PatternIndex::new(ctx, patterns);
     let state = DriverState {
         worklist: Vec::new(),
-        queued: vec![false; ctx.op_count()],
-        owned: Vec::new(),
+        queued: SideTable::new(false),
+        owned: SideTable::new(false),
         constants: FxHashMap::default(),
         run_end: FxHashMap::default(),
         value_ident: ctx.find_ident("value"),
     };
-    let mut driver = Driver {
-        rewriter: Rewriter::with_listener(ctx, root, state),
-        root,
-        config,
-        stats: GreedyStats::default(),
-        traits: Vec::new(),
-        constants: Vec::new(),
-    };
+    let mut rewriter = Rewriter::with_listener(ctx, root, state);
+    // The driver's tables cover the ops under the root, as the use map does.
+    let window = rewriter.uses().op_window();
+    rewriter.listener.queued = SideTable::with_window(window.clone(), false);
+    rewriter.listener.owned = SideTable::with_window(window, false);
+    let mut driver =
+        Driver { rewriter, root, config, stats: GreedyStats::default(), traits: Vec::new(), constants: Vec::new() };
     for _ in 0..config.max_iterations.max(1) {
         driver.stats.iterations += 1;
         driver.seed();
@@ -277,7 +271,6 @@ impl Driver<'_, '_> {
     fn seed(&mut self) {
         let ctx: &Context = self.rewriter.ctx;
         let state = &mut self.rewriter.listener;
-        state.worklist.reserve(ctx.op_count().min(1 << 24));
         let mut stack: Vec<(Op, bool)> = Vec::new();
         let push_children = |stack: &mut Vec<(Op, bool)>, op: Op| {
             for &region in ctx.regions(op) {
@@ -326,10 +319,9 @@ impl Driver<'_, '_> {
             self.stats.folded += 1;
             return true;
         }
-        let count = index.for_name(name).len();
-        for k in 0..count {
-            let which = index.for_name(name)[k];
-            let pattern = index.pattern(which);
+        let set = index.set();
+        for &which in index.for_name(name) {
+            let pattern = set.pattern(which);
             let rewriter: &mut Rewriter<'_> = &mut self.rewriter;
             if pattern.match_and_rewrite(rewriter, op) {
                 // Changed in place, or its results lost their uses: look at it again.

@@ -5,7 +5,12 @@
 //! The core keeps no use-lists, so a rewrite starts by building a [`UseMap`] of the ops under its
 //! root (one walk) and every change then goes through the rewriter, which keeps the map exact.
 //! Erased ops are detached from their blocks (printing and walking never see them again) and
-//! their handles stay valid, marked erased.
+//! their handles stay valid, marked erased, until the rewrite is over (the pass manager reclaims
+//! their slots after the pass: see [`Context::reclaim_erased_ops`](crate::Context::reclaim_erased_ops)).
+//!
+//! Every table a rewrite keeps beside the IR (the use map, the driver's worklist marks) is a
+//! [`SideTable`](crate::SideTable) sized to the ops under its root: rewriting one function costs
+//! that function, not the context.
 //!
 //! The rules that hat's own folders and patterns follow are written in `docs/rewrites.md`.
 

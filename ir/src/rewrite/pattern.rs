@@ -63,14 +63,21 @@ impl PatternSet {
 }
 
 /// The patterns of a set indexed by the op name they apply to, for fast lookup per op.
+///
+/// Built once per driver run (a pipeline nested on functions builds one per function): the rooted
+/// patterns are sorted by name and best first, and an op's list is a slice of them; only when
+/// some patterns apply to any op are lists merged, once per name met. Its tables are indexed by
+/// op name: they grow with the names registered, not with the IR.
 pub(crate) struct PatternIndex<'p> {
     set: &'p PatternSet,
-    /// (op name, pattern) for rooted patterns.
-    rooted: Vec<(OpName, u32)>,
-    /// Patterns for any op.
+    /// The rooted patterns, by name, best first within a name.
+    rooted: Vec<u32>,
+    /// By op name index (up to the largest rooted name): the range of `rooted` for that name.
+    ranges: Vec<(u32, u32)>,
+    /// Patterns for any op, best first.
     any: Vec<u32>,
-    /// By op name index, the patterns to try, best first; filled on first use.
-    lists: Vec<Option<Box<[u32]>>>,
+    /// With patterns for any op: by op name index, the merged list of each name met.
+    merged: Vec<Option<Box<[u32]>>>,
 }
 
 impl<'p> PatternIndex<'p> {
@@ -83,25 +90,49 @@ impl<'p> PatternIndex<'p> {
                 None => any.push(i as u32),
             }
         }
-        PatternIndex { set, rooted, any, lists: Vec::new() }
+        let benefit = |p: u32| std::cmp::Reverse(set.patterns[p as usize].benefit());
+        rooted.sort_by_key(|&(name, p)| (name, benefit(p), p));
+        any.sort_by_key(|&p| (benefit(p), p));
+        let size = rooted.last().map_or(0, |&(name, _)| name.index() + 1);
+        let mut ranges = vec![(0, 0); size];
+        for (position, &(name, _)) in rooted.iter().enumerate() {
+            let range = &mut ranges[name.index()];
+            if range.0 == range.1 {
+                range.0 = position as u32;
+            }
+            range.1 = position as u32 + 1;
+        }
+        let rooted = rooted.into_iter().map(|(_, p)| p).collect();
+        PatternIndex { set, rooted, ranges, any, merged: Vec::new() }
     }
 
-    /// The patterns to try on ops named `name`, best first.
+    /// The patterns to try on ops named `name`, best first (ties: in the order added).
     pub(crate) fn for_name(&mut self, name: OpName) -> &[u32] {
-        let index = name.index();
-        if self.lists.len() <= index {
-            self.lists.resize(index + 1, None);
+        let (start, end) = self.ranges.get(name.index()).copied().unwrap_or((0, 0));
+        let rooted = &self.rooted[start as usize..end as usize];
+        if self.any.is_empty() {
+            return rooted;
         }
-        if self.lists[index].is_none() {
-            let mut list: Vec<u32> = self.rooted.iter().filter(|(n, _)| *n == name).map(|&(_, p)| p).collect();
-            list.extend_from_slice(&self.any);
-            list.sort_by_key(|&p| (std::cmp::Reverse(self.set.patterns[p as usize].benefit()), p));
-            self.lists[index] = Some(list.into_boxed_slice());
+        if self.merged.len() <= name.index() {
+            self.merged.resize(name.index() + 1, None);
         }
-        self.lists[index].as_deref().unwrap_or_default()
+        let (set, any) = (self.set, &self.any);
+        self.merged[name.index()].get_or_insert_with(|| {
+            let mut list: Vec<u32> = rooted.iter().chain(any).copied().collect();
+            list.sort_by_key(|&p| (std::cmp::Reverse(set.patterns[p as usize].benefit()), p));
+            list.into_boxed_slice()
+        })
     }
 
-    pub(crate) fn pattern(&self, index: u32) -> &'p dyn RewritePattern {
-        &*self.set.patterns[index as usize]
+    /// The set the index is of (to look patterns up while a list of the index is borrowed).
+    pub(crate) fn set(&self) -> &'p PatternSet {
+        self.set
+    }
+}
+
+impl PatternSet {
+    /// The pattern at `index` (in the order added).
+    pub(crate) fn pattern(&self, index: u32) -> &dyn RewritePattern {
+        &*self.patterns[index as usize]
     }
 }

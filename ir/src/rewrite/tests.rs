@@ -369,3 +369,76 @@ fn fold_op_folds_without_a_driver() {
     // Folding changed nothing.
     assert_eq!(ctx.body_ops(ctx.body_ops(module)[0]).len(), 4);
 }
+
+#[test]
+fn use_map_and_driver_of_one_function_cost_that_function() {
+    let mut ctx = context();
+    let functions: String = (0..500)
+        .map(|_| {
+            function("  %0 = \"t.const\"() {value = 2 : i32} : () -> i32\n  %1 = \"t.add\"(%arg0, %0) : (i32, i32) -> i32\n  \"t.sink\"(%1) : (i32) -> ()")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let module = parse(&mut ctx, &functions);
+    let last = *ctx.body_ops(module).last().unwrap();
+    let uses = UseMap::build(&ctx, last);
+    // Four ops and four values under the function (with its argument); the context has 500 times
+    // as many.
+    assert!(uses.table_capacity() <= 8, "{} entries", uses.table_capacity());
+    assert!(ctx.value_count() > 1000 && ctx.op_count() > 1000);
+    let stats = apply_patterns_greedily(&mut ctx, last, &PatternSet::new(), &config());
+    assert!(stats.converged);
+}
+
+#[test]
+fn erased_slots_are_reused_only_after_a_reclaim() {
+    let mut ctx = context();
+    let module = parse(
+        &mut ctx,
+        &function(
+            "  %0 = \"t.const\"() {value = 1 : i32} : () -> i32\n  %1 = \"t.neg\"(%0) : (i32) -> i32\n  \"t.region\"() ({\n    %2 = \"t.neg\"(%arg0) : (i32) -> i32\n    \"t.yield\"() : () -> ()\n  }) : () -> ()\n  \"t.sink\"(%0) : (i32) -> ()",
+        ),
+    );
+    let ops = ctx.body_ops(ctx.body_ops(module)[0]);
+    let (negation, region) = (ops[1], ops[2]);
+    let nested = ctx.walk(region);
+    let neg_result = ctx.result(negation, 0);
+    ctx.erase_op(negation);
+    ctx.erase_op(region);
+    ctx.erase_op(region); // erasing twice does nothing
+    assert!(ctx.is_erased(negation) && ctx.is_erased(region));
+    // Before the reclaim the erased handles still name the erased ops.
+    let name = ctx.op_name("t.neg");
+    let ty = ctx.value_type(neg_result);
+    let state = |results: usize| {
+        let mut state = OperationState::new(name, Location::UNKNOWN);
+        state.result_types = vec![ty; results];
+        state
+    };
+    let slots = ctx.op_count();
+    let fresh = ctx.create_op(state(1));
+    assert_eq!((fresh.index(), ctx.op_count()), (slots, slots + 1));
+    assert_eq!(ctx.name_str(negation), "t.neg");
+    assert_eq!(ctx.walk(region), nested);
+
+    let reclaimed = ctx.reclaim_erased_ops();
+    // The region op and the two ops nested in it, and the negation.
+    assert_eq!(reclaimed.len(), 4);
+    assert!(nested.iter().all(|&op| ctx.is_erased(op) && reclaimed.contains(&op)));
+    assert!(ctx.regions(region).is_empty());
+    // An op with one result takes the slot of the negation (the only free one with one result),
+    // with its result value; one with two results gets a new slot.
+    let values = ctx.value_count();
+    let reused = ctx.create_op(state(1));
+    assert_eq!(reused, negation);
+    assert!(!ctx.is_erased(reused));
+    assert_eq!(ctx.result(reused, 0), neg_result);
+    assert_eq!(ctx.value_def(neg_result), crate::ValueDef::Result { op: reused, index: 0 });
+    let two = ctx.create_op(state(2));
+    assert_eq!((two.index(), ctx.value_count()), (slots + 1, values + 2));
+    // Zero results: the region op's slot or its terminator's.
+    let none = ctx.create_op(state(0));
+    assert!(none == region || none == nested[2], "{none:?}");
+    assert_eq!(ctx.op_count(), slots + 2);
+    assert!(ctx.reclaim_erased_ops().is_empty());
+}

@@ -12,8 +12,14 @@
 //! Invariants: a tracked op's operand `i` is `v` exactly when its node `i` is in `v`'s list; an
 //! op is tracked from its creation (or the build) until it is erased. Ops outside the root are not
 //! tracked: uses they make of values are not seen.
+//!
+//! Size: the map holds the ops under the root and the values they use, in [`SideTable`]s whose
+//! windows are those of the ops and values under the root, so building it for one function costs
+//! that function, however large the context.
 
+use crate::side_table::{IndexWindow, SideTable};
 use crate::{Context, Op, Value};
+use std::ops::Range;
 
 const NIL: u32 = u32::MAX;
 /// The state of an op that was erased through the map's owner.
@@ -29,6 +35,17 @@ struct Node {
     next: u32,
 }
 
+/// Where an op's operand nodes are.
+#[derive(Copy, Clone, Debug)]
+struct OperandNodes {
+    /// The node of operand 0, or `NIL` (untracked), or `ERASED`.
+    first: u32,
+    /// How many there are.
+    count: u32,
+}
+
+const UNTRACKED: OperandNodes = OperandNodes { first: NIL, count: 0 };
+
 /// One use of a value: operand `index` of `user`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Use {
@@ -39,65 +56,74 @@ pub struct Use {
 }
 
 /// The uses of every value by the ops under a root. See the module documentation.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct UseMap {
-    /// By value index: the first node of its list.
-    heads: Vec<u32>,
-    /// By op index: the node of its operand 0, or `NIL` (untracked), or `ERASED`.
-    first_node: Vec<u32>,
-    /// By op index: how many operand nodes it has.
-    node_count: Vec<u32>,
+    /// By value: the first node of its list.
+    heads: SideTable<Value, u32>,
+    /// By op: its operand nodes.
+    operands: SideTable<Op, OperandNodes>,
     nodes: Vec<Node>,
+    /// The dense window of the ops under the root when the map was built.
+    op_window: Range<usize>,
+}
+
+impl Default for UseMap {
+    fn default() -> Self {
+        UseMap { heads: SideTable::new(NIL), operands: SideTable::new(UNTRACKED), nodes: Vec::new(), op_window: 0..0 }
+    }
 }
 
 impl UseMap {
-    /// The uses made by `root` and every op nested in it. O(ops + operands).
+    /// The uses made by `root` and every op nested in it. O(ops + operands under `root`).
     pub fn build(ctx: &Context, root: Op) -> UseMap {
-        let mut map = UseMap {
-            heads: vec![NIL; ctx.value_count()],
-            first_node: vec![NIL; ctx.op_count()],
-            node_count: vec![0; ctx.op_count()],
-            // Ops have about two operands on average; untouched capacity costs no memory.
-            nodes: Vec::with_capacity(ctx.op_count().saturating_mul(2)),
-        };
+        let mut ops = Vec::new();
+        let mut operand_count = 0;
         let mut stack = vec![root];
         while let Some(op) = stack.pop() {
-            map.track(ctx, op);
+            ops.push(op);
+            operand_count += ctx.operands(op).len();
             for &region in ctx.regions(op) {
                 for &block in ctx.region_blocks(region) {
                     stack.extend(ctx.block_ops(block));
                 }
             }
         }
+        let op_window = IndexWindow::of_ops(&ops).dense_range();
+        let value_window = IndexWindow::of_values_defined_by(ctx, &ops).dense_range();
+        let mut map = UseMap {
+            heads: SideTable::with_window(value_window, NIL),
+            operands: SideTable::with_window(op_window.clone(), UNTRACKED),
+            nodes: Vec::with_capacity(operand_count),
+            op_window,
+        };
+        for op in ops {
+            map.track(ctx, op);
+        }
         map
     }
 
-    fn grow_ops(&mut self, op: Op) {
-        if op.index() >= self.first_node.len() {
-            let size = (op.index() + 1).max(self.first_node.len() * 5 / 4);
-            self.first_node.resize(size, NIL);
-            self.node_count.resize(size, 0);
-        }
+    /// The range of op indices that the ops under the root filled when the map was built, for
+    /// other tables of the same run to share (see [`IndexWindow::dense_range`]).
+    pub fn op_window(&self) -> Range<usize> {
+        self.op_window.clone()
     }
 
-    fn grow_values(&mut self, value: Value) {
-        if value.index() >= self.heads.len() {
-            let size = (value.index() + 1).max(self.heads.len() * 5 / 4);
-            self.heads.resize(size, NIL);
-        }
+    /// How many entries its side tables hold room for (a test's measure of its size).
+    #[cfg(test)]
+    pub(crate) fn table_capacity(&self) -> usize {
+        self.heads.capacity() + self.operands.capacity()
     }
 
     /// Starts tracking the operands of `op` (not of the ops nested in it). An op already tracked
     /// is left as it is.
     pub fn track(&mut self, ctx: &Context, op: Op) {
-        self.grow_ops(op);
-        if self.first_node[op.index()] != NIL {
+        let slot = self.operands.get_mut(op);
+        if slot.first != NIL {
             return;
         }
         let operands = ctx.operands(op);
         let first = u32::try_from(self.nodes.len()).expect("fewer than 4G uses");
-        self.first_node[op.index()] = first;
-        self.node_count[op.index()] = operands.len() as u32;
+        *slot = OperandNodes { first, count: operands.len() as u32 };
         for &value in operands {
             let node = self.nodes.len() as u32;
             self.nodes.push(Node { user: op.index() as u32, value: value.index() as u32, prev: NIL, next: NIL });
@@ -108,50 +134,49 @@ impl UseMap {
     /// Stops tracking the operands of `op` (removes its uses) and marks it erased.
     pub fn untrack_erased(&mut self, op: Op) {
         self.untrack(op);
-        self.first_node[op.index()] = ERASED;
+        self.operands.set(op, OperandNodes { first: ERASED, count: 0 });
     }
 
     /// Stops tracking the operands of `op` (removes its uses); it may be tracked again.
     pub fn untrack(&mut self, op: Op) {
-        self.grow_ops(op);
-        let first = self.first_node[op.index()];
+        let OperandNodes { first, count } = *self.operands.get(op);
         if first == NIL || first == ERASED {
             return;
         }
-        for node in first..first + self.node_count[op.index()] {
+        for node in first..first + count {
             self.unlink(node);
         }
-        self.first_node[op.index()] = NIL;
-        self.node_count[op.index()] = 0;
+        self.operands.set(op, UNTRACKED);
     }
 
     /// Whether `op` has been erased (through the rewriter owning this map).
     pub fn is_erased(&self, op: Op) -> bool {
-        self.first_node.get(op.index()) == Some(&ERASED)
+        self.operands.get(op).first == ERASED
     }
 
     /// Whether `op`'s operands are tracked.
     pub fn is_tracked(&self, op: Op) -> bool {
-        self.first_node.get(op.index()).is_some_and(|&f| f != NIL && f != ERASED)
+        let first = self.operands.get(op).first;
+        first != NIL && first != ERASED
     }
 
     fn link(&mut self, node: u32, value: Value) {
-        self.grow_values(value);
-        let head = self.heads[value.index()];
+        let head = self.heads.get_mut(value);
+        let old_head = *head;
+        *head = node;
         let data = &mut self.nodes[node as usize];
         data.value = value.index() as u32;
         data.prev = NIL;
-        data.next = head;
-        if head != NIL {
-            self.nodes[head as usize].prev = node;
+        data.next = old_head;
+        if old_head != NIL {
+            self.nodes[old_head as usize].prev = node;
         }
-        self.heads[value.index()] = node;
     }
 
     fn unlink(&mut self, node: u32) {
         let Node { value, prev, next, .. } = self.nodes[node as usize];
         if prev == NIL {
-            self.heads[value as usize] = next;
+            self.heads.set(Value::from_index(value as usize), next);
         } else {
             self.nodes[prev as usize].next = next;
         }
@@ -166,11 +191,11 @@ impl UseMap {
     /// Records that operand `index` of the tracked op `op` changed to `value` (call it after or
     /// before changing the op itself; the map does not look at the op).
     pub fn set_operand(&mut self, op: Op, index: usize, value: Value) {
-        let first = self.first_node.get(op.index()).copied().unwrap_or(NIL);
+        let OperandNodes { first, count } = *self.operands.get(op);
         if first == NIL || first == ERASED {
             return;
         }
-        debug_assert!(index < self.node_count[op.index()] as usize, "operand index out of range");
+        debug_assert!(index < count as usize, "operand index out of range");
         let node = first + index as u32;
         self.unlink(node);
         self.link(node, value);
@@ -182,9 +207,7 @@ impl UseMap {
         if from == to {
             return;
         }
-        self.grow_values(from);
-        self.grow_values(to);
-        let first = self.heads[from.index()];
+        let first = *self.heads.get(from);
         if first == NIL {
             return;
         }
@@ -197,31 +220,29 @@ impl UseMap {
             }
             last = next;
         }
-        let old_head = self.heads[to.index()];
+        let old_head = std::mem::replace(self.heads.get_mut(to), first);
         self.nodes[last as usize].next = old_head;
         if old_head != NIL {
             self.nodes[old_head as usize].prev = last;
         }
-        self.heads[to.index()] = first;
-        self.heads[from.index()] = NIL;
+        self.heads.set(from, NIL);
     }
 
     /// The uses of `value`, most recent first.
     pub fn uses(&self, value: Value) -> Uses<'_> {
-        Uses { map: self, node: self.heads.get(value.index()).copied().unwrap_or(NIL) }
+        Uses { map: self, node: *self.heads.get(value) }
     }
 
     /// Whether `value` has any use.
+    #[inline]
     pub fn has_uses(&self, value: Value) -> bool {
-        self.heads.get(value.index()).is_some_and(|&h| h != NIL)
+        *self.heads.get(value) != NIL
     }
 
     /// Whether `value` has exactly one use.
     pub fn has_one_use(&self, value: Value) -> bool {
-        match self.heads.get(value.index()) {
-            Some(&head) if head != NIL => self.nodes[head as usize].next == NIL,
-            _ => false,
-        }
+        let head = *self.heads.get(value);
+        head != NIL && self.nodes[head as usize].next == NIL
     }
 
     /// How many uses `value` has (walks its list).
@@ -230,6 +251,7 @@ impl UseMap {
     }
 
     /// Whether no result of `op` has a use.
+    #[inline]
     pub fn results_unused(&self, ctx: &Context, op: Op) -> bool {
         ctx.results(op).all(|r| !self.has_uses(r))
     }
@@ -249,7 +271,8 @@ impl Iterator for Uses<'_> {
             return None;
         }
         let node = self.map.nodes[self.node as usize];
-        let index = (self.node - self.map.first_node[node.user as usize]) as usize;
+        let first = self.map.operands.get(Op::from_index(node.user as usize)).first;
+        let index = (self.node - first) as usize;
         self.node = node.next;
         Some(Use { user: Op::from_index(node.user as usize), index })
     }

@@ -9,11 +9,14 @@
 //!   same generic text; time and peak memory of each, their phases, and the ops each leaves.
 //! - `hat-bench executor`: the host executor's overhead per executed host op and per dispatch on
 //!   the CPU backend, in process.
+//! - `hat-bench nested`: canonicalize, cse and dce nested on `compute.func` and over the whole
+//!   module, on modules of 1k to 64k small functions; pass time per function across the sizes.
 
 mod common;
 mod executor;
 mod generate;
 mod measure;
+mod nested;
 mod parse;
 mod passes;
 
@@ -35,6 +38,8 @@ enum Command {
     Passes(passes::PassesArgs),
     /// Host-executor overhead per executed host op and per dispatch (CPU backend, in process).
     Executor(executor::ExecutorArgs),
+    /// canonicalize, cse and dce per function (`compute.func(...)`) and per module, on 1k to 64k functions.
+    Nested(nested::NestedArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -52,6 +57,7 @@ fn main() -> ExitCode {
         Command::Parse(args) => parse::run(args),
         Command::Passes(args) => passes::run(args),
         Command::Executor(args) => executor::run(args),
+        Command::Nested(args) => nested::run(args),
         Command::MeasureChild { program, args } => {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             return match measure::run_once(program, &args) {

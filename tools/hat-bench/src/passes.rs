@@ -267,7 +267,7 @@ pub fn generate(shape: Shape) -> String {
 
 /// The lines `  0.1234 ( 12.3%)  Name` of an `--mlir-timing-display=list` report, as
 /// `{name: seconds}` (summed when a name repeats).
-fn parse_timing(report: &str) -> Value {
+pub(crate) fn parse_timing(report: &str) -> Value {
     let mut phases = Map::new();
     for line in report.lines() {
         let line = line.trim();
@@ -285,7 +285,7 @@ fn parse_timing(report: &str) -> Value {
 }
 
 /// Ops in a module printed in the generic form: one per line that holds an op name in quotes.
-fn count_generic_ops(text: &str) -> usize {
+pub(crate) fn count_generic_ops(text: &str) -> usize {
     text.lines()
         .filter(|line| {
             let line = line.trim_start();
