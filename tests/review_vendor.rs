@@ -157,7 +157,6 @@ fn inline_keeps_calls_of_cfg_and_recursive_callees_and_the_result_verifies() {
 /// (`ir/src/rewrite/greedy.rs`, `place_constant`) should leave constants of unreachable blocks
 /// where they are (or dominance should follow LLVM's rule there).
 #[test]
-#[ignore = "review: canonicalize hoists a constant out of an unreachable block, giving invalid IR (ir/src/rewrite/greedy.rs place_constant; not this helper's to edit)"]
 fn canonicalize_leaves_constants_of_unreachable_blocks_valid() {
     use hat_ir::pass::PassManager;
     let text = r#"

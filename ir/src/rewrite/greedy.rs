@@ -335,7 +335,9 @@ impl Driver<'_, '_> {
         false
     }
 
-    /// The block where constants used by `op` are placed.
+    /// The block where a constant `op` is placed: the entry block of the nearest enclosing region
+    /// that is isolated (or the root's), or, when that region has several blocks, `op`'s own
+    /// block at that level.
     fn insertion_block(&self, op: Op) -> Option<Block> {
         let ctx = self.rewriter.ctx();
         let mut block = ctx.parent_block(op)?;
@@ -347,6 +349,10 @@ impl Driver<'_, '_> {
                 || ctx.has_traits(parent, OpTraits::ISOLATED_FROM_ABOVE);
             match ctx.parent_block(parent) {
                 Some(outer) if !boundary => block = outer,
+                // In a region of several blocks (a CFG), a constant moves to the start of its own
+                // block: the entry block dominates only the blocks reachable from it, and the
+                // verifier rejects a use in an unreachable block of a value defined elsewhere.
+                _ if ctx.region_blocks(region).len() > 1 => return Some(block),
                 _ => return ctx.region_blocks(region).first().copied(),
             }
         }
