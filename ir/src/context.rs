@@ -654,31 +654,32 @@ impl Context {
     /// Frees the slots of the ops erased since the last call, and of the ops nested in them, for
     /// [`create_op`](Self::create_op) to reuse; returns those ops. Call it only where no handle
     /// to them or to their results is held any more (see the module documentation).
+    ///
+    /// It touches each freed op once and allocates nothing per op: what an op still owns (its
+    /// attributes) is dropped when its slot is reused.
     pub fn reclaim_erased_ops(&mut self) -> Vec<Op> {
         let mut reclaimed = Vec::new();
         let mut stack = std::mem::take(&mut self.erased_ops);
         while let Some(op) = stack.pop() {
             let data = &mut self.ops[op.index()];
             data.erased = true;
-            data.operands = SmallVec::new();
-            data.attributes = Vec::new();
-            data.successors = Box::default();
-            data.parent = None;
-            data.prev = None;
-            data.next = None;
-            let regions = std::mem::take(&mut data.regions);
             let result_count = data.result_count as usize;
-            // The nested ops go with it; its regions and blocks are left empty and unowned.
-            for region in regions.iter() {
-                let blocks = std::mem::take(&mut self.regions[region.index()].blocks);
-                self.regions[region.index()].parent = None;
-                for block in blocks {
-                    let mut cursor = self.blocks[block.index()].first;
-                    while let Some(child) = cursor {
-                        cursor = self.ops[child.index()].next;
-                        stack.push(child);
+            if !data.regions.is_empty() {
+                // The nested ops go with it; its regions and blocks are left empty and unowned.
+                let regions = std::mem::take(&mut data.regions);
+                for region in regions.iter() {
+                    let blocks = std::mem::take(&mut self.regions[region.index()].blocks);
+                    self.regions[region.index()].parent = None;
+                    for block in blocks {
+                        let mut cursor = self.blocks[block.index()].first;
+                        while let Some(child) = cursor {
+                            let child_data = &mut self.ops[child.index()];
+                            cursor = child_data.next;
+                            (child_data.parent, child_data.prev, child_data.next) = (None, None, None);
+                            stack.push(child);
+                        }
+                        self.blocks[block.index()] = BlockData::default();
                     }
-                    self.blocks[block.index()] = BlockData::default();
                 }
             }
             if self.free_ops.len() <= result_count {

@@ -15,7 +15,7 @@
 use crate::common::{progress, ratio, Bench, BenchArgs};
 use crate::generate::Shape;
 use crate::measure::{round1, round3, Measurement};
-use crate::passes::{count_generic_ops, generate, parse_timing};
+use crate::passes::{count_generic_ops, generate, timing_phases};
 use serde_json::{json, Value};
 
 /// Options of `hat-bench nested`.
@@ -67,19 +67,22 @@ const PIPELINES: &[Pipeline] = &[
 /// The nested pipeline and the module-level one that the 2x target compares.
 const COMPARED: (&str, &str) = ("compute.func(canonicalize,cse,dce)", "canonicalize,cse,dce");
 
-/// The seconds of the passes in a `--mlir-timing-display=list` report: every line but the
+/// The seconds of the passes in a `--mlir-timing-display=list` report: every phase but the
 /// parser, the first verification and the output.
-fn pass_seconds(timing: &Value) -> Option<f64> {
-    let phases = timing.as_object()?;
-    let passes: f64 = phases
+fn pass_seconds(phases: &[(String, f64)]) -> f64 {
+    phases
         .iter()
         .filter(|(name, _)| !matches!(name.as_str(), "Parser" | "Verifier" | "Output"))
-        .filter_map(|(_, seconds)| seconds.as_f64())
-        .sum();
-    Some(passes)
+        .map(|(_, seconds)| seconds)
+        .sum()
 }
 
-/// One pipeline on one module: the measurement, the pass time of the fastest run, and the ops
+/// Rounded to a tenth of a millisecond (what `--mlir-timing` prints).
+fn round4(seconds: f64) -> f64 {
+    (seconds * 1e4).round() / 1e4
+}
+
+/// One pipeline on one module: the measurement, the least pass time over its runs, and the ops
 /// left.
 struct Outcome {
     report: Value,
@@ -109,14 +112,16 @@ fn run_pipeline(
     let ok = measurement.ok();
     // The timing report of the run whose passes were fastest (it is short: the tail of stderr
     // holds it); the least time is the least disturbed by whatever else the machine runs.
-    let timing = measurement
+    let phases = measurement
         .runs
         .iter()
         .filter(|r| r.ok())
-        .map(|r| parse_timing(&r.stderr_tail))
-        .min_by(|a, b| pass_seconds(a).unwrap_or(f64::INFINITY).total_cmp(&pass_seconds(b).unwrap_or(f64::INFINITY)))
-        .unwrap_or(Value::Null);
-    let passes = pass_seconds(&timing);
+        .map(|r| timing_phases(&r.stderr_tail))
+        .filter(|phases| !phases.is_empty())
+        .min_by(|a, b| pass_seconds(a).total_cmp(&pass_seconds(b)));
+    let passes = phases.as_deref().map(pass_seconds);
+    let timing: serde_json::Map<String, Value> =
+        phases.unwrap_or_default().into_iter().map(|(name, seconds)| (name, json!(round4(seconds)))).collect();
     // The functions themselves are counted too: leave them out.
     let ops_after = if ok {
         std::fs::read_to_string(output).ok().map(|t| count_generic_ops(&t).saturating_sub(functions))
@@ -132,7 +137,7 @@ fn run_pipeline(
         "pipeline": pipeline.name,
         "pass_pipeline": pipeline.text,
         "nested": pipeline.nested,
-        "pass_seconds": passes.map(round3),
+        "pass_seconds": passes.map(round4),
         "pass_us_per_function": per_function_us(passes),
         "wall_seconds": measurement.best_seconds().map(round3),
         "wall_seconds_median": measurement.median_seconds().map(round3),
@@ -255,9 +260,11 @@ mod tests {
 
     #[test]
     fn pass_time_leaves_out_parsing_verification_and_output() {
-        let timing = json!({ "Parser": 1.0, "Verifier": 0.5, "canonicalize": 0.25, "cse": 0.125, "Output": 2.0 });
-        assert_eq!(pass_seconds(&timing), Some(0.375));
-        assert_eq!(pass_seconds(&Value::Null), None);
+        let report = "  ----Wall Time----  ----Name----\n    1.0000 ( 25.0%)  Parser\n    0.5000 (  1.0%)  Verifier\n    0.2500 (  1.0%)  canonicalize\n    0.0001 (  1.0%)  cse\n    0.1249 (  1.0%)  cse\n    2.0000 ( 50.0%)  Output\n    3.8750 (100.0%)  Total\n";
+        let phases = timing_phases(report);
+        assert_eq!(phases.len(), 5, "{phases:?}");
+        assert_eq!(pass_seconds(&phases), 0.375);
+        assert_eq!(pass_seconds(&[]), 0.0);
     }
 
     #[test]

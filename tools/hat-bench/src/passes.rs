@@ -266,9 +266,16 @@ pub fn generate(shape: Shape) -> String {
 }
 
 /// The lines `  0.1234 ( 12.3%)  Name` of an `--mlir-timing-display=list` report, as
-/// `{name: seconds}` (summed when a name repeats).
+/// `{name: seconds}` (summed when a name repeats), rounded to milliseconds.
 pub(crate) fn parse_timing(report: &str) -> Value {
-    let mut phases = Map::new();
+    let phases = timing_phases(report).into_iter().map(|(name, seconds)| (name, json!(round3(seconds))));
+    Value::Object(phases.collect::<Map<_, _>>())
+}
+
+/// The phases of a `--mlir-timing-display=list` report as written (to a tenth of a millisecond),
+/// in order, summed when a name repeats.
+pub(crate) fn timing_phases(report: &str) -> Vec<(String, f64)> {
+    let mut phases: Vec<(String, f64)> = Vec::new();
     for line in report.lines() {
         let line = line.trim();
         let Some((seconds, rest)) = line.split_once(' ') else { continue };
@@ -278,10 +285,12 @@ pub(crate) fn parse_timing(report: &str) -> Value {
         if name.is_empty() || name == "Total" {
             continue;
         }
-        let total = phases.get(name).and_then(Value::as_f64).unwrap_or(0.0) + seconds;
-        phases.insert(name.to_string(), json!(round3(total)));
+        match phases.iter_mut().find(|(n, _)| n == name) {
+            Some((_, total)) => *total += seconds,
+            None => phases.push((name.to_string(), seconds)),
+        }
     }
-    Value::Object(phases)
+    phases
 }
 
 /// Ops in a module printed in the generic form: one per line that holds an op name in quotes.
