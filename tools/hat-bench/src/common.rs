@@ -158,8 +158,13 @@ impl<'a> Bench<'a> {
 
     /// `hat-opt args...`, `--repeat` times (an error, without running, if there is no hat-opt).
     pub fn measure_hat(&self, args: &[&str]) -> Measurement {
+        self.measure_hat_times(args, self.args.repeat)
+    }
+
+    /// `hat-opt args...`, `repeat` times (an error, without running, if there is no hat-opt).
+    pub fn measure_hat_times(&self, args: &[&str], repeat: usize) -> Measurement {
         if is_executable(&self.hat_opt) {
-            measure_tool("hat-opt", &self.hat_opt, args, self.args.repeat)
+            measure_tool("hat-opt", &self.hat_opt, args, repeat)
         } else {
             Measurement {
                 command: vec![self.hat_opt.display().to_string()],

@@ -33,7 +33,8 @@ pub struct NestedArgs {
     /// The hat-opt binary (default: the one beside this binary).
     #[arg(long)]
     pub hat_opt: Option<std::path::PathBuf>,
-    /// Runs of each measurement (best and median time, largest peak memory are reported).
+    /// Runs of each measurement (best and median time, largest peak memory are reported); up to
+    /// 8 times as many for the modules of fewer than 16,000 functions.
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
     /// Keep the generated modules (and hat-opt's output) in this directory.
@@ -77,6 +78,13 @@ fn pass_seconds(phases: &[(String, f64)]) -> f64 {
         .sum()
 }
 
+/// How many runs measure a module of `functions` functions: `--repeat`, times up to 8 for the
+/// small modules. Their passes take milliseconds, so on a shared machine a run is easily
+/// preempted; more runs make their least time as trustworthy as that of the large modules.
+fn repeat_for(repeat: usize, functions: usize) -> usize {
+    repeat.max(1) * (16_000 / functions.max(1)).clamp(1, 8)
+}
+
 /// Rounded to a tenth of a millisecond (what `--mlir-timing` prints).
 fn round4(seconds: f64) -> f64 {
     (seconds * 1e4).round() / 1e4
@@ -108,7 +116,7 @@ fn run_pipeline(
         "-o",
         output_arg.as_str(),
     ];
-    let measurement: Measurement = bench.measure_hat(&args);
+    let measurement: Measurement = bench.measure_hat_times(&args, repeat_for(bench.args.repeat, functions));
     let ok = measurement.ok();
     // The timing report of the run whose passes were fastest (it is short: the tail of stderr
     // holds it); the least time is the least disturbed by whatever else the machine runs.
@@ -210,6 +218,7 @@ pub fn run(args: &NestedArgs) -> Result<(Value, bool), String> {
         sizes.push(json!({
             "functions": functions,
             "ops_per_function": args.ops_per_function,
+            "runs_each": repeat_for(args.repeat, functions),
             "ops_before": ops_before,
             "bytes": bytes,
             "pipelines": results,
@@ -265,6 +274,12 @@ mod tests {
         assert_eq!(phases.len(), 5, "{phases:?}");
         assert_eq!(pass_seconds(&phases), 0.375);
         assert_eq!(pass_seconds(&[]), 0.0);
+    }
+
+    #[test]
+    fn small_modules_run_more_times() {
+        assert_eq!([1000, 4000, 16000, 64000].map(|n| repeat_for(3, n)), [24, 12, 3, 3]);
+        assert_eq!(repeat_for(0, 10), 8);
     }
 
     #[test]
