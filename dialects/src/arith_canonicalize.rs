@@ -11,7 +11,7 @@
 //! Every pattern is rooted at the op it is attached to, and only reads and rewrites through the
 //! rewriter.
 
-use crate::arith::{predicate, predicate_attribute};
+use crate::arith::{int_predicate, predicate_attribute};
 use hat_ir::rewrite::{constant_value, CanonicalizationPatterns, PatternsFn, RewritePattern, Rewriter};
 use hat_ir::{Attribute, AttributeKind, Context, Location, Op, OperationState, Type, TypeKind, Value};
 
@@ -68,23 +68,6 @@ fn int_constant(ctx: &Context, value: Value) -> Option<i64> {
 /// `arith.cmpi p, c, x → arith.cmpi swapped(p), x, c` for a constant `c` and a non-constant `x`.
 struct ComparisonConstantToRight;
 
-/// The predicate of `cmpi` with its operands swapped.
-fn swapped_cmpi_predicate(predicate: i64) -> Option<i64> {
-    // eq ne slt sle sgt sge ult ule ugt uge
-    Some(match predicate {
-        0 | 1 => predicate,
-        2 => 4,
-        3 => 5,
-        4 => 2,
-        5 => 3,
-        6 => 8,
-        7 => 9,
-        8 => 6,
-        9 => 7,
-        _ => return None,
-    })
-}
-
 impl RewritePattern for ComparisonConstantToRight {
     fn name(&self) -> &str {
         "comparison-constant-to-right"
@@ -100,7 +83,7 @@ impl RewritePattern for ComparisonConstantToRight {
         if constant_value(ctx, lhs).is_none() || constant_value(ctx, rhs).is_some() {
             return false;
         }
-        let Some(swapped) = predicate(ctx, op).and_then(swapped_cmpi_predicate) else { return false };
+        let Some(swapped) = int_predicate(ctx, op).map(|p| p.swapped().to_i64()) else { return false };
         let (key, swapped) = predicate_attribute(rewriter.ctx_mut(), swapped);
         rewriter.set_attribute(op, key, swapped);
         rewriter.set_operands(op, &[rhs, lhs]);
@@ -110,24 +93,6 @@ impl RewritePattern for ComparisonConstantToRight {
 
 /// `arith.xori(arith.cmpi p, a, b), true → arith.cmpi !p, a, b` (for `i1`).
 struct InvertComparison;
-
-/// The predicate of `cmpi` that is true exactly when `predicate` is false.
-fn inverse_cmpi_predicate(predicate: i64) -> Option<i64> {
-    // eq ne slt sle sgt sge ult ule ugt uge
-    Some(match predicate {
-        0 => 1,
-        1 => 0,
-        2 => 5,
-        3 => 4,
-        4 => 3,
-        5 => 2,
-        6 => 9,
-        7 => 8,
-        8 => 7,
-        9 => 6,
-        _ => return None,
-    })
-}
 
 impl RewritePattern for InvertComparison {
     fn name(&self) -> &str {
@@ -148,7 +113,7 @@ impl RewritePattern for InvertComparison {
             return false;
         }
         let Some(compare) = ctx.defining_op(lhs).filter(|&d| ctx.name_str(d) == "arith.cmpi") else { return false };
-        let Some(inverse) = predicate(ctx, compare).and_then(inverse_cmpi_predicate) else { return false };
+        let Some(inverse) = int_predicate(ctx, compare).map(|p| p.negated().to_i64()) else { return false };
         let mut state = OperationState::new(ctx.name(compare), ctx.location(op));
         state.operands = ctx.operands(compare).to_vec();
         state.result_types = vec![ctx.value_type(lhs)];
