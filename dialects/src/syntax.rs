@@ -218,12 +218,7 @@ pub fn print_function_like(
 
 /// The `(inputs, results)` of a function-like op's `function_type` attribute.
 pub fn function_signature(ctx: &hat_ir::Context, op: Op) -> Option<(Vec<Type>, Vec<Type>)> {
-    let attribute = ctx.attribute(op, "function_type")?;
-    let AttributeKind::Type(ty) = ctx.attribute_kind(attribute) else { return None };
-    match ctx.type_kind(*ty) {
-        TypeKind::Function { inputs, results } => Some((inputs.to_vec(), results.to_vec())),
-        _ => None,
-    }
+    hat_ir::interfaces::function_type_signature(ctx, op)
 }
 
 /// What a custom printer writes for an op that lacks a part its custom form needs (an operand, a

@@ -27,14 +27,7 @@ pub trait CallableOpInterface: Sync {
 
     /// The parameter and result types (by default: the `function_type` attribute).
     fn signature(&self, ctx: &Context, op: Op) -> Option<(Vec<Type>, Vec<Type>)> {
-        let attribute = ctx.attribute(op, "function_type")?;
-        match ctx.attribute_kind(attribute) {
-            crate::AttributeKind::Type(ty) => match ctx.type_kind(*ty) {
-                TypeKind::Function { inputs, results } => Some((inputs.to_vec(), results.to_vec())),
-                _ => None,
-            },
-            _ => None,
-        }
+        function_type_signature(ctx, op)
     }
 
     /// What a call does to the buffers it passes, as effects on [`EffectTarget::Parameter`]s:
@@ -60,6 +53,17 @@ pub trait CallableOpInterface: Sync {
     fn is_discardable(&self, ctx: &Context, op: Op, module_has_entry: bool) -> bool {
         let _ = (ctx, op, module_has_entry);
         false
+    }
+}
+
+/// The inputs and results of the `function_type` attribute of `op` (MLIR's convention for
+/// function-like ops), when it holds a function type.
+pub fn function_type_signature(ctx: &Context, op: Op) -> Option<(Vec<Type>, Vec<Type>)> {
+    let attribute = ctx.attribute(op, "function_type")?;
+    let crate::AttributeKind::Type(ty) = ctx.attribute_kind(attribute) else { return None };
+    match ctx.type_kind(*ty) {
+        TypeKind::Function { inputs, results } => Some((inputs.to_vec(), results.to_vec())),
+        _ => None,
     }
 }
 

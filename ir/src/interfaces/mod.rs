@@ -33,7 +33,7 @@ mod registry;
 mod symbols;
 
 pub use branch::BranchOpInterface;
-pub use call::{resolve_callee, CallOpInterface, CallableOpInterface};
+pub use call::{function_type_signature, resolve_callee, CallOpInterface, CallableOpInterface};
 pub use constants::{constant_integer, constant_integers};
 pub use execution_space::{enclosing_execution_space, execution_space, ExecutionSpace};
 pub use launch::LaunchOpInterface;
