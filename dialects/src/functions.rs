@@ -2,24 +2,17 @@
 //! interface of a function with a body, the call interface of an op naming its callee in a
 //! `callee` attribute, and the flat symbol a reference attribute holds.
 
+use crate::syntax::flat_symbol_ref;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface};
 use hat_ir::verifier::symbol_name;
-use hat_ir::{AttributeKind, Context, Ident, MemoryEffects, Op, Region};
-
-/// The flat symbol held by the attribute `name` of `op` (`@f`), if it is one.
-pub fn flat_symbol(ctx: &Context, op: Op, name: &str) -> Option<Ident> {
-    match ctx.attribute_kind(ctx.attribute(op, name)?) {
-        AttributeKind::SymbolRef(path) if path.len() == 1 => Some(path[0]),
-        _ => None,
-    }
-}
+use hat_ir::{Context, Ident, MemoryEffects, Op, Region};
 
 /// A call naming its callee in its `callee` attribute and passing all its operands.
 pub(crate) struct CalleeAttributeCall;
 
 impl CallOpInterface for CalleeAttributeCall {
     fn callee(&self, ctx: &Context, op: Op) -> Option<Ident> {
-        flat_symbol(ctx, op, "callee")
+        flat_symbol_ref(ctx, op, "callee")
     }
 }
 

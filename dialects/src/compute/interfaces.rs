@@ -1,6 +1,7 @@
 //! What `compute`'s ops tell analyses: typed views, and the callable, call and launch interfaces.
 
-use crate::functions::{flat_symbol, CalleeAttributeCall, Declaration, FunctionWithBody, Removal};
+use crate::functions::{CalleeAttributeCall, Declaration, FunctionWithBody, Removal};
+use crate::syntax::flat_symbol_ref;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, LaunchOpInterface};
 use hat_ir::{op_view, Context, Ident, Op, Value};
 use std::ops::Range;
@@ -32,7 +33,7 @@ op_view! {
 impl CallOp {
     /// The callee's symbol.
     pub fn callee(self, ctx: &Context) -> Option<Ident> {
-        flat_symbol(ctx, self.0, "callee")
+        flat_symbol_ref(ctx, self.0, "callee")
     }
 }
 
@@ -63,7 +64,7 @@ op_view! {
 impl DispatchOp {
     /// The kernel's symbol.
     pub fn kernel(self, ctx: &Context) -> Option<Ident> {
-        flat_symbol(ctx, self.0, "kernel")
+        flat_symbol_ref(ctx, self.0, "kernel")
     }
 
     /// The grid operands (x first).
@@ -81,7 +82,7 @@ struct Launch;
 
 impl LaunchOpInterface for Launch {
     fn kernel(&self, ctx: &Context, op: Op) -> Option<Ident> {
-        flat_symbol(ctx, op, "kernel")
+        flat_symbol_ref(ctx, op, "kernel")
     }
 
     fn grid(&self, ctx: &Context, op: Op) -> Range<usize> {

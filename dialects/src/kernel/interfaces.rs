@@ -1,6 +1,7 @@
 //! What `kernel`'s ops tell analyses: typed views, and the callable and call interfaces.
 
-use crate::functions::{flat_symbol, CalleeAttributeCall, FunctionWithBody, Removal};
+use crate::functions::{CalleeAttributeCall, FunctionWithBody, Removal};
+use crate::syntax::flat_symbol_ref;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface};
 use hat_ir::{op_view, Context, Ident};
 
@@ -46,7 +47,7 @@ op_view! {
 impl CallOp {
     /// The callee's symbol.
     pub fn callee(self, ctx: &Context) -> Option<Ident> {
-        flat_symbol(ctx, self.0, "callee")
+        flat_symbol_ref(ctx, self.0, "callee")
     }
 }
 
