@@ -1,6 +1,6 @@
 //! The function, call and return shapes that `compute` and `kernel` share: the callable
-//! interface of a function with a body, the call interface of an op naming its callee in a
-//! `callee` attribute, and the flat symbol a reference attribute holds.
+//! interface of a function with a body (or of a declaration), and the call interface of an op
+//! naming its callee in a `callee` attribute.
 
 use crate::syntax::flat_symbol_ref;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface};
