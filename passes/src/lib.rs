@@ -17,6 +17,7 @@ pub mod support;
 mod test_passes;
 #[cfg(test)]
 mod testing;
+pub mod transfers;
 
 use hat_ir::pass::PassRegistry;
 

@@ -1,0 +1,7 @@
+//! Host↔device transfers: the analyses that say what each side reads and writes, and the passes
+//! that place the copies.
+//!
+//! - [`kernel_effects`]: what a dispatch of each kernel reads and writes of each buffer
+//!   parameter, and whether it provably writes every element.
+
+pub mod kernel_effects;
