@@ -120,3 +120,46 @@ pub fn page(strategies: &[Strategy], skipped: &[(&str, String)], counts: &[i64],
     }
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfers::scenarios::{run_scenario, strategies};
+    use std::path::Path;
+
+    #[test]
+    fn the_page_has_a_row_per_run_and_every_header_statement() {
+        let (strategies, skipped) = strategies();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let results: Vec<Scenario> = ["01-squares.hat", "03-repeat.hat"]
+            .iter()
+            .map(|f| run_scenario(&dir.join(f), &strategies, &[0, 1]).expect("runs"))
+            .collect();
+        let page = page(&strategies, &skipped, &[0, 1], &results);
+        assert!(page.contains(REGENERATE));
+        let rows: Vec<&str> = page.lines().filter(|l| l.starts_with("| `")).collect();
+        assert_eq!(rows.len(), 3, "squares once, repeat at counts 0 and 1:\n{page}");
+        assert!(rows[0].starts_with("| `01-squares.hat` |  | 256 / 256 | 256 / 256 (1 / 1) ✓ |"), "{}", rows[0]);
+        assert!(rows[1].starts_with("| `03-repeat.hat` | count = 0 | 0 / 0 | 0 / 0 (0 / 0) ✓ |"), "{}", rows[1]);
+        assert_eq!(rows[0].matches('|').count(), strategies.len() + 4);
+        assert!(rows.iter().all(|r| !r.contains('✗')), "every plan is right here:\n{page}");
+        assert!(page.contains("### `03-repeat.hat`\n\n```text\noptimal:"));
+        for s in &strategies {
+            assert!(page.contains(&format!("| {} |", s.name)), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn a_wrong_plan_and_a_failed_one_are_marked() {
+        let wrong = Moved {
+            to_device: (0, 0),
+            from_device: (1, 256),
+            correct: Some(false),
+            difference: Some("the entry's results".into()),
+            error: None,
+        };
+        assert_eq!(cell(&wrong, Some((0, 256))), "0 / 256 (0 / 1) ✓ ✗ wrong: the entry's results");
+        let failed = Moved { error: Some("a | b\nmore".into()), ..Moved::default() };
+        assert_eq!(cell(&failed, None), "error: a \\| b");
+    }
+}

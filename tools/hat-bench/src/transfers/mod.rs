@@ -56,6 +56,9 @@ pub struct TransfersArgs {
     /// Runs of each pipeline on each generated program (best time and largest heap reported).
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
+    /// A pipeline whose run takes longer than this is not run at the larger sizes.
+    #[arg(long, default_value_t = 120.0)]
+    pub budget_seconds: f64,
     /// Skip the scenarios.
     #[arg(long)]
     pub no_scenarios: bool,
@@ -123,22 +126,37 @@ pub fn scenario_table(strategies: &[Strategy], results: &[Scenario]) -> String {
 
 /// The cost table as text.
 fn cost_table(series: &[cost::Series], report: &Value) -> String {
-    let mut text = String::from("planning cost (in process, verify-each off; best time, peak heap growth)\n");
+    let mut text =
+        String::from("planning cost (in process, verify-each off; best wall time, its CPU time, peak heap growth)\n");
     for (name, points) in series {
-        for (n, seconds, mib) in points {
-            text.push_str(&format!("  {name:<10} {n:>7} dispatches: {seconds:>8.3} s  {mib:>8.1} MiB\n"));
-        }
-    }
-    if let Some(growth) = report["growth"].as_array() {
-        for g in growth {
+        for p in points {
             text.push_str(&format!(
-                "  {:<10} time exponent {} (n log n over these sizes: {}), heap exponent {}\n",
-                g["pipeline"].as_str().unwrap_or("?"),
-                g["time_exponent"],
-                report["n_log_n_exponent"],
-                g["heap_exponent"]
+                "  {name:<8} {:>7} dispatches: {:>9.3} s wall {:>9.3} s CPU {:>8.1} MiB\n",
+                p.dispatches, p.seconds, p.cpu_seconds, p.heap_mib
             ));
         }
+    }
+    for program in report["programs"].as_array().into_iter().flatten() {
+        for p in program["pipelines"].as_array().into_iter().flatten() {
+            if let Some(skipped) = p["skipped"].as_str() {
+                text.push_str(&format!(
+                    "  {:<8} {:>7} dispatches: {skipped} (estimate at the fitted exponent: {} s)\n",
+                    p["pipeline"].as_str().unwrap_or("?"),
+                    program["dispatches"],
+                    p["estimated_seconds"]
+                ));
+            }
+        }
+    }
+    for g in report["growth"].as_array().into_iter().flatten() {
+        text.push_str(&format!(
+            "  {:<8} exponent: wall {}, CPU {} (n log n over these sizes: {}); heap {}\n",
+            g["pipeline"].as_str().unwrap_or("?"),
+            g["time_exponent"],
+            g["cpu_time_exponent"],
+            g["n_log_n_exponent"],
+            g["heap_exponent"]
+        ));
     }
     text
 }
@@ -248,8 +266,18 @@ pub fn run(args: &TransfersArgs) -> Result<(Value, String, bool), String> {
             std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let pipelines = [("static", "insert-transfers{strategy=static}".to_string()), ("default", default_pipeline)];
-        let (cost_report, series, cost_ok) =
-            cost::measure(&args.dispatches, args.buffers, args.repeat, args.seed, &pipelines, args.keep.as_deref());
+        let mut sizes = args.dispatches.clone();
+        sizes.sort_unstable();
+        let plan = cost::Plan {
+            sizes: &sizes,
+            buffers: args.buffers,
+            repeat: args.repeat,
+            seed: args.seed,
+            pipelines: &pipelines,
+            budget_seconds: args.budget_seconds,
+            keep: args.keep.as_deref(),
+        };
+        let (cost_report, series, cost_ok) = cost::measure(&plan);
         ok &= cost_ok;
         tables.push('\n');
         tables.push_str(&cost_table(&series, &cost_report));

@@ -329,7 +329,7 @@ pub fn generate(shape: Shape) -> Generated {
                         "compute.call @helper_{}({}) : ({}) -> ()",
                         next_helper % helpers,
                         args.join(", "),
-                        vec![TY; HELPER_PARAMS].join(", ")
+                        [TY; HELPER_PARAMS].join(", ")
                     );
                     w.line(depth, &line);
                     next_helper += 1;
@@ -357,4 +357,56 @@ pub fn generate(shape: Shape) -> Generated {
     w.stats.dispatches_inlined =
         w.stats.dispatches - helpers * HELPER_DISPATCHES + w.stats.helper_calls * HELPER_DISPATCHES;
     Generated { text: w.text, ..w.stats }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfers::scenarios::{arguments, difference, load, run};
+    use hat_runtime::TransferMode;
+
+    #[test]
+    fn the_text_has_the_dispatches_and_calls_it_reports() {
+        for (dispatches, buffers) in [(1, 4), (60, 20), (1000, 1000)] {
+            let g = generate(Shape { dispatches, buffers, seed: 7 });
+            assert_eq!(g.text.matches("compute.dispatch @").count(), dispatches, "{dispatches} dispatches");
+            assert_eq!(g.dispatches, dispatches);
+            assert_eq!(g.text.matches("compute.call @helper_").count(), g.helper_calls);
+            assert_eq!(g.text.matches("compute.func @helper_").count(), g.helpers);
+            assert_eq!(g.text.matches("scf.for ").count(), g.loops);
+            assert_eq!(g.text.matches("scf.if %p").count(), g.branches);
+            assert_eq!(g.dispatches_inlined, dispatches - 5 * g.helpers + 5 * g.helper_calls);
+            assert_eq!(g.text.matches(" = buffer.alloc()").count(), buffers / 10);
+        }
+        let big = generate(Shape { dispatches: 10_000, buffers: 1000, seed: 1 });
+        assert_eq!(big.helpers, 100);
+        assert!(big.helper_calls >= 2 * big.helpers, "each helper is called from several places");
+        assert!(big.loops > 0 && big.branches > 0 && big.host_accesses > 0 && big.host_function_calls > 0);
+        // Every buffer is used.
+        let used =
+            (0..900).filter(|k| big.text.contains(&format!("%b{k},")) || big.text.contains(&format!("%b{k})"))).count();
+        assert_eq!(used, 900);
+    }
+
+    #[test]
+    fn the_same_shape_gives_the_same_text() {
+        let shape = Shape { dispatches: 200, buffers: 50, seed: 5 };
+        assert_eq!(generate(shape), generate(shape));
+        assert_ne!(generate(shape).text, generate(Shape { seed: 6, ..shape }).text);
+    }
+
+    #[test]
+    fn a_generated_program_runs_and_every_plan_gives_the_reference_results() {
+        let text = generate(Shape { dispatches: 80, buffers: 12, seed: 11 }).text;
+        let (ctx, module) = load("generated.hat", &text, None).expect("parses and verifies");
+        let args = arguments(&ctx, module, &[("n", 3)]).expect("arguments");
+        let reference = run(&ctx, module, TransferMode::Reference, args.clone()).expect("runs");
+        assert!(reference.report.dispatches > 80, "the loops repeat dispatches: {}", reference.report.dispatches);
+        for pipeline in ["insert-transfers{strategy=jic}", "insert-transfers{strategy=static}"] {
+            let (ctx, module) = load("generated.hat", &text, Some(pipeline)).expect("plans");
+            let planned = run(&ctx, module, TransferMode::Explicit, args.clone()).expect("runs");
+            assert_eq!(difference(&planned, &reference), None, "{pipeline}");
+            assert!(planned.report.total_bytes() > 0, "{pipeline}");
+        }
+    }
 }

@@ -123,7 +123,7 @@ pub struct Scenario {
 }
 
 /// Parses `text` and runs `pipeline` on it.
-fn load(name: &str, text: &str, pipeline: Option<&str>) -> Result<(Context, Op), String> {
+pub(super) fn load(name: &str, text: &str, pipeline: Option<&str>) -> Result<(Context, Op), String> {
     let mut ctx = hat_dialects::context();
     let module = parse_source(&mut ctx, name, text).map_err(|e| format!("{name} does not parse: {e:?}"))?;
     if let Err(errors) = verify_module(&ctx, module) {
@@ -183,11 +183,11 @@ pub fn arguments(ctx: &Context, module: Op, scalars: &[(&str, i64)]) -> Result<V
 }
 
 /// Everything a run lets anyone observe, and its report.
-struct Observed {
-    results: Vec<ArgValue>,
-    buffers: Vec<HostBuffer>,
-    calls: Vec<String>,
-    report: RunReport,
+pub(super) struct Observed {
+    pub(super) results: Vec<ArgValue>,
+    pub(super) buffers: Vec<HostBuffer>,
+    pub(super) calls: Vec<String>,
+    pub(super) report: RunReport,
 }
 
 /// The names of the module's declared host functions.
@@ -199,7 +199,7 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
         .collect()
 }
 
-fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgValue>) -> Result<Observed, String> {
+pub(super) fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgValue>) -> Result<Observed, String> {
     let verified = verify_module(ctx, module).map_err(|_| "the module does not verify".to_string())?;
     let calls: Rc<RefCell<Vec<String>>> = Rc::default();
     let mut backend = CpuBackend::new();
@@ -227,7 +227,7 @@ fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgValue>) -> Re
 }
 
 /// The first observation of `observed` that differs from `reference`'s, if any.
-fn difference(observed: &Observed, reference: &Observed) -> Option<String> {
+pub(super) fn difference(observed: &Observed, reference: &Observed) -> Option<String> {
     if observed.results != reference.results {
         return Some("the entry's results".to_string());
     }
