@@ -23,16 +23,16 @@
 //! included), the kernel effects of each dispatch, and a call's effects (unknown: everything);
 //! any value that may be `b` ([`super::aliases`]) counts.
 
-use super::aliases::{is_buffer, BufferRoots, Roots};
-use super::dispatch::{dispatch_args, kernel_of};
+use super::aliases::BufferRoots;
 use super::emit::{compare, guard, Anchor};
+use super::host_effects::{summarize, Summaries, Touches};
 use super::insert::{host_functions, kernel_effects};
 use super::kernel_effects::KernelEffects;
 use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
 use hat_dialects::semantics::IntPredicate;
-use hat_ir::interfaces::{trip_count, LaunchOpInterface, LoopLikeOpInterface};
+use hat_ir::interfaces::{trip_count, LoopLikeOpInterface};
 use hat_ir::pass::{Pass, PassFailed, PassInfo, PassState};
-use hat_ir::{Block, Context, EffectKind, EffectTarget, MemoryEffects, MemorySpace, Op, OpTraits, Value};
+use hat_ir::{Block, Context, Op, Value};
 use rustc_hash::FxHashMap;
 
 /// The registration of `hoist-transfers`.
@@ -52,6 +52,7 @@ pub struct HoistTransfers;
 impl Pass for HoistTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let effects = kernel_effects(ctx, op, state);
+        let summaries = summarize(ctx, op, &effects);
         let mut moved = 0u64;
         for function in host_functions(ctx, op) {
             let roots = BufferRoots::of(ctx, function);
@@ -64,7 +65,7 @@ impl Pass for HoistTransfers {
                 .filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some())
                 .collect();
             for looped in loops {
-                moved += hoist_out_of(ctx, looped, &roots, &effects);
+                moved += hoist_out_of(ctx, looped, &roots, &effects, &summaries);
             }
         }
         state.add_statistic("num-hoisted", moved);
@@ -75,104 +76,9 @@ impl Pass for HoistTransfers {
     }
 }
 
-/// What an op does to the two copies of one buffer.
-#[derive(Copy, Clone, Default, Debug)]
-struct Touch {
-    host_read: bool,
-    host_write: bool,
-    device_read: bool,
-    device_write: bool,
-}
-
-impl Touch {
-
-    fn all() -> Touch {
-        Touch { host_read: true, host_write: true, device_read: true, device_write: true }
-    }
-
-    fn add(&mut self, other: Touch) {
-        self.host_read |= other.host_read;
-        self.host_write |= other.host_write;
-        self.device_read |= other.device_read;
-        self.device_write |= other.device_write;
-    }
-}
-
-struct Touches<'a> {
-    ctx: &'a Context,
-    roots: &'a BufferRoots,
-    effects: &'a FxHashMap<Op, KernelEffects>,
-}
-
-impl Touches<'_> {
-    fn may_alias(&self, a: Value, b: Value) -> bool {
-        match (self.roots.roots(a), self.roots.roots(b)) {
-            (Roots::Known(x), Roots::Known(y)) => x.intersection(&y).next().is_some(),
-            _ => true,
-        }
-    }
-
-    /// What `op` (and the ops nested in it) does to `buffer`.
-    fn touch(&self, op: Op, buffer: Value) -> Touch {
-        let ctx = self.ctx;
-        let mut touch = Touch::default();
-        for nested in ctx.walk(op) {
-            touch.add(self.own_touch(nested, buffer));
-        }
-        touch
-    }
-
-    fn own_touch(&self, op: Op, buffer: Value) -> Touch {
-        let ctx = self.ctx;
-        let mentions = ctx.operands(op).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, buffer));
-        if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
-            let unknown = KernelEffects::default();
-            let effects = kernel_of(ctx, op).and_then(|k| self.effects.get(&k)).unwrap_or(&unknown);
-            let mut touch = Touch::default();
-            for arg in dispatch_args(ctx, op, effects).unwrap_or_default() {
-                if self.may_alias(arg.value, buffer) {
-                    touch.device_read |= arg.reads || (arg.writes && !arg.writes_all);
-                    touch.device_write |= arg.writes;
-                }
-            }
-            return touch;
-        }
-        if !mentions {
-            return Touch::default();
-        }
-        let Some(definition) = ctx.definition(ctx.name(op)) else { return Touch::all() };
-        if definition.traits().contains(OpTraits::PURE) {
-            return Touch::default();
-        }
-        match definition.memory_effects(ctx, op) {
-            MemoryEffects::Unknown => Touch::all(),
-            MemoryEffects::Known(effects) => {
-                let mut touch = Touch::default();
-                for effect in effects {
-                    let EffectTarget::Operand(i) = effect.target else { continue };
-                    let value = ctx.operand(op, i);
-                    if !is_buffer(ctx, value) || !self.may_alias(value, buffer) {
-                        continue;
-                    }
-                    let device = effect.space == MemorySpace::Device;
-                    match effect.kind {
-                        EffectKind::Read if device => touch.device_read = true,
-                        EffectKind::Read => touch.host_read = true,
-                        EffectKind::Write if device => touch.device_write = true,
-                        EffectKind::Write | EffectKind::Free => touch.host_write = true,
-                        _ => {}
-                    }
-                }
-                touch
-            }
-        }
-    }
-}
-
 /// Whether `op` is a whole transfer of exactly `buffer` in `direction` (`true`: to the device).
 fn whole_transfer_of(ctx: &Context, op: Op, buffer: Value, to_device: bool) -> bool {
-    let matches =
-        if to_device { ToDeviceOp::wrap(ctx, op).is_some() } else { FromDeviceOp::wrap(ctx, op).is_some() };
+    let matches = if to_device { ToDeviceOp::wrap(ctx, op).is_some() } else { FromDeviceOp::wrap(ctx, op).is_some() };
     matches && ctx.operands(op) == [buffer]
 }
 
@@ -186,7 +92,13 @@ fn defined_outside(ctx: &Context, value: Value, looped: Op) -> bool {
 }
 
 /// Moves what can leave `looped`; returns how many transfers moved.
-fn hoist_out_of(ctx: &mut Context, looped: Op, roots: &BufferRoots, effects: &FxHashMap<Op, KernelEffects>) -> u64 {
+fn hoist_out_of(
+    ctx: &mut Context,
+    looped: Op,
+    roots: &BufferRoots,
+    effects: &FxHashMap<Op, KernelEffects>,
+    summaries: &Summaries,
+) -> u64 {
     let body = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a loop").body(ctx, looped);
     let [block] = ctx.region_blocks(body) else { return 0 };
     let looping = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a loop");
@@ -199,7 +111,7 @@ fn hoist_out_of(ctx: &mut Context, looped: Op, roots: &BufferRoots, effects: &Fx
     let mut moved = 0;
     loop {
         let ops: Vec<Op> = ctx.block_ops(block).collect();
-        let view = Touches { ctx, roots, effects };
+        let view = Touches { ctx, roots, effects, summaries };
         let mut found = None;
         for (position, &op) in ops.iter().enumerate() {
             let to_device = ToDeviceOp::wrap(ctx, op).is_some();

@@ -47,6 +47,7 @@
 use super::aliases::{is_buffer, BufferRoots, Roots};
 use super::dispatch::{dispatch_args, element_count, kernel_of, shape};
 use super::emit::{self, compare, guard, index_constant, transfer, Anchor, Direction};
+use super::host_effects::{Summaries, Touch};
 use super::insert::describe_need;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
@@ -201,7 +202,12 @@ impl Want {
 }
 
 /// Plans the transfers of `function` (a host function with a body).
-pub fn plan(ctx: &Context, function: Op, effects: &FxHashMap<Op, KernelEffects>) -> Result<Plan, Unsupported> {
+pub fn plan(
+    ctx: &Context,
+    function: Op,
+    effects: &FxHashMap<Op, KernelEffects>,
+    summaries: &Summaries,
+) -> Result<Plan, Unsupported> {
     let body = ctx
         .interface::<dyn CallableOpInterface>(function)
         .and_then(|c| c.body(ctx, function))
@@ -216,11 +222,11 @@ pub fn plan(ctx: &Context, function: Op, effects: &FxHashMap<Op, KernelEffects>)
         function,
         roots: BufferRoots::of(ctx, function),
         effects,
+        summaries,
         params: params.clone(),
         items: Vec::new(),
     };
-    let mut state: State =
-        params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
+    let mut state: State = params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
     planner.block(*entry, &mut state)?;
     Ok(Plan { function, items: planner.items })
 }
@@ -230,6 +236,7 @@ struct Planner<'a> {
     function: Op,
     roots: BufferRoots,
     effects: &'a FxHashMap<Op, KernelEffects>,
+    summaries: &'a Summaries,
     params: Vec<Value>,
     items: Vec<Planned>,
 }
@@ -307,7 +314,8 @@ impl<'a> Planner<'a> {
         if missing.is_empty() {
             return Ok(());
         }
-        let guards = if side == Direction::FromDevice && copies.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
+        let guards =
+            if side == Direction::FromDevice && copies.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
         let updated = copies.side(side).union(&missing);
         *copies.side(side) = updated;
         copies.normalize(&whole(self.ctx, root));
@@ -466,6 +474,19 @@ impl<'a> Planner<'a> {
         };
         let callee_name = symbol_name(ctx, callee).unwrap_or("?").to_string();
         let callable = ctx.interface::<dyn CallableOpInterface>(callee).expect("resolve_callee gives callables");
+        if let Some(summary) = self.summaries.get(&callee) {
+            // A function planned on its own expects its buffers on the host; what it may write
+            // is stale on the device afterwards. What it does not touch is left alone.
+            let what = format!("passed to @{callee_name} (planned on its own)");
+            for (index, &value) in arguments.iter().enumerate() {
+                let touch = summary.get(index).copied().unwrap_or_else(Touch::all);
+                if touch.any() {
+                    let clobbers = touch.host_write || touch.device_write;
+                    self.on_host(op, state, &[value], clobbers, &what)?;
+                }
+            }
+            return Ok(());
+        }
         if callable.body(ctx, callee).is_some() {
             return self.on_host(
                 op,
@@ -507,15 +528,7 @@ impl<'a> Planner<'a> {
                     let ranges = whole(ctx, root);
                     let verb = if reads { "read" } else { "partly written" };
                     let reason = || format!("{verb} by @{callee_name} at {at}");
-                    self.need(
-                        state,
-                        root,
-                        Direction::FromDevice,
-                        &ranges,
-                        Anchor::Before(op),
-                        location,
-                        &reason,
-                    )?;
+                    self.need(state, root, Direction::FromDevice, &ranges, Anchor::Before(op), location, &reason)?;
                 }
                 if writes {
                     let copies = state.get_mut(&root).expect("tracked");
@@ -838,10 +851,22 @@ impl<'a> Planner<'a> {
             }
             let why = format!("the loop's body wants it there first ({})", self.observer(observer));
             if !to_device.is_empty() {
-                fixups.push(Fixup { root, direction: Direction::ToDevice, ranges: to_device, flagged: false, why: why.clone() });
+                fixups.push(Fixup {
+                    root,
+                    direction: Direction::ToDevice,
+                    ranges: to_device,
+                    flagged: false,
+                    why: why.clone(),
+                });
             }
             if !from_device.is_empty() {
-                fixups.push(Fixup { root, direction: Direction::FromDevice, ranges: from_device, flagged: e.host_flag, why });
+                fixups.push(Fixup {
+                    root,
+                    direction: Direction::FromDevice,
+                    ranges: from_device,
+                    flagged: e.host_flag,
+                    why,
+                });
             }
             header.insert(root, h);
         }
@@ -969,7 +994,13 @@ impl<'a> Planner<'a> {
     /// one a path that cannot take copies has); where every path has the device copy whole and
     /// they disagree on the host copy, the host copy becomes flagged instead, each path setting
     /// the flag.
-    fn merge_paths(&mut self, root: Value, op: Op, what: &str, paths: &[(PathEnd, &Copies)]) -> Result<Copies, Unsupported> {
+    fn merge_paths(
+        &mut self,
+        root: Value,
+        op: Op,
+        what: &str,
+        paths: &[(PathEnd, &Copies)],
+    ) -> Result<Copies, Unsupported> {
         let ctx = self.ctx;
         let all = whole(ctx, root);
         let location = ctx.location(op);
@@ -1032,8 +1063,24 @@ impl<'a> Planner<'a> {
                 from_guards.push(Guard::FlagClear(root));
             }
             let reason = format!("{why}, {}", path.label);
-            self.push(root, Direction::FromDevice, to_host.minus(&c.host), *anchor, from_guards, location, reason.clone())?;
-            self.push(root, Direction::ToDevice, to_device.minus(&c.device), *anchor, guards.clone(), location, reason)?;
+            self.push(
+                root,
+                Direction::FromDevice,
+                to_host.minus(&c.host),
+                *anchor,
+                from_guards,
+                location,
+                reason.clone(),
+            )?;
+            self.push(
+                root,
+                Direction::ToDevice,
+                to_device.minus(&c.device),
+                *anchor,
+                guards.clone(),
+                location,
+                reason,
+            )?;
         }
         Ok(Copies::new(host.union(&to_host), device.union(&to_device)))
     }
