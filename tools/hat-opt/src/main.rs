@@ -181,6 +181,9 @@ pub fn pass_list(registry: &PassRegistry) -> String {
         }
     }
     out.push_str("Available Pass Pipelines:\n");
+    if registry.pipelines().next().is_none() {
+        out.push_str("  (none)\n");
+    }
     for info in registry.pipelines() {
         out.push_str(&format!("  --{:<20} {}\n", info.name, info.summary));
         out.push_str(&format!("      = {}\n", info.text));
