@@ -266,14 +266,34 @@ fn strategies_and_modes_that_cannot_go_together_are_errors() {
         error(&["--run", "--strategy=tracking"]),
         "error: --strategy=tracking is not available: hat has no tracking run mode and no track-accesses pass yet"
     );
-    // The test registry has no insert-transfers: the strategy's pipeline names it.
+    // The strategy's pipeline names insert-transfers: without it, the error says so.
+    let mut bare = PassRegistry::new();
+    bare.register_pipeline("default", "", "builtin.module()");
     assert_eq!(
-        error(&["--run", "--strategy=kernel"]),
+        fail(&bare, &squares(), &[&ARGS[..], &["--arg", "scale=1", "--run", "--strategy=kernel"]].concat()).1,
         "error: --run, kernel strategy (insert-transfers{strategy=kernel}): 'insert-transfers' does not refer to a \
          registered pass or pipeline"
     );
     let error = fail(&registry, &squares(), &["--strategy=kernel"]).1;
     assert!(error.contains("--strategy") && error.contains("--run"), "{error}");
+}
+
+#[test]
+fn a_strategy_runs_insert_transfers_with_it_and_the_default_pipeline_can_be_the_real_one() {
+    let mut registry = test_registry();
+    let arguments = [&ARGS[..], &["--arg", "scale=2", "--run-check"]].concat();
+    for strategy in ["jic", "kernel"] {
+        let report = succeed(&registry, &squares(), &[&arguments[..], &[&format!("--strategy={strategy}")]].concat());
+        assert!(
+            report.contains(&format!("compiled:   {strategy} strategy (insert-transfers{{strategy={strategy}}})\n")),
+            "{report}"
+        );
+        assert!(report.contains("results:    18 : i32\n"), "{report}");
+    }
+    registry.register_pipeline("default", "", "builtin.module(insert-transfers{strategy=static},canonicalize)");
+    let report = succeed(&registry, &squares(), &arguments);
+    assert!(report.contains("compiled:   static strategy (pipeline 'default')\n"), "{report}");
+    assert!(report.contains("check:      the same as the reference semantics"), "{report}");
 }
 
 #[test]
