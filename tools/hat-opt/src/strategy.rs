@@ -10,6 +10,10 @@
 //! | `--run` with passes | none: the passes given are the pipeline (their IR may hold transfers already) | explicit |
 //! | `--run --run-mode=reference` | none (the passes given, if any) | reference: copy everything, every time |
 //!
+//! While no pipeline named `default` is registered, a plain `--run` (no pass, strategy, mode or
+//! check given) warns and runs the reference semantics instead, so that it stays right; asking
+//! for the static strategy in any way is then an error naming the missing pipeline.
+//!
 //! `--run-mode=explicit` only says what is the default anyway. `--strategy` with passes given,
 //! or with `--run-mode=reference`, is an error: it would be ignored. `--run-check` (see
 //! `check.rs`) compares a plan with the reference semantics, so it refuses
