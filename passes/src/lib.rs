@@ -30,6 +30,7 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(dce::info());
     registry.register(inline::info());
     registry.register(transfers::insert::info());
+    registry.register(transfers::hoist::info());
 }
 
 /// A registry holding every hat pass.
