@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 const STATIC: &str = "insert-transfers{strategy=static}";
-const DEFAULT: &str = "inline,insert-transfers{strategy=static},hoist-transfers,canonicalize";
+const DEFAULT: &str = "default";
 
 fn compile(text: &str, pipeline: Option<&str>, vendor: bool) -> (Context, Op) {
     let mut ctx = hat_dialects::context();

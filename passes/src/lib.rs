@@ -31,6 +31,11 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(inline::info());
     registry.register(transfers::insert::info());
     registry.register(transfers::hoist::info());
+    registry.register_pipeline(
+        "default",
+        "The whole job: inline, place the transfers (static strategy), hoist what loops do not need, clean up",
+        "builtin.module(inline,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
+    );
 }
 
 /// A registry holding every hat pass.

@@ -41,15 +41,12 @@ pub fn run(
     let plan = match options.run.running() {
         true => {
             let passes_given = options.pass_pipeline.is_some() || !pass_flags.is_empty();
-            Some(crate::strategy::run_plan(&options.run, passes_given, registry)?)
+            Some(crate::strategy::run_plan(&options.run, passes_given)?)
         }
         false => None,
     };
     // Build the pipeline once up front, so that a bad pipeline is reported before any input is read.
     build_pass_manager(options, registry, pass_flags, plan.as_ref())?;
-    if let Some(warning) = plan.as_ref().and_then(|plan| plan.warning.as_ref()) {
-        eprintln!("{warning}");
-    }
     let (name, bytes) = read_input(&options.input)?;
     let chunks = if options.split_input_file { split_input(&bytes) } else { vec![bytes] };
     let mut output = Output::open(&options.output)?;

@@ -307,19 +307,6 @@ fn passes_given_with_run_are_the_pipeline_and_the_program_runs_in_explicit_mode(
     );
 }
 
-#[test]
-fn without_a_default_pipeline_a_plain_run_warns_and_runs_the_reference_semantics() {
-    let mut registry = hat_passes::registry();
-    hat_passes::register_test_passes(&mut registry);
-    let report = succeed(&registry, &squares(), &[&ARGS[..], &["--arg", "scale=2", "--run"]].concat());
-    assert!(report.starts_with("ran @main (reference transfers, cpu backend)\nresults:    18 : i32\n"), "{report}");
-    let (_, error) = fail(&registry, &squares(), &[&ARGS[..], &["--arg", "scale=2", "--run-check"]].concat());
-    assert_eq!(
-        error,
-        "error: --run, static strategy (pipeline 'default'): 'default' does not refer to a registered pass or pipeline"
-    );
-}
-
 const FOLDABLE: &str = "compute.func @f() -> i32 {
   %a = arith.constant 2 : i32
   %b = arith.constant 3 : i32

@@ -10,10 +10,6 @@
 //! | `--run` with passes | none: the passes given are the pipeline (their IR may hold transfers already) | explicit |
 //! | `--run --run-mode=reference` | none (the passes given, if any) | reference: copy everything, every time |
 //!
-//! While no pipeline named `default` is registered, a plain `--run` (no pass, strategy, mode or
-//! check given) warns and runs the reference semantics instead, so that it stays right; asking
-//! for the static strategy in any way is then an error naming the missing pipeline.
-//!
 //! `--run-mode=explicit` only says what is the default anyway. `--strategy` with passes given,
 //! or with `--run-mode=reference`, is an error: it would be ignored. `--run-check` (see
 //! `check.rs`) compares a plan with the reference semantics, so it refuses
@@ -21,7 +17,6 @@
 
 use crate::run::RunOptions;
 use clap::ValueEnum;
-use hat_ir::pass::PassRegistry;
 use hat_runtime::TransferMode;
 
 /// The name of the pipeline that does the whole job.
@@ -82,13 +77,11 @@ pub struct RunPlan {
     /// What compiled the program, for the report: `static strategy (pipeline 'default')`, `the
     /// passes given`; `None` when nothing did.
     pub description: Option<String>,
-    /// A warning for standard error.
-    pub warning: Option<String>,
 }
 
 /// The plan of a run whose command line has `options`, `passes_given` telling whether it gives
 /// passes (`--pass-pipeline`, pass flags).
-pub fn run_plan(options: &RunOptions, passes_given: bool, registry: &PassRegistry) -> Result<RunPlan, String> {
+pub fn run_plan(options: &RunOptions, passes_given: bool) -> Result<RunPlan, String> {
     if options.mode == Some(RunMode::Reference) {
         if let Some(strategy) = options.strategy {
             return Err(format!(
@@ -106,7 +99,6 @@ pub fn run_plan(options: &RunOptions, passes_given: bool, registry: &PassRegistr
             pipeline: None,
             mode: TransferMode::Reference,
             description: passes_given.then(|| "the passes given".to_string()),
-            warning: None,
         });
     }
     if passes_given {
@@ -122,7 +114,6 @@ pub fn run_plan(options: &RunOptions, passes_given: bool, registry: &PassRegistr
             pipeline: None,
             mode: TransferMode::Explicit,
             description: Some("the passes given".to_string()),
-            warning: None,
         });
     }
     let strategy = options.strategy.unwrap_or(Strategy::Static);
@@ -132,31 +123,9 @@ pub fn run_plan(options: &RunOptions, passes_given: bool, registry: &PassRegistr
                     track-accesses pass yet"
             .to_string());
     }
-    if options.strategy.is_none()
-        && options.mode.is_none()
-        && !options.check
-        && registry.pipeline(DEFAULT_PIPELINE).is_none()
-    {
-        // Until the transfer passes are registered, a plain --run keeps running the program
-        // right: by the reference semantics, and saying so.
-        return Ok(RunPlan {
-            pipeline: None,
-            mode: TransferMode::Reference,
-            description: None,
-            warning: Some(format!(
-                "warning: no pipeline named '{DEFAULT_PIPELINE}' is registered, so --run places no transfers: it runs \
-                 the reference semantics (copy everything, every time)"
-            )),
-        });
-    }
     let description = match strategy {
         Strategy::Static => format!("{} strategy (pipeline '{DEFAULT_PIPELINE}')", strategy.name()),
         _ => format!("{} strategy ({})", strategy.name(), strategy.pipeline()),
     };
-    Ok(RunPlan {
-        pipeline: Some(strategy.pipeline()),
-        mode: TransferMode::Explicit,
-        description: Some(description),
-        warning: None,
-    })
+    Ok(RunPlan { pipeline: Some(strategy.pipeline()), mode: TransferMode::Explicit, description: Some(description) })
 }
