@@ -29,6 +29,7 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(cse::info());
     registry.register(dce::info());
     registry.register(inline::info());
+    registry.register(transfers::kernel_effects::print::info());
 }
 
 /// A registry holding every hat pass.
