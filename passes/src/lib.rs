@@ -36,6 +36,7 @@ pub fn register_all(registry: &mut PassRegistry) {
         "The whole job: inline, place the transfers (static strategy), hoist what loops do not need, clean up",
         "builtin.module(inline,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
     );
+    registry.register(transfers::kernel_effects::print::info());
 }
 
 /// A registry holding every hat pass.
