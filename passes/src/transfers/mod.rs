@@ -7,7 +7,8 @@
 //!   copy of a buffer;
 //! - [`insert`]: the `insert-transfers` pass and its three strategies;
 //! - [`static_plan`]: the `static` strategy's dataflow;
-//! - [`hoist`]: the `hoist-transfers` pass.
+//! - [`hoist`]: the `hoist-transfers` pass;
+//! - [`unswitch`]: observers of `arith.select`ed buffers split by the condition, for exact plans.
 
 pub mod aliases;
 pub mod dispatch;
@@ -18,3 +19,4 @@ pub mod insert;
 pub mod kernel_effects;
 pub mod ranges;
 pub mod static_plan;
+pub mod unswitch;
