@@ -29,6 +29,7 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(cse::info());
     registry.register(dce::info());
     registry.register(inline::info());
+    registry.register(transfers::track_accesses::info());
 }
 
 /// A registry holding every hat pass.
