@@ -162,7 +162,14 @@ compute.func @main(%grid: memref<4x8xi32>, %row: memref<?xi32>, %i: index, %j: i
   compute.return %s : i32
 }
 "#;
-    let args = || vec![i32s(&[4, 8], 0..32), i32s(&[8], 100..108), ArgValue::Scalar(Scalar::Int(2)), ArgValue::Scalar(Scalar::Int(3))];
+    let args = || {
+        vec![
+            i32s(&[4, 8], 0..32),
+            i32s(&[8], 100..108),
+            ArgValue::Scalar(Scalar::Int(2)),
+            ArgValue::Scalar(Scalar::Int(3)),
+        ]
+    };
     let report = check(text, args);
     // In: both whole (128 + 32), then only the element the host wrote (4); out: the two
     // elements the host read (4 + 4), then at the return both whole, which the second dispatch
@@ -294,4 +301,31 @@ compute.func @main(%data: memref<16xi32>, %out: memref<16xi32>) {
     // 16 B of %data in, 16 B of %out in (its written range, which a partial write needs
     // current) and 16 B back.
     assert_eq!(bytes(&report), (32, 16));
+}
+
+#[test]
+fn an_access_out_of_bounds_reports_the_same_error_tracked_or_not() {
+    let text = r#"
+compute.func @main(%grid: memref<4x8xi32>, %i: index) -> i32 {
+  %c0 = arith.constant 0 : index
+  %v = buffer.load %grid[%c0, %i] : memref<4x8xi32>
+  compute.return %v : i32
+}
+"#;
+    // Index 40 is out of bounds in its dimension and its flat element (40) outside the buffer.
+    for i in [9, 40] {
+        let args = || vec![i32s(&[4, 8], 0..32), ArgValue::Scalar(Scalar::Int(i))];
+        let run = |ctx: &Context, module: Op, mode| {
+            let verified = hat_ir::verify_module(ctx, module).expect("verified");
+            let mut backend = CpuBackend::new();
+            let mut executor = Executor::new(verified, &mut backend, ExecutorOptions { mode });
+            executor.run("main", args()).unwrap_err()
+        };
+        let (plain_ctx, plain) = parse(text);
+        let (ctx, module) = tracked(text);
+        let reference = run(&plain_ctx, plain, TransferMode::Reference);
+        let tracking = run(&ctx, module, TransferMode::Tracking);
+        assert_eq!(tracking.to_string(), reference.to_string(), "index {i}");
+        assert!(reference.to_string().starts_with("out-of-bounds access on the host"), "{reference}");
+    }
 }

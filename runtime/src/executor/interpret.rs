@@ -28,7 +28,7 @@ use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, Run
 use crate::backend::{KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::eval;
-use crate::report::{Direction, Recorder};
+use crate::report::{Direction, HostHook, Recorder};
 use crate::value::{BufferLayout, Scalar};
 use hat_ir::interfaces::RegionPoint;
 use hat_ir::{Context, Op};
@@ -375,18 +375,38 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                     self.transfer(frame, Some(*direction), *buffer, *range, *op)?
                 }
                 Inst::Hook { hook, buffer, range, op } => {
-                    self.transfer(frame, None, *buffer, *range, *op)?;
-                    self.recorder.count_hook(*hook);
-                    if self.tracker.is_some() {
-                        let range = range.map(|(o, c)| (frame[o as usize].as_i64(), frame[c as usize].as_i64()));
-                        let every_element = annotations::must_write(self.ctx, *op);
-                        let id = buffer_id(frame[*buffer as usize]);
-                        if let Some((tracker, mut io)) = self.tracked(self.at(*op)) {
-                            tracker.hook(&mut io, *hook, id, range, every_element)?;
-                        }
+                    match self.tracker {
+                        None => self.transfer(frame, None, *buffer, *range, *op)?,
+                        Some(_) => self.tracked_hook(frame, *hook, *buffer, *range, *op)?,
                     }
+                    self.recorder.count_hook(*hook);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A hook when the run tracks its buffers. A range outside the buffer (an access out of
+    /// bounds, flattened) is left to the access itself, which reports it as it would untracked.
+    #[inline(never)]
+    fn tracked_hook(
+        &mut self,
+        frame: &mut [Scalar],
+        hook: HostHook,
+        buffer: Slot,
+        range: Option<(Slot, Slot)>,
+        op: Op,
+    ) -> Res<()> {
+        let range = range.map(|(o, c)| (frame[o as usize].as_i64(), frame[c as usize].as_i64()));
+        let id = buffer_id(frame[buffer as usize]);
+        let at = self.at(op);
+        match self.buffers.byte_range(id, range, at) {
+            Err(RuntimeError::RangeOutOfBounds { .. }) => return Ok(()),
+            checked => checked?,
+        };
+        let every_element = annotations::must_write(self.ctx, op);
+        if let Some((tracker, mut io)) = self.tracked(at) {
+            tracker.hook(&mut io, hook, id, range, every_element)?;
         }
         Ok(())
     }
