@@ -329,3 +329,47 @@ compute.func @main(%grid: memref<4x8xi32>, %i: index) -> i32 {
         assert!(reference.to_string().starts_with("out-of-bounds access on the host"), "{reference}");
     }
 }
+
+/// The pass writes `hat.arg_access`, the runtime reads it: each keyword the pass can write moves
+/// what it means (on a kernel that does nothing, so only the annotation decides), and one the
+/// runtime does not know counts as "may do anything".
+#[test]
+fn every_access_the_pass_writes_is_one_the_runtime_reads() {
+    use hat_passes::transfers::track_accesses::ArgAccess;
+    let text = r#"
+kernel.func @nothing(%data: memref<8xi32>) workgroup(8) {
+  kernel.return
+}
+
+compute.func @main(%data: memref<8xi32>) {
+  %c8 = arith.constant 8 : index
+  compute.dispatch @nothing[%c8](%data) : (memref<8xi32>)
+  compute.return
+}
+"#;
+    let keywords = ArgAccess::ALL.iter().map(|a| a.keyword()).chain(["bogus"]);
+    let mut seen = Vec::new();
+    for keyword in keywords {
+        let (mut ctx, module) = tracked(text);
+        let dispatch = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == "compute.dispatch").unwrap();
+        let entry = ctx.string_attr(keyword);
+        let access = ctx.array_attr(&[entry]);
+        let key = ctx.ident("hat.arg_access");
+        ctx.set_attribute(dispatch, key, access);
+        let log = Log::default();
+        let output = run(&ctx, module, TransferMode::Tracking, vec![i32s(&[8], 0..8)], &log);
+        seen.push((keyword, bytes(&output.report)));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("none", (0, 0)),
+            ("read", (32, 0)),
+            ("write", (32, 32)),
+            ("readwrite", (32, 32)),
+            ("write_all", (0, 32)),
+            ("readwrite_all", (32, 32)),
+            ("bogus", (32, 32)),
+        ]
+    );
+}

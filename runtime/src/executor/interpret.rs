@@ -220,7 +220,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         }
     }
 
-    /// Before and after a host access of `id` (in a residency session's explicit mode).
+    /// Before a host access of `id` (in a residency session's explicit mode; nothing otherwise).
     fn host_access(&mut self, id: BufferId, range: Option<(i64, i64)>, access: HostAccess, at: At<'a>) -> Res<()> {
         if let Some((tracker, mut io)) = self.intercepting(at) {
             tracker.before_host_access(&mut io, id, range, access)?;
@@ -228,12 +228,14 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         Ok(())
     }
 
+    /// After the host wrote `id` (in a residency session's explicit mode; nothing otherwise).
     fn host_wrote(&mut self, id: BufferId, range: Option<(i64, i64)>, at: At<'a>) -> Res<()> {
         if let Some((tracker, mut io)) = self.intercepting(at) {
             tracker.after_host_write(&mut io, id, range)?;
         }
         Ok(())
     }
+
     fn at(&self, op: Op) -> At<'a> {
         At { op: self.ctx.name_str(op), location: self.ctx.location(op) }
     }
@@ -565,7 +567,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         }
         // In a residency session, each buffer's host copy must be current where the function reads
         // it or may leave it unwritten.
-        if self.tracker.as_ref().is_some_and(|t| t.policy() == Policy::Explicit) {
+        if self.tracker.is_some() {
             for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
                 if let ArgSlot::Buffer(slot) = argument {
                     let access = if effect == ArgEffect::Read { HostAccess::Read } else { HostAccess::MayWrite };
@@ -610,7 +612,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             }
             self.buffers.put_host(id, bytes);
         }
-        if self.tracker.as_ref().is_some_and(|t| t.policy() == Policy::Explicit) {
+        if self.tracker.is_some() {
             for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
                 if let (ArgSlot::Buffer(slot), ArgEffect::Write | ArgEffect::ReadWrite) = (argument, effect) {
                     self.host_wrote(buffer_id(frame[*slot as usize]), None, at)?;

@@ -70,7 +70,7 @@ mod residency;
 pub use hat_dialects::compute::ArgEffect;
 pub use host_buffer::HostBuffer;
 pub use host_functions::{HostArg, HostCall, HostFunction, STANDARD_HOST_FUNCTIONS};
-pub use residency::session::{CallArg, CallOutput, CallResult, ResidentBuffer, Session, SessionMode};
+pub use residency::session::{CallArg, CallOutput, CallResult, HostMut, ResidentBuffer, Session, SessionMode};
 
 use crate::backend::Backend;
 use crate::error::RuntimeError;
