@@ -137,13 +137,13 @@ fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgValue>, log: 
 
 /// The `kernel` strategy's bytes for a run: for each dispatch (counted by kernel in the report),
 /// the bytes of the buffer arguments it reads or may leave unwritten (in) and writes (out), by
-/// the dispatch's `hat.arg_access`. Every kernel of the examples has one dispatch site.
+/// the dispatch's `hat.arg_access`. A kernel dispatched from several sites must move the same at
+/// each (true of the examples).
 fn kernel_strategy_bytes(ctx: &Context, module: Op, output: &RunOutput) -> u64 {
-    let mut total = 0;
+    let mut per_kernel: Vec<(String, u64)> = Vec::new();
     for op in ctx.walk(module) {
         let Some(dispatch) = hat_dialects::compute::DispatchOp::wrap(ctx, op) else { continue };
         let kernel = ctx.ident_str(dispatch.kernel(ctx).expect("names a kernel")).to_string();
-        let runs = output.report.kernels.iter().find(|k| k.name == kernel).map_or(0, |k| k.dispatches);
         let access = ctx.attribute(op, "hat.arg_access").expect("annotated");
         let hat_ir::AttributeKind::Array(entries) = ctx.attribute_kind(access) else { panic!("an array") };
         let mut bytes = 0;
@@ -157,9 +157,18 @@ fn kernel_strategy_bytes(ctx: &Context, module: Op, output: &RunOutput) -> u64 {
             let writes_all = access.ends_with("_all");
             bytes += buffer * ((reads || (writes && !writes_all)) as u64 + writes as u64);
         }
-        total += runs * bytes;
+        match per_kernel.iter().find(|(name, _)| *name == kernel) {
+            Some(&(_, other)) => assert_eq!(other, bytes, "@{kernel}'s sites move different amounts"),
+            None => per_kernel.push((kernel, bytes)),
+        }
     }
-    total
+    per_kernel
+        .into_iter()
+        .map(|(kernel, bytes)| {
+            let runs = output.report.kernels.iter().find(|k| k.name == kernel).map_or(0, |k| k.dispatches);
+            runs * bytes
+        })
+        .sum()
 }
 
 /// The `kernel` strategy's bytes under each kernel's true effects (from the scenario headers),
