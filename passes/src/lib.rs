@@ -37,6 +37,7 @@ pub fn register_all(registry: &mut PassRegistry) {
         "builtin.module(inline,canonicalize,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
     );
     registry.register(transfers::kernel_effects::print::info());
+    registry.register(transfers::track_accesses::info());
 }
 
 /// A registry holding every hat pass.
