@@ -140,6 +140,7 @@ impl Pass for InsertTransfers {
                 },
             }
         }
+        annotate_entries(ctx, op, &summaries);
         state.add_statistic("num-to-device", counts[0]);
         state.add_statistic("num-from-device", counts[1]);
         Ok(())
@@ -210,5 +211,34 @@ pub fn describe_need(arg: &DispatchArg, kernel: &str) -> String {
         format!("read by @{kernel}")
     } else {
         format!("partly written by @{kernel}: the rest must be current")
+    }
+}
+
+/// The attribute on an entry function saying what a call does to each parameter (`none`,
+/// `read`, `write`, `readwrite`), from its summary: the runtime's residency session reads it to
+/// decide whether the caller may pass one buffer as two arguments.
+pub const ARG_EFFECTS_ATTRIBUTE: &str = "hat.arg_effects";
+
+fn annotate_entries(ctx: &mut Context, module: Op, summaries: &super::host_effects::Summaries) {
+    for function in host_functions(ctx, module) {
+        let entry = ctx.interface::<dyn CallableOpInterface>(function).is_some_and(|c| c.is_entry(ctx, function));
+        let Some(summary) = summaries.get(&function).filter(|_| entry) else { continue };
+        let names: Vec<&str> = summary
+            .iter()
+            .map(|t| {
+                let reads = t.host_read || t.device_read;
+                let writes = t.host_write || t.device_write;
+                match (reads, writes) {
+                    (false, false) => "none",
+                    (true, false) => "read",
+                    (false, true) => "write",
+                    (true, true) => "readwrite",
+                }
+            })
+            .collect();
+        let elements: Vec<hat_ir::Attribute> = names.iter().map(|n| ctx.string_attr(n)).collect();
+        let array = ctx.array_attr(&elements);
+        let key = ctx.ident(ARG_EFFECTS_ATTRIBUTE);
+        ctx.set_attribute(function, key, array);
     }
 }
