@@ -37,6 +37,12 @@ pub const OPTIONS: &[PassOptionInfo] = &[
         default: "false",
         help: "Keep a `reason` attribute on each inserted transfer, naming the observer that needs it",
     },
+    PassOptionInfo {
+        name: "remarks",
+        kind: OptionKind::Bool,
+        default: "false",
+        help: "Emit a remark at each inserted transfer saying why it is there (MLIR's -Rpass style)",
+    },
 ];
 
 /// The registration of `insert-transfers`.
@@ -64,7 +70,10 @@ pub enum Strategy {
 /// The `insert-transfers` pass.
 pub struct InsertTransfers {
     strategy: Strategy,
+    /// Whether transfers get a `reason` (kept when asked for, or made for the remarks).
     reasons: bool,
+    keep_reasons: bool,
+    remarks: bool,
 }
 
 impl InsertTransfers {
@@ -75,7 +84,9 @@ impl InsertTransfers {
             "kernel" => Strategy::Kernel,
             _ => Strategy::Static,
         };
-        InsertTransfers { strategy, reasons: options.get_bool("reasons") }
+        let remarks = options.get_bool("remarks");
+        let keep_reasons = options.get_bool("reasons");
+        InsertTransfers { strategy, reasons: keep_reasons || remarks, keep_reasons, remarks }
     }
 }
 
@@ -141,6 +152,19 @@ impl Pass for InsertTransfers {
             }
         }
         annotate_entries(ctx, op, &summaries);
+        if self.remarks {
+            for diagnostic in transfer_remarks(ctx, op) {
+                state.emit(diagnostic);
+            }
+            if !self.keep_reasons {
+                let key = ctx.ident(super::emit::REASON_ATTRIBUTE);
+                for transfer in ctx.walk(op) {
+                    if ctx.attribute(transfer, super::emit::REASON_ATTRIBUTE).is_some() {
+                        ctx.remove_attribute(transfer, key);
+                    }
+                }
+            }
+        }
         state.add_statistic("num-to-device", counts[0]);
         state.add_statistic("num-from-device", counts[1]);
         Ok(())
@@ -241,4 +265,38 @@ fn annotate_entries(ctx: &mut Context, module: Op, summaries: &super::host_effec
         let key = ctx.ident(ARG_EFFECTS_ATTRIBUTE);
         ctx.set_attribute(function, key, array);
     }
+}
+
+/// A remark for each transfer under `module` that says why it is there (its `reason`
+/// attribute), at the transfer: `to_device %data[1, 63]: read by @k at file:line:col`.
+fn transfer_remarks(ctx: &Context, module: Op) -> Vec<Diagnostic> {
+    use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
+    let mut out = Vec::new();
+    for op in ctx.walk(module) {
+        let direction = if ToDeviceOp::wrap(ctx, op).is_some() {
+            "to_device"
+        } else if FromDeviceOp::wrap(ctx, op).is_some() {
+            "from_device"
+        } else {
+            continue;
+        };
+        let Some(reason) =
+            ctx.attribute(op, super::emit::REASON_ATTRIBUTE).and_then(|a| ctx.attribute_kind(a).as_str())
+        else {
+            continue;
+        };
+        let operands = ctx.operands(op);
+        let buffer = operands[0];
+        let name = ctx.argument_name(buffer).map_or_else(|| "a buffer".to_string(), |n| format!("%{n}"));
+        let range = match operands
+            .get(1..3)
+            .map(|r| (hat_ir::interfaces::constant_integer(ctx, r[0]), hat_ir::interfaces::constant_integer(ctx, r[1])))
+        {
+            Some((Some(offset), Some(count))) => format!("[{offset}, +{count}]"),
+            Some(_) => "[one element]".to_string(),
+            None => String::new(),
+        };
+        out.push(Diagnostic::remark(ctx.location(op), format!("{direction} {name}{range}: {reason}")));
+    }
+    out
 }

@@ -826,7 +826,20 @@ impl<'a> Planner<'a> {
                 continue;
             }
             if ctx.interface::<dyn LaunchOpInterface>(n).is_some() {
-                return Some((Want::Device, Some(n)));
+                // A dispatch that only overwrites the whole buffer wants nothing of it.
+                let unknown = KernelEffects::default();
+                let effects = kernel_of(ctx, n).and_then(|k| self.effects.get(&k)).unwrap_or(&unknown);
+                let args = dispatch_args(ctx, n, effects).unwrap_or_default();
+                let mine: Vec<_> = args.iter().filter(|a| self.may_alias(a.value, root)).collect();
+                let single = matches!(self.roots.roots(mine.first()?.value), Roots::Known(set) if set.len() == 1);
+                let kills = single && mine.iter().all(|a| !a.reads && a.writes_all);
+                if kills && n != op {
+                    // Overwritten only on some paths (inside a branch or a loop of `op`):
+                    // others may still observe it, so it is not dead; and as the observer is
+                    // nested, nothing takes it for sure to come.
+                    return Some((Want::Device, Some(n)));
+                }
+                return Some((if kills { Want::Nothing } else { Want::Device }, Some(n)));
             }
             if ctx.interface::<dyn CallOpInterface>(n).is_some() {
                 return Some((Want::Host, Some(n)));
@@ -844,14 +857,35 @@ impl<'a> Planner<'a> {
                 _ => false,
             };
             let Some(first) = effects.iter().find(on_root) else { continue };
+            let reads_first = effects.iter().filter(on_root).any(|e| e.kind == EffectKind::Read);
+            let overwrites = first.kind == EffectKind::Write
+                && first.must
+                && !reads_first
+                && matches!(first.target, EffectTarget::Operand(i) if self.roots.is_root(ctx.operand(n, i)))
+                && first.extent == Extent::Whole;
             let want = match (first.kind, first.space) {
                 (EffectKind::Free, _) => Want::Nothing,
+                _ if overwrites => Want::Nothing,
                 (_, MemorySpace::Device) => Want::Device,
                 _ => Want::Host,
             };
+            if want == Want::Nothing && n != op {
+                // Freed or overwritten only on some paths: others may still observe it.
+                let side = if first.space == MemorySpace::Device { Want::Device } else { Want::Host };
+                return Some((side, Some(n)));
+            }
             return Some((want, Some(n)));
         }
         None
+    }
+
+    /// Whether the next observer after `op` (as [`Self::wanted_after`] found it) surely comes:
+    /// it is in `op`'s block, or it is the caller and `op` is at the top of the function.
+    fn surely_observed(&self, op: Op, want: Want, observer: Option<Op>) -> bool {
+        match observer {
+            Some(o) => self.ctx.parent_block(o) == self.ctx.parent_block(op),
+            None => want == Want::Host && self.ctx.parent_op(op) == Some(self.function),
+        }
     }
 
     fn observer(&self, observer: Option<Op>) -> String {
@@ -1087,7 +1121,14 @@ impl<'a> Planner<'a> {
         let eligible = paths.iter().all(|(_, c)| c.host_flag || c.host.contains(&all) || c.device.contains(&all));
         let host_everywhere = paths.iter().all(|(_, c)| c.host.contains(&all));
         let host_somewhere = paths.iter().any(|(_, c)| c.host.contains(&all) || c.host_flag);
-        if eligible && !host_everywhere && host_somewhere {
+        // A flag is for observers that may not come (copies placed now could be wasted) and
+        // for paths that cannot take copies; when every path can and the next observer surely
+        // comes, guarded copies on the paths are simpler.
+        let (want_next, observer_next) = self.wanted_after(root, op);
+        let sure = self.surely_observed(op, want_next, observer_next);
+        let all_take_copies = paths.iter().all(|(path, _)| path.copies.is_some());
+        let prefer_copies = sure && all_take_copies && want_next != Want::Nothing;
+        if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
                 return Ok(Copies { host, device, host_flag: true });
             }
@@ -1108,7 +1149,7 @@ impl<'a> Planner<'a> {
         // completed on the paths that lack it now, under their own guards, rather than later
         // on every path.
         let mut lost = all.minus(&host.union(&device));
-        if observer.is_some_and(|o| ctx.parent_block(o) == ctx.parent_block(op)) {
+        if self.surely_observed(op, want, observer) {
             let mut some = RangeSet::empty();
             for (_, c) in paths {
                 some = some.union(match side {
