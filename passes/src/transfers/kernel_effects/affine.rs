@@ -76,6 +76,14 @@ pub(super) enum Atom {
         /// The dimension.
         dimension: u8,
     },
+    /// An unknown of a callee (an opaque value, a dimension), as one call sees it: two calls of
+    /// the same function compute two values.
+    Via {
+        /// The call.
+        call: hat_ir::Op,
+        /// The callee's atom.
+        atom: Box<Atom>,
+    },
     /// A division of the first by the second.
     Div(Box<Affine>, Box<Affine>, Rounding),
     /// A remainder of the first by the second.
@@ -339,6 +347,7 @@ impl std::fmt::Display for Atom {
             Atom::CallDimension { call, param, dimension } => {
                 write!(f, "dim(call{}#{param}, {dimension})", call.index())
             }
+            Atom::Via { call, atom } => write!(f, "{atom}@call{}", call.index()),
             Atom::Div(a, b, _) => write!(f, "({a}) / ({b})"),
             Atom::Rem(a, b, _) => write!(f, "({a}) % ({b})"),
             Atom::Min(a, b, _) => write!(f, "min({a}, {b})"),

@@ -16,7 +16,7 @@
 //! with one exception that bounds checks rely on: `a <u b` with `b >= 0` implies `0 <= a < b`
 //! (a negative `a` is huge when read unsigned).
 
-use super::affine::Affine;
+use super::affine::{Affine, Atom, Order};
 use super::interval::{Environment, Interval, INFINITY};
 use hat_dialects::semantics::IntPredicate;
 
@@ -49,7 +49,7 @@ pub(super) enum Guard {
 impl Guard {
     /// The guard with atoms replaced (see [`Affine::substitute`]); a comparison whose operands
     /// overflow becomes `Unknown`.
-    pub(super) fn substitute(&self, replace: &dyn Fn(&super::affine::Atom) -> Option<Affine>) -> Guard {
+    pub(super) fn substitute(&self, replace: &dyn Fn(&Atom) -> Option<Affine>) -> Guard {
         match self {
             Guard::Compare { lhs, rhs, predicate } => match (lhs.substitute(replace), rhs.substitute(replace)) {
                 (Some(lhs), Some(rhs)) => Guard::Compare { lhs, rhs, predicate: *predicate },
@@ -164,10 +164,17 @@ fn narrow_compare(env: &mut Environment, lhs: &Affine, rhs: &Affine, predicate: 
     }
 }
 
+/// How deep a bound is carried back into the operands of a division, minimum or maximum.
+const MAX_BACK_DEPTH: usize = 4;
+
 /// Narrows `env` by `form <= limit`, atom by atom; `false` when infeasible.
-fn at_most(env: &mut Environment, form: &Affine, limit: i64) -> bool {
+fn at_most(env: &mut Environment, form: &Affine, limit: i128) -> bool {
+    at_most_within(env, form, limit, MAX_BACK_DEPTH)
+}
+
+fn at_most_within(env: &mut Environment, form: &Affine, limit: i128, depth: usize) -> bool {
     let whole = env.bound(form);
-    if whole.is_empty() || whole.low > limit as i128 {
+    if whole.is_empty() || whole.low > limit {
         return false;
     }
     let terms: Vec<_> = form.terms().map(|(a, c)| (a.clone(), c)).collect();
@@ -180,19 +187,68 @@ fn at_most(env: &mut Environment, form: &Affine, limit: i64) -> bool {
         if least <= -INFINITY {
             continue;
         }
-        let room = limit as i128 - least;
+        let room = limit - least;
         let c = coefficient as i128;
         let interval = if c > 0 {
             Interval::new(-INFINITY, room.div_euclid(c))
         } else {
             Interval::new(-room.div_euclid(-c), INFINITY)
         };
-        env.restrict(&atom, interval);
-        if env.bound_atom(&atom).is_empty() {
+        if !restrict_atom(env, &atom, interval, depth) {
             return false;
         }
     }
     true
+}
+
+/// Narrows `atom` to `interval`, and what that says of the operands of a division (by a positive
+/// constant, of what is not negative), a minimum or a maximum; `false` when infeasible.
+fn restrict_atom(env: &mut Environment, atom: &Atom, interval: Interval, depth: usize) -> bool {
+    if !env.restrict(atom, interval) {
+        return !env.bound_atom(atom).is_empty();
+    }
+    let bound = env.bound_atom(atom);
+    if bound.is_empty() {
+        return false;
+    }
+    if depth == 0 {
+        return true;
+    }
+    let finite_high = bound.high < INFINITY;
+    let finite_low = bound.low > -INFINITY;
+    let negated = |form: &Affine| form.scale(-1);
+    match atom {
+        // q = e / d with e >= 0 (any rounding): d × q <= e <= d × q + d - 1.
+        Atom::Div(e, d, _) => {
+            let Some(d) = d.as_constant().filter(|&d| d > 0).map(i128::from) else { return true };
+            if env.bound(e).low < 0 {
+                return true;
+            }
+            if finite_high && !at_most_within(env, e, d * bound.high + d - 1, depth - 1) {
+                return false;
+            }
+            match negated(e) {
+                Some(minus_e) if finite_low => at_most_within(env, &minus_e, -d * bound.low, depth - 1),
+                _ => true,
+            }
+        }
+        Atom::Max(a, b, order) if finite_high && ordered(env, a, b, *order) => {
+            at_most_within(env, a, bound.high, depth - 1) && at_most_within(env, b, bound.high, depth - 1)
+        }
+        Atom::Min(a, b, order) if finite_low && ordered(env, a, b, *order) => match (negated(a), negated(b)) {
+            (Some(minus_a), Some(minus_b)) => {
+                at_most_within(env, &minus_a, -bound.low, depth - 1)
+                    && at_most_within(env, &minus_b, -bound.low, depth - 1)
+            }
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
+/// Whether a minimum or maximum of `a` and `b` compares them as signed integers would.
+fn ordered(env: &Environment, a: &Affine, b: &Affine, order: Order) -> bool {
+    order == Order::Signed || (env.bound(a).low >= 0 && env.bound(b).low >= 0)
 }
 
 /// Whether `lhs predicate rhs` for every assignment within `env`.
@@ -219,7 +275,6 @@ fn compare_holds(env: &Environment, lhs: &Affine, rhs: &Affine, predicate: IntPr
 
 #[cfg(test)]
 mod tests {
-    use super::super::affine::Atom;
     use super::*;
 
     fn id(d: u8) -> Affine {

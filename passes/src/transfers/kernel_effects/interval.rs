@@ -130,6 +130,13 @@ impl Environment {
         true
     }
 
+    /// The same bounds on the variables (ids, trip counts) only: what a guard implies of other
+    /// atoms (data it compares, a quotient) is no longer assumed.
+    pub(super) fn variables_only(&self) -> Environment {
+        let bounds = self.bounds.iter().filter(|(a, _)| a.is_variable()).map(|(a, &b)| (a.clone(), b)).collect();
+        Environment { bounds }
+    }
+
     /// The trip-count atoms given a bound.
     pub(super) fn trip_atoms(&self) -> Vec<Atom> {
         self.bounds.keys().filter(|a| matches!(a, Atom::Trip(_))).cloned().collect()

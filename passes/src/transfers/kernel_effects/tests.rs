@@ -424,3 +424,52 @@ fn stencils_read_neighbours_within_the_buffer() {
     assert_eq!(stencil.written_elements(1, &grid(&[64]), &[Some(64)]), Some(1..63));
     assert!(!stencil.writes_every_element(1, &grid(&[64]), &[Some(64)]));
 }
+
+#[test]
+fn a_guard_on_data_is_not_assumed_to_hold() {
+    // The guard narrows what the loaded value may be where the store runs, but the store still
+    // runs only for some work items.
+    let positive = kernel(
+        "",
+        "%b: memref<64xi32>, %data: memref<64xi32>",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %zero = arith.constant 0 : i32\n  %d = buffer.load %data[%i] : memref<64xi32>\n  %positive = arith.cmpi sgt, %d, %zero : i32\n  scf.if %positive {\n    buffer.store %d, %b[%i] : memref<64xi32>\n  }",
+    );
+    assert!(!positive.writes_every_element(0, &grid(&[64]), &[Some(64)]));
+    // A guard on a quotient of the id bounds the id itself.
+    let rows = kernel(
+        "",
+        "%m: memref<8x8xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %c8 = arith.constant 8 : index\n  %row = arith.divui %i, %c8 : index\n  %col = arith.remui %i, %c8 : index\n  %in = arith.cmpi ult, %row, %c8 : index\n  scf.if %in {\n    buffer.store %v, %m[%row, %col] : memref<8x8xi32>\n  }",
+    );
+    assert!(rows.writes_every_element(0, &grid(&[100]), &[Some(8), Some(8)]));
+}
+
+#[test]
+fn two_calls_return_two_unknowns() {
+    // Both calls return a loaded value: bounding the second says nothing of the first.
+    let effects = kernel(
+        "kernel.helper @pick(%src: memref<64xi32>, %at: index) -> index {
+  %v = buffer.load %src[%at] : memref<64xi32>
+  %i = arith.index_cast %v : i32 to index
+  kernel.return %i : index
+}",
+        "%src: memref<64xi32>, %dst: memref<64xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %a = kernel.call @pick(%src, %i) : (memref<64xi32>, index) -> index\n  %b = kernel.call @pick(%src, %i) : (memref<64xi32>, index) -> index\n  %c10 = arith.constant 10 : index\n  %small = arith.cmpi ult, %b, %c10 : index\n  scf.if %small {\n    buffer.store %v, %dst[%a] : memref<64xi32>\n  }",
+    );
+    assert_eq!(effects.written_elements(1, &grid(&[64]), &[Some(64)]), Some(0..64));
+    // The same call's value, guarded, is bounded.
+    let same = kernel(
+        "kernel.helper @pick(%src: memref<64xi32>, %at: index) -> index {
+  %v = buffer.load %src[%at] : memref<64xi32>
+  %i = arith.index_cast %v : i32 to index
+  kernel.return %i : index
+}",
+        "%src: memref<64xi32>, %dst: memref<64xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %a = kernel.call @pick(%src, %i) : (memref<64xi32>, index) -> index\n  %c10 = arith.constant 10 : index\n  %small = arith.cmpi ult, %a, %c10 : index\n  scf.if %small {\n    buffer.store %v, %dst[%a] : memref<64xi32>\n  }",
+    );
+    assert_eq!(same.written_elements(1, &grid(&[64]), &[Some(64)]), Some(0..10));
+}

@@ -313,13 +313,14 @@ impl CallBinding {
         Some(CallBinding { call, arguments, static_shapes })
     }
 
-    /// The caller's expression for a callee atom, when it differs (`None`: the atom stays).
+    /// The caller's expression for a callee atom, when it differs (`None`: the atom stays):
+    /// parameters become the arguments, the callee's unknowns this call's own.
     pub(super) fn replace(&self, atom: &Atom) -> Option<Affine> {
         match *atom {
-            Atom::Param(p) => {
-                let (value, facts) = self.arguments.get(p)?;
-                Some(form_of(facts, *value))
-            }
+            Atom::Param(p) => Some(match self.arguments.get(p) {
+                Some((value, facts)) => form_of(facts, *value),
+                None => Affine::atom(Atom::Via { call: self.call, atom: Box::new(atom.clone()) }),
+            }),
             Atom::Dim { param, dimension } => {
                 if let Some(Some(size)) = self.static_shapes.get(param).and_then(|s| s.get(dimension as usize)) {
                     return Some(Affine::constant(*size));
@@ -329,6 +330,9 @@ impl CallBinding {
                     Some([Origin::Param(p)]) => Atom::Dim { param: *p, dimension },
                     _ => Atom::CallDimension { call: self.call, param, dimension },
                 }))
+            }
+            Atom::Opaque(_) | Atom::CallDimension { .. } | Atom::Via { .. } => {
+                Some(Affine::atom(Atom::Via { call: self.call, atom: Box::new(atom.clone()) }))
             }
             _ => None,
         }
