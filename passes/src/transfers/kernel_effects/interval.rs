@@ -108,7 +108,7 @@ fn saturating_mul(a: i128, b: i128) -> i128 {
 
 /// Bounds on atoms: those given (work-item ids, loop variables, what guards imply), and the
 /// non-linear ones computed from their operands.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Environment {
     bounds: BTreeMap<Atom, Interval>,
 }

@@ -418,7 +418,7 @@ impl Builder<'_> {
                 if width.is_none_or(|w| w < 2) {
                     return Guard::Unknown;
                 }
-                Guard::Compare { lhs: self.form(operands[0]), rhs: self.form(operands[1]), predicate }
+                Guard::compare(self.form(operands[0]), self.form(operands[1]), predicate)
             }
             Ok(ScalarOp::AndI) => Guard::And(sub(self, 0), sub(self, 1)),
             Ok(ScalarOp::OrI) => Guard::Or(sub(self, 0), sub(self, 1)),
