@@ -80,7 +80,9 @@ impl Guard {
             Guard::Unknown => true,
             Guard::Compare { lhs, rhs, predicate, difference } => {
                 let predicate = if value { *predicate } else { predicate.negated() };
-                narrow_compare(env, lhs, rhs, difference.as_ref(), predicate)
+                // Infeasible where the opposite holds everywhere (`ne` narrows no interval).
+                !compare_holds(env, lhs, rhs, difference.as_ref(), predicate.negated())
+                    && narrow_compare(env, lhs, rhs, difference.as_ref(), predicate)
             }
             Guard::Not(a) => a.narrow(env, !value),
             // `a and b` true, or `a or b` false: both narrow.

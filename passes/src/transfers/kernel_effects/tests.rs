@@ -340,6 +340,20 @@ fn aliases_through_select_if_and_loops() {
     assert_eq!(access(&select, 2), (false, false, false));
     assert!(!select.writes_every_element(0, &grid(&[64]), &[Some(64)]), "only when %flip is true");
 
+    // A condition passed as a parameter decides once the dispatch gives it.
+    let flag = kernel(
+        "",
+        "%a: memref<64xi32>, %on: i1, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  scf.if %on {\n    buffer.store %v, %a[%i] : memref<64xi32>\n  }",
+    );
+    let dispatch = |on: i64| Dispatch::new(&grid(&[64])).with_shape(0, &[Some(64)]).with_scalar(1, on);
+    assert!(!flag.writes_every_element(0, &grid(&[64]), &[Some(64)]));
+    assert!(flag.writes_every_element_in(0, &dispatch(1)));
+    assert!(flag.writes_every_element_in(0, &dispatch(-1)), "true sign-extended");
+    assert!(!flag.writes_every_element_in(0, &dispatch(0)));
+    assert_eq!(flag.written_elements_in(0, &dispatch(0)), Some(0..0));
+
     let branch = kernel(
         "",
         "%a: memref<64xi32>, %b: memref<64xi32>, %flip: i1",
