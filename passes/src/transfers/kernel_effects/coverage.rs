@@ -131,7 +131,9 @@ fn covers(env: &Environment, flat: &Affine, elements: u64) -> bool {
             return false;
         }
         let c = coefficient as i128;
-        least += if c > 0 { c * bound.low } else { c * bound.high };
+        let Some(term) = c.checked_mul(if c > 0 { bound.low } else { bound.high }) else { return false };
+        let Some(sum) = least.checked_add(term) else { return false };
+        least = sum;
         ranges.push((c.abs(), bound.high - bound.low + 1));
     }
     if least != 0 {
@@ -143,7 +145,8 @@ fn covers(env: &Environment, flat: &Affine, elements: u64) -> bool {
         if coefficient > reach {
             return false;
         }
-        reach += coefficient * (count - 1);
+        let Some(span) = coefficient.checked_mul(count - 1) else { return true }; // beyond any buffer
+        reach = reach.saturating_add(span);
     }
     reach >= elements as i128
 }

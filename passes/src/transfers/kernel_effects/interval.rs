@@ -87,7 +87,7 @@ impl Interval {
         if self.is_empty() {
             return self;
         }
-        let (a, b) = (self.low * factor as i128, self.high * factor as i128);
+        let (a, b) = (saturating_mul(self.low, factor as i128), saturating_mul(self.high, factor as i128));
         Interval::new(a.min(b), a.max(b))
     }
 

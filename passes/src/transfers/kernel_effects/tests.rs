@@ -487,3 +487,31 @@ fn two_calls_return_two_unknowns() {
     );
     assert_eq!(same.written_elements(1, &grid(&[64]), &[Some(64)]), Some(0..10));
 }
+
+#[test]
+fn huge_numbers_neither_panic_nor_claim_anything() {
+    let big = kernel(
+        "",
+        "%b: memref<?xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %huge = arith.constant 4611686018427387904 : index\n  %j = arith.muli %i, %huge : index\n  %k = arith.addi %j, %huge : index\n  %in = arith.cmpi slt, %k, %huge : index\n  scf.if %in {\n    buffer.store %v, %b[%k] : memref<?xi32>\n  }\n  buffer.store %v, %b[%j] : memref<?xi32>",
+    );
+    for grid_size in [1, 1 << 40, u64::MAX] {
+        for size in [Some(1), Some(u64::MAX), None] {
+            let grid = grid(&[grid_size, grid_size]);
+            let shape = [size];
+            let every = big.writes_every_element(0, &grid, &shape);
+            let written = big.written_elements(0, &grid, &shape);
+            assert!(!every || (grid_size == 1 && size == Some(1)), "{grid_size} {size:?}");
+            assert!(written.as_ref().is_none_or(|w| size.is_none_or(|s| w.end <= s)), "{written:?}");
+        }
+    }
+    // An `i1` sign-extends to -1: no expression is made of it.
+    let flag = kernel(
+        "",
+        "%b: memref<64xi32>, %v: i32",
+        "workgroup(64)",
+        "  %t = arith.constant true\n  %m = arith.extsi %t : i1 to i64\n  %i = arith.index_cast %m : i64 to index\n  %c1 = arith.constant 1 : index\n  %j = arith.addi %i, %c1 : index\n  buffer.store %v, %b[%j] : memref<64xi32>",
+    );
+    assert_eq!(flag.written_elements(0, &grid(&[64]), &[Some(64)]), Some(0..64));
+}

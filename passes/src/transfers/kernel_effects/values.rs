@@ -232,6 +232,8 @@ fn integer_form(ctx: &Context, op: Op, value: Value, facts: &[&ValueFacts], form
         // Casts into 64 bits keep the value: the operand's expression, when it has one, is
         // already exact (see the module documentation); zero-extension only of what is not
         // negative.
+        // An `i1` constant is 1 to the expressions but -1 sign-extended: not followed.
+        (IndexCast | ExtSI | IndexCastUI | ExtUI, _) if narrowest(ctx, op) => None,
         (IndexCast | ExtSI, [a]) if wide => Some(a.clone()),
         (IndexCastUI | ExtUI, [a]) if wide => {
             let operand = ctx.operand(op, 0);
@@ -266,6 +268,11 @@ fn integer_form(ctx: &Context, op: Op, value: Value, facts: &[&ValueFacts], form
         (Select, [_, a, b]) => a.select(b),
         _ => None,
     }
+}
+
+/// Whether `op`'s first operand is an `i1`.
+fn narrowest(ctx: &Context, op: Op) -> bool {
+    ctx.operands(op).first().is_some_and(|&v| ctx.type_kind(ctx.value_type(v)).bit_width() == Some(1))
 }
 
 /// The expression of a work-item query: everything in terms of the global id, the grid and the
