@@ -14,6 +14,7 @@
 
 use super::dispatch::{dispatch_args, kernel_of, DispatchArg};
 use super::emit::{transfer, Anchor, Direction};
+use super::host_effects::summarize;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
 use super::static_plan;
@@ -35,6 +36,12 @@ pub const OPTIONS: &[PassOptionInfo] = &[
         kind: OptionKind::Bool,
         default: "false",
         help: "Keep a `reason` attribute on each inserted transfer, naming the observer that needs it",
+    },
+    PassOptionInfo {
+        name: "remarks",
+        kind: OptionKind::Bool,
+        default: "false",
+        help: "Emit a remark at each inserted transfer saying why it is there (MLIR's -Rpass style)",
     },
 ];
 
@@ -63,7 +70,10 @@ pub enum Strategy {
 /// The `insert-transfers` pass.
 pub struct InsertTransfers {
     strategy: Strategy,
+    /// Whether transfers get a `reason` (kept when asked for, or made for the remarks).
     reasons: bool,
+    keep_reasons: bool,
+    remarks: bool,
 }
 
 impl InsertTransfers {
@@ -74,7 +84,9 @@ impl InsertTransfers {
             "kernel" => Strategy::Kernel,
             _ => Strategy::Static,
         };
-        InsertTransfers { strategy, reasons: options.get_bool("reasons") }
+        let remarks = options.get_bool("remarks");
+        let keep_reasons = options.get_bool("reasons");
+        InsertTransfers { strategy, reasons: keep_reasons || remarks, keep_reasons, remarks }
     }
 }
 
@@ -105,14 +117,22 @@ pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> F
 
 impl Pass for InsertTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+        if self.strategy == Strategy::Static {
+            let mut unswitched = 0;
+            for function in host_functions(ctx, op) {
+                unswitched += super::unswitch::unswitch_selected_buffers(ctx, function);
+            }
+            state.add_statistic("num-unswitched", unswitched as u64);
+        }
         let effects = kernel_effects(ctx, op, state);
+        let summaries = summarize(ctx, op, &effects);
         let mut counts = [0u64; 2];
         for function in host_functions(ctx, op) {
             match self.strategy {
                 Strategy::Jic | Strategy::Kernel => {
                     around_dispatches(ctx, function, &effects, self.strategy, self.reasons, &mut counts)
                 }
-                Strategy::Static => match static_plan::plan(ctx, function, &effects) {
+                Strategy::Static => match static_plan::plan(ctx, function, &effects, &summaries) {
                     Ok(plan) => {
                         let emitted = static_plan::emit(ctx, &plan, self.reasons);
                         counts[0] += emitted[0];
@@ -129,6 +149,20 @@ impl Pass for InsertTransfers {
                         around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
                     }
                 },
+            }
+        }
+        annotate_entries(ctx, op, &summaries);
+        if self.remarks {
+            for diagnostic in transfer_remarks(ctx, op) {
+                state.emit(diagnostic);
+            }
+            if !self.keep_reasons {
+                let key = ctx.ident(super::emit::REASON_ATTRIBUTE);
+                for transfer in ctx.walk(op) {
+                    if ctx.attribute(transfer, super::emit::REASON_ATTRIBUTE).is_some() {
+                        ctx.remove_attribute(transfer, key);
+                    }
+                }
             }
         }
         state.add_statistic("num-to-device", counts[0]);
@@ -202,4 +236,67 @@ pub fn describe_need(arg: &DispatchArg, kernel: &str) -> String {
     } else {
         format!("partly written by @{kernel}: the rest must be current")
     }
+}
+
+/// The attribute on an entry function saying what a call does to each parameter (`none`,
+/// `read`, `write`, `readwrite`), from its summary: the runtime's residency session reads it to
+/// decide whether the caller may pass one buffer as two arguments.
+pub const ARG_EFFECTS_ATTRIBUTE: &str = "hat.arg_effects";
+
+fn annotate_entries(ctx: &mut Context, module: Op, summaries: &super::host_effects::Summaries) {
+    for function in host_functions(ctx, module) {
+        let entry = ctx.interface::<dyn CallableOpInterface>(function).is_some_and(|c| c.is_entry(ctx, function));
+        let Some(summary) = summaries.get(&function).filter(|_| entry) else { continue };
+        let names: Vec<&str> = summary
+            .iter()
+            .map(|t| {
+                let reads = t.host_read || t.device_read;
+                let writes = t.host_write || t.device_write;
+                match (reads, writes) {
+                    (false, false) => "none",
+                    (true, false) => "read",
+                    (false, true) => "write",
+                    (true, true) => "readwrite",
+                }
+            })
+            .collect();
+        let elements: Vec<hat_ir::Attribute> = names.iter().map(|n| ctx.string_attr(n)).collect();
+        let array = ctx.array_attr(&elements);
+        let key = ctx.ident(ARG_EFFECTS_ATTRIBUTE);
+        ctx.set_attribute(function, key, array);
+    }
+}
+
+/// A remark for each transfer under `module` that says why it is there (its `reason`
+/// attribute), at the transfer: `to_device %data[1, 63]: read by @k at file:line:col`.
+fn transfer_remarks(ctx: &Context, module: Op) -> Vec<Diagnostic> {
+    use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
+    let mut out = Vec::new();
+    for op in ctx.walk(module) {
+        let direction = if ToDeviceOp::wrap(ctx, op).is_some() {
+            "to_device"
+        } else if FromDeviceOp::wrap(ctx, op).is_some() {
+            "from_device"
+        } else {
+            continue;
+        };
+        let Some(reason) =
+            ctx.attribute(op, super::emit::REASON_ATTRIBUTE).and_then(|a| ctx.attribute_kind(a).as_str())
+        else {
+            continue;
+        };
+        let operands = ctx.operands(op);
+        let buffer = operands[0];
+        let name = ctx.argument_name(buffer).map_or_else(|| "a buffer".to_string(), |n| format!("%{n}"));
+        let range = match operands
+            .get(1..3)
+            .map(|r| (hat_ir::interfaces::constant_integer(ctx, r[0]), hat_ir::interfaces::constant_integer(ctx, r[1])))
+        {
+            Some((Some(offset), Some(count))) => format!("[{offset}, +{count}]"),
+            Some(_) => "[one element]".to_string(),
+            None => String::new(),
+        };
+        out.push(Diagnostic::remark(ctx.location(op), format!("{direction} {name}{range}: {reason}")));
+    }
+    out
 }
