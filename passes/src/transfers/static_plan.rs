@@ -909,8 +909,7 @@ impl<'a> Planner<'a> {
         let ctx = self.ctx;
         let index = &self.uses;
         let mut cursor = op;
-        loop {
-            let Some(parent) = ctx.parent_op(cursor) else { break };
+        while let Some(parent) = ctx.parent_op(cursor) {
             // The ops after `cursor` in its block, and what they nest: the positions after its
             // subtree up to the end of its parent's.
             let block = ctx.parent_block(cursor);
@@ -977,7 +976,7 @@ impl<'a> Planner<'a> {
                 EffectTarget::Operand(i) => ctx.operands(n).get(i).is_some_and(|&v| self.may_alias(v, root)),
                 _ => false,
             };
-            let Some(first) = effects.iter().find(on_root) else { return None };
+            let first = effects.iter().find(on_root)?;
             let reads_first = effects.iter().filter(on_root).any(|e| e.kind == EffectKind::Read);
             let overwrites = first.kind == EffectKind::Write
                 && first.must
