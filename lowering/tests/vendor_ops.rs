@@ -228,8 +228,7 @@ fn a_vendor_branch_between_blocks_is_a_diagnostic() {
   kernel.return
 }"#,
     )
-    .err()
-    .expect("a branch between blocks does not lower");
+    .expect_err("a branch between blocks does not lower");
     assert!(message.contains("dev.hat:"), "{message}");
     assert!(message.contains("no structured SPIR-V"), "{message}");
 }
