@@ -61,6 +61,9 @@
 //!   enable `robustBufferAccess`.
 //! - **SPIR-V 1.3** (Vulkan 1.1), Logical addressing, GLSL450 memory model, no extension unless
 //!   a kernel needs 8-bit storage.
+//! - **No specialisation constants**: the workgroup size is in the IR and `LocalSize` is a
+//!   constant; a specialisation constant would pay only once something chose workgroup sizes
+//!   per device at run time.
 #![deny(missing_docs)]
 
 pub mod artifact;

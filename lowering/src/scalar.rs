@@ -259,6 +259,14 @@ impl FunctionEmitter<'_> {
         max: bool,
         propagate_nan: bool,
     ) -> Result<Word, Failed> {
+        if bits == 16 {
+            // Compared in f32, which holds every f16 exactly: the result is one of the operands,
+            // and 16-bit integers (for the sign of a zero) may be missing.
+            let (half, single) = (self.e.float(16), self.e.float(32));
+            let (a, b) = (self.e.b.f_convert(single, None, a)?, self.e.b.f_convert(single, None, b)?);
+            let result = self.float_extremum(a, b, 32, max, propagate_nan)?;
+            return Ok(self.e.b.f_convert(half, None, result)?);
+        }
         let ty = self.e.float(bits);
         let int = self.e.int(bits);
         let bool = self.e.bool();

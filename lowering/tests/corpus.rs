@@ -446,3 +446,52 @@ fn nested_control_flow_deeply() {
     }
     lower(&format!("kernel.func @deep(%a: memref<?xi32>) {{\n{body}  kernel.return\n}}"));
 }
+
+#[test]
+fn booleans_in_buffers_need_only_8_bit_storage_and_in_workgroup_memory_nothing() {
+    let text = "kernel.func @flags(%f: memref<8xi1>) workgroup(8) {
+  %local = kernel.local_alloc : memref<8xi1>
+  %l = kernel.local_id x
+  %v = buffer.load %f[%l] : memref<8xi1>
+  buffer.store %v, %local[%l] : memref<8xi1>
+  kernel.barrier
+  %w = buffer.load %local[%l] : memref<8xi1>
+  %n = arith.xori %v, %w : i1
+  buffer.store %n, %f[%l] : memref<8xi1>
+  kernel.return
+}";
+    let options =
+        LoweringOptions { features: DeviceFeatures::with([Feature::StorageBuffer8Bit]), ..Default::default() };
+    let spirv = lower_with(text, &options).unwrap_or_else(|e| panic!("{e}"));
+    spirv_val(&spirv.words);
+    assert_eq!(spirv.entry_points[0].bindings[0].element, StoredElement::I1);
+    let message = diagnostics_with(text, &LoweringOptions::default());
+    assert!(message.contains("storageBuffer8BitAccess"), "{message}");
+}
+
+#[test]
+fn half_floats_lower_with_their_features() {
+    let text = "kernel.func @half(%h: memref<4xf16>, %s: f16) workgroup(4) {
+  %i = kernel.global_id x
+  %v = buffer.load %h[%i] : memref<4xf16>
+  %one = arith.constant 1.5 : f16
+  %w = arith.addf %v, %one : f16
+  %x = arith.mulf %w, %s : f16
+  %y = math.exp %x : f16
+  %z = arith.maximumf %y, %v : f16
+  %wide = arith.extf %z : f16 to f32
+  %back = arith.truncf %wide : f32 to f16
+  %n = arith.fptosi %back : f16 to i32
+  %m = arith.sitofp %n : i32 to f16
+  buffer.store %m, %h[%i] : memref<4xf16>
+  kernel.return
+}";
+    let features = DeviceFeatures::with([Feature::Float16, Feature::StorageBuffer16Bit]);
+    let spirv = lower_with(text, &LoweringOptions { features, ..Default::default() }).unwrap_or_else(|e| panic!("{e}"));
+    spirv_val(&spirv.words);
+    let entry = &spirv.entry_points[0];
+    assert_eq!(entry.bindings[0].element, StoredElement::F16);
+    assert_eq!(entry.push_constants.scalars[0].encoding, ScalarEncoding::Float32);
+    let message = diagnostics_with(text, &LoweringOptions::default());
+    assert!(message.contains("shaderFloat16"), "{message}");
+}
