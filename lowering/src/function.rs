@@ -321,7 +321,14 @@ impl<'a> FunctionEmitter<'a> {
         let attribute = constant.value(ctx).map(|a| ctx.attribute_kind(a));
         let id = match (kind, attribute) {
             (Kind::Bool, Some(AttributeKind::Integer { value, .. })) => self.e.bool_constant(*value & 1 != 0),
-            (Kind::Int(bits), Some(AttributeKind::Integer { value, .. })) => self.e.int_constant(bits, *value),
+            (Kind::Int(bits), Some(AttributeKind::Integer { value, .. })) => {
+                let is_index = matches!(ctx.type_kind(ty), TypeKind::Index);
+                if is_index && bits == 32 && i64::from(*value as i32) != *value {
+                    let message = format!("the index constant {value} does not fit in the device's 32-bit 'index'");
+                    return Err(self.error(op, message));
+                }
+                self.e.int_constant(bits, *value)
+            }
             (Kind::Float(bits), Some(AttributeKind::Float { bits: pattern, .. })) => {
                 self.e.float_constant(bits, f64::from_bits(*pattern))
             }

@@ -130,3 +130,14 @@ fn types_that_have_no_lowering() {
     );
     insta::assert_snapshot!(message, @"test.hat:1:1: error: values of type 'bf16' have no SPIR-V lowering");
 }
+
+#[test]
+fn an_index_constant_too_wide_for_the_device() {
+    let message = diagnostics(
+        "kernel.func @k() {
+  %big = arith.constant 1099511627776 : index
+  kernel.return
+}",
+    );
+    insta::assert_snapshot!(message, @"test.hat:2:3: error: the index constant 1099511627776 does not fit in the device's 32-bit 'index'");
+}
