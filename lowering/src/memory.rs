@@ -335,12 +335,11 @@ impl FunctionEmitter<'_> {
         })
     }
 
-    /// Stores `value` (of kind `kind`) at element `indices` of `leaf`.
-    fn store_leaf(&mut self, leaf: u32, indices: &[Word], value: Word, kind: Kind) -> Result<(), Failed> {
+    /// Stores `value` at element `indices` of `leaf`.
+    fn store_leaf(&mut self, leaf: u32, indices: &[Word], value: Word) -> Result<(), Failed> {
         self.k.leaves[leaf as usize].access.write = true;
         let pointer = self.element_pointer(leaf, indices, 0)?;
         let Leaf { stored, storage, .. } = self.k.leaves[leaf as usize];
-        let _ = kind;
         let stored_value = match storage {
             Storage::Value => value,
             Storage::BoolByte => {
@@ -414,10 +413,9 @@ impl FunctionEmitter<'_> {
         let buffer = self.buffer(op, store.buffer(ctx))?;
         let indices = self.indices(op, store.indices(ctx))?;
         let value = self.scalar(op, store.value(ctx))?;
-        let kind = self.kind(op, ctx.value_type(store.value(ctx)))?;
         self.with_leaf(op, &buffer, None, |this, leaf| {
             this.in_grid_only(leaf, None, |this| {
-                this.store_leaf(leaf, &indices, value, kind)?;
+                this.store_leaf(leaf, &indices, value)?;
                 Ok(None)
             })
         })?;

@@ -212,7 +212,6 @@ impl FunctionEmitter<'_> {
     fn float_binary(&mut self, op: Op, scalar: ScalarOp, a: Word, b: Word, bits: u32) -> Result<Word, Failed> {
         use ScalarOp::*;
         let ty = self.e.float(bits);
-        let bool = self.e.bool();
         let exact = |this: &mut Self, id: Word| {
             this.e.b.decorate(id, Decoration::NoContraction, []);
             id
@@ -242,10 +241,7 @@ impl FunctionEmitter<'_> {
                 self.power(a, b, bits)?
             }
             CmpF(predicate) => self.float_compare(predicate, a, b)?,
-            _ => {
-                let _ = bool;
-                return Err(Failed::Builder(format!("'{}' is not a float binary op", scalar.name())));
-            }
+            _ => return Err(Failed::Builder(format!("'{}' is not a float binary op", scalar.name()))),
         })
     }
 
