@@ -237,6 +237,15 @@ impl FunctionEmitter<'_> {
             .error(op, format!("the control flow of '{name}' has no structured SPIR-V form (a conditional or a loop)")))
     }
 
+    /// The one block of region `index` of `op` (an index an interface gave, checked).
+    fn region_block(&mut self, op: Op, index: usize) -> Result<hat_ir::Block, Failed> {
+        match self.ctx.regions(op).get(index) {
+            Some(&region) => self.single_block(op, region),
+            None => Err(self
+                .error(op, format!("the region-branch interface names region #{index}, which the op does not have"))),
+        }
+    }
+
     /// Enters region `region` (from `sources`), lowers it, and returns its terminator.
     fn enter_region(
         &mut self,
@@ -246,7 +255,7 @@ impl FunctionEmitter<'_> {
         branches: &dyn RegionBranchOpInterface,
     ) -> Result<Option<Op>, Failed> {
         let ctx = self.ctx;
-        let block = self.single_block(op, ctx.regions(op)[region])?;
+        let block = self.region_block(op, region)?;
         let inputs = branches.successor_inputs(ctx, op, RegionPoint::Region(region));
         let Some(targets) = ctx.block_arguments(block).get(inputs).map(<[Value]>::to_vec) else {
             return Err(self.error(op, "the region-branch interface names region inputs that do not exist"));
@@ -360,7 +369,7 @@ impl FunctionEmitter<'_> {
         let name = ctx.name_str(op).to_string();
         let results = self.parent_inputs(op, branches)?;
         let inits = self.entering(op, branches, RegionPoint::Region(first))?;
-        let block = self.single_block(op, ctx.regions(op)[first])?;
+        let block = self.region_block(op, first)?;
         let inputs = branches.successor_inputs(ctx, op, RegionPoint::Region(first));
         let Some(arguments) = ctx.block_arguments(block).get(inputs).map(<[Value]>::to_vec) else {
             return Err(self.error(op, "the region-branch interface names region inputs that do not exist"));
