@@ -89,10 +89,18 @@ impl BufferRoots {
                 }
             }
         }
-        // Propagate to a fixpoint: each round only grows the sets.
+        // Propagate to a fixpoint: each round only grows the sets. Only selects and control
+        // flow carry buffers, so only they are visited again.
+        let carriers: Vec<Op> = ops
+            .iter()
+            .copied()
+            .filter(|&op| {
+                SelectOp::wrap(ctx, op).is_some() || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some()
+            })
+            .collect();
         loop {
             let mut changed = false;
-            for &op in &ops {
+            for &op in &carriers {
                 changed |= this.propagate(ctx, op);
             }
             if !changed {
@@ -110,7 +118,13 @@ impl BufferRoots {
 
     /// The roots of `value`: unknown for a buffer nothing here explains.
     pub fn roots(&self, value: Value) -> Roots {
-        self.roots.get(&value).cloned().unwrap_or(Roots::Unknown)
+        self.roots_ref(value).clone()
+    }
+
+    /// [`BufferRoots::roots`], borrowed.
+    pub fn roots_ref(&self, value: Value) -> &Roots {
+        static UNKNOWN: Roots = Roots::Unknown;
+        self.roots.get(&value).unwrap_or(&UNKNOWN)
     }
 
     /// Whether `value` is a root itself.

@@ -58,6 +58,11 @@ pub type Summaries = FxHashMap<Op, Vec<Touch>>;
 /// Summaries only grow, so this ends; visiting callees first (a depth-first post-order of the
 /// calls), most functions are summarised once.
 pub fn summarize(ctx: &Context, module: Op, kernels: &Kernels) -> Summaries {
+    summarize_with_roots(ctx, module, kernels).0
+}
+
+/// [`summarize`], also giving the buffer roots of each function it computed on the way.
+pub fn summarize_with_roots(ctx: &Context, module: Op, kernels: &Kernels) -> (Summaries, FxHashMap<Op, BufferRoots>) {
     let functions = host_functions(ctx, module);
     let number: FxHashMap<Op, usize> = functions.iter().enumerate().map(|(i, &f)| (f, i)).collect();
     let bodies: Vec<Vec<Op>> = functions.iter().map(|&f| ctx.walk(f)).collect();
@@ -94,7 +99,7 @@ pub fn summarize(ctx: &Context, module: Op, kernels: &Kernels) -> Summaries {
             }
         }
     }
-    summaries
+    (summaries, functions.into_iter().zip(roots).collect())
 }
 
 /// The functions in depth-first post-order of `callees` (callees before their callers, but in
@@ -147,7 +152,7 @@ fn summarize_one(
             if !is_buffer(ctx, value) {
                 continue;
             }
-            match roots.roots(value) {
+            match roots.roots_ref(value) {
                 Roots::Known(set) => candidates.extend(set.iter().filter_map(|r| index_of.get(r).copied())),
                 Roots::Unknown => candidates.extend(index_of.values().copied()),
             }
@@ -185,8 +190,8 @@ pub struct Touches<'a> {
 impl Touches<'_> {
     /// Whether `a` and `b` may be the same buffer.
     pub fn may_alias(&self, a: Value, b: Value) -> bool {
-        match (self.roots.roots(a), self.roots.roots(b)) {
-            (Roots::Known(x), Roots::Known(y)) => x.intersection(&y).next().is_some(),
+        match (self.roots.roots_ref(a), self.roots.roots_ref(b)) {
+            (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
             _ => true,
         }
     }

@@ -14,7 +14,7 @@
 
 use super::dispatch::{dispatch_args, DispatchArg, Kernels};
 use super::emit::{transfer, Anchor, Direction};
-use super::host_effects::summarize;
+use super::host_effects::summarize_with_roots;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
 use super::static_plan;
@@ -116,30 +116,33 @@ impl Pass for InsertTransfers {
             state.add_statistic("num-unswitched", unswitched as u64);
         }
         let effects = kernel_effects(ctx, op, state);
-        let summaries = summarize(ctx, op, &effects);
+        let (summaries, mut roots) = summarize_with_roots(ctx, op, &effects);
         let mut counts = [0u64; 2];
         for function in host_functions(ctx, op) {
             match self.strategy {
                 Strategy::Jic | Strategy::Kernel => {
                     around_dispatches(ctx, function, &effects, self.strategy, self.reasons, &mut counts)
                 }
-                Strategy::Static => match static_plan::plan(ctx, function, &effects, &summaries) {
-                    Ok(plan) => {
-                        let emitted = static_plan::emit(ctx, &plan, self.reasons);
-                        counts[0] += emitted[0];
-                        counts[1] += emitted[1];
-                    }
-                    Err(unsupported) => {
-                        state.emit(Diagnostic::remark(
+                Strategy::Static => {
+                    match static_plan::plan(ctx, function, roots.remove(&function), &effects, &summaries, self.reasons)
+                    {
+                        Ok(plan) => {
+                            let emitted = static_plan::emit(ctx, &plan, self.reasons);
+                            counts[0] += emitted[0];
+                            counts[1] += emitted[1];
+                        }
+                        Err(unsupported) => {
+                            state.emit(Diagnostic::remark(
                             unsupported.location,
                             format!(
                                 "insert-transfers: the static plan does not follow {}; this function gets the kernel strategy",
                                 unsupported.what
                             ),
                         ));
-                        around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
+                            around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
+                        }
                     }
-                },
+                }
             }
         }
         annotate_entries(ctx, op, &summaries);

@@ -227,10 +227,10 @@ impl UseIndex {
                 if !is_buffer(ctx, value) {
                     continue;
                 }
-                match roots.roots(value) {
+                match roots.roots_ref(value) {
                     Roots::Known(set) => {
                         for root in set {
-                            let list = uses.entry(root).or_default();
+                            let list = uses.entry(*root).or_default();
                             if list.last() != Some(&(i as u32)) {
                                 list.push(i as u32);
                             }
@@ -281,8 +281,16 @@ impl Want {
     }
 }
 
-/// Plans the transfers of `function` (a host function with a body).
-pub fn plan(ctx: &Context, function: Op, kernels: &Kernels, summaries: &Summaries) -> Result<Plan, Unsupported> {
+/// Plans the transfers of `function` (a host function with a body), given its buffer roots if
+/// already known; `reasons`: say why each transfer is there.
+pub fn plan(
+    ctx: &Context,
+    function: Op,
+    roots: Option<BufferRoots>,
+    kernels: &Kernels,
+    summaries: &Summaries,
+    reasons: bool,
+) -> Result<Plan, Unsupported> {
     let body = ctx
         .interface::<dyn CallableOpInterface>(function)
         .and_then(|c| c.body(ctx, function))
@@ -292,7 +300,7 @@ pub fn plan(ctx: &Context, function: Op, kernels: &Kernels, summaries: &Summarie
         return Err(Unsupported { what: "a function of several blocks".into(), location: ctx.location(function) });
     };
     let params: Vec<Value> = ctx.block_arguments(*entry).iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
-    let roots = BufferRoots::of(ctx, function);
+    let roots = roots.unwrap_or_else(|| BufferRoots::of(ctx, function));
     let uses = UseIndex::new(ctx, function, &roots);
     let mut planner = Planner {
         ctx,
@@ -301,6 +309,7 @@ pub fn plan(ctx: &Context, function: Op, kernels: &Kernels, summaries: &Summarie
         roots,
         kernels,
         summaries,
+        reasons,
         params: params.clone(),
         items: Vec::new(),
         touched: FxHashMap::default(),
@@ -317,6 +326,8 @@ struct Planner<'a> {
     roots: BufferRoots,
     kernels: &'a Kernels,
     summaries: &'a Summaries,
+    /// Whether to say why each transfer is there (the texts cost time on large programs).
+    reasons: bool,
     params: Vec<Value>,
     items: Vec<Planned>,
     /// [`Planner::touched_roots`], per construct.
@@ -336,6 +347,9 @@ impl<'a> Planner<'a> {
     }
 
     fn describe(&self, location: Location) -> String {
+        if !self.reasons {
+            return String::new();
+        }
         self.ctx.sources.describe(location)
     }
 
@@ -351,14 +365,14 @@ impl<'a> Planner<'a> {
 
     /// The roots `value` may be, among those in `state`.
     fn roots_of(&self, state: &State, value: Value) -> Vec<Value> {
-        match self.roots.roots(value) {
-            Roots::Known(set) => set.into_iter().filter(|r| state.contains_key(r)).collect(),
+        match self.roots.roots_ref(value) {
+            Roots::Known(set) => set.iter().copied().filter(|r| state.contains_key(r)).collect(),
             Roots::Unknown => state.keys().copied().collect(),
         }
     }
 
     fn may_alias(&self, value: Value, root: Value) -> bool {
-        match self.roots.roots(value) {
+        match self.roots.roots_ref(value) {
             Roots::Known(set) => set.contains(&root),
             Roots::Unknown => true,
         }
@@ -563,7 +577,7 @@ impl<'a> Planner<'a> {
                 if !is_buffer(ctx, value) {
                     continue;
                 }
-                match self.roots.roots(value) {
+                match self.roots.roots_ref(value) {
                     Roots::Known(roots) => set.extend(roots),
                     Roots::Unknown => unknown = true,
                 }
@@ -951,7 +965,7 @@ impl<'a> Planner<'a> {
                 // A dispatch that only overwrites the whole buffer wants nothing of it.
                 let args = self.kernels.args(ctx, n);
                 let mine: Vec<_> = args.iter().filter(|a| self.may_alias(a.value, root)).collect();
-                let single = matches!(self.roots.roots(mine.first()?.value), Roots::Known(set) if set.len() == 1);
+                let single = matches!(self.roots.roots_ref(mine.first()?.value), Roots::Known(set) if set.len() == 1);
                 let kills = single && mine.iter().all(|a| !a.reads && a.writes_all);
                 if kills && nested {
                     // Overwritten only on some paths (inside a branch or a loop of `op`):
@@ -1047,6 +1061,9 @@ impl<'a> Planner<'a> {
     }
 
     fn observer(&self, observer: Option<Op>) -> String {
+        if !self.reasons {
+            return String::new();
+        }
         match observer {
             Some(op) => format!("'{}' at {}", self.ctx.name_str(op), self.describe(self.ctx.location(op))),
             None => "the caller".to_string(),
