@@ -122,7 +122,15 @@ pub fn shape(ctx: &Context, buffer: Value) -> Vec<Option<u64>> {
 
 /// The number of elements of a buffer value, when static.
 pub fn element_count(ctx: &Context, buffer: Value) -> Option<u64> {
-    shape(ctx, buffer).into_iter().try_fold(1u64, |n, d| n.checked_mul(d?))
+    match ctx.type_kind(ctx.value_type(buffer)) {
+        TypeKind::MemRef { shape, .. } => shape.iter().try_fold(1u64, |n, &d| {
+            if d == DYNAMIC {
+                return None;
+            }
+            n.checked_mul(u64::try_from(d).ok()?)
+        }),
+        _ => Some(1),
+    }
 }
 
 /// The size in bytes of one element of a buffer value, when known.
