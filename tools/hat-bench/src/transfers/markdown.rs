@@ -80,17 +80,9 @@ pub fn page(strategies: &[Strategy], skipped: &[(&str, String)], counts: &[i64],
                 (Some(name), Some(c)) => format!("{name} = {c}"),
                 _ => "".to_string(),
             };
-            let flips = if scenario.optimal_expected_now { "" } else { " †" };
-            writeln!(w, "| `{}`{flips} | {count} | {optimum} | {} |", scenario.file, cells.join(" | ")).ok();
+            writeln!(w, "| `{}` | {count} | {optimum} | {} |", scenario.file, cells.join(" | ")).ok();
         }
     }
-    writeln!(w).ok();
-    writeln!(
-        w,
-        "†: a generation flip; it must be correct now and becomes optimal with alias resolution \
-         (`resolve-aliases`)."
-    )
-    .ok();
     writeln!(w, "\n## Summary\n").ok();
     writeln!(w, "| Strategy | Runs | Observe what the reference does | At the optimum | Bytes moved, all runs |").ok();
     writeln!(w, "|---|---|---|---|---|").ok();
