@@ -12,7 +12,7 @@
 //! The pass runs on a module and plans every host function with a body. Option `reasons` keeps a
 //! `reason` attribute on every transfer it inserts, naming the observer that needs it.
 
-use super::dispatch::{dispatch_args, kernel_of, DispatchArg};
+use super::dispatch::{dispatch_args, DispatchArg, Kernels};
 use super::emit::{transfer, Anchor, Direction};
 use super::host_effects::summarize;
 use super::kernel_effects::KernelEffects;
@@ -21,7 +21,6 @@ use super::static_plan;
 use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::{Context, Diagnostic, Op};
-use rustc_hash::FxHashMap;
 
 /// The options of `insert-transfers`.
 pub const OPTIONS: &[PassOptionInfo] = &[
@@ -101,18 +100,10 @@ pub fn host_functions(ctx: &Context, module: Op) -> Vec<Op> {
         .collect()
 }
 
-/// The effects of every kernel that a dispatch under `module` launches.
-pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> FxHashMap<Op, KernelEffects> {
-    let mut out = FxHashMap::default();
-    for op in ctx.walk(module) {
-        if ctx.interface::<dyn LaunchOpInterface>(op).is_none() {
-            continue;
-        }
-        if let Some(kernel) = kernel_of(ctx, op) {
-            out.entry(kernel).or_insert_with(|| state.analysis::<KernelEffects>(ctx, kernel).clone());
-        }
-    }
-    out
+/// The callees under `module`, resolved once, and the effects of every kernel launched (cached
+/// by the pass manager).
+pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> Kernels {
+    Kernels::new(ctx, module, |kernel| state.analysis::<KernelEffects>(ctx, kernel).clone())
 }
 
 impl Pass for InsertTransfers {
@@ -175,7 +166,7 @@ impl Pass for InsertTransfers {
 fn around_dispatches(
     ctx: &mut Context,
     function: Op,
-    effects: &FxHashMap<Op, KernelEffects>,
+    kernels: &Kernels,
     strategy: Strategy,
     reasons: bool,
     counts: &mut [u64; 2],
@@ -184,8 +175,8 @@ fn around_dispatches(
         ctx.walk(function).into_iter().filter(|&op| ctx.interface::<dyn LaunchOpInterface>(op).is_some()).collect();
     let unknown = KernelEffects::default();
     for dispatch in dispatches {
-        let kernel = kernel_of(ctx, dispatch);
-        let kernel_effects = kernel.and_then(|k| effects.get(&k)).unwrap_or(&unknown);
+        let kernel = kernels.callee(ctx, dispatch);
+        let kernel_effects = kernels.effects_of(ctx, dispatch).unwrap_or(&unknown);
         let Some(args) = dispatch_args(ctx, dispatch, kernel_effects) else { continue };
         let kernel_name = kernel.and_then(|k| hat_ir::verifier::symbol_name(ctx, k)).unwrap_or("?").to_string();
         let location = ctx.location(dispatch);
