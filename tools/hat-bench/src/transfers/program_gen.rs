@@ -418,7 +418,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "main's static plan (69b169e) leaves %b5 stale on the host here: the host reads %b5[1] at the \
+    #[ignore = "main's static plan (1fa3b6c) leaves %b5 stale on the host here: the host reads %b5[1] at the \
                 top of a loop body after a dispatch that an scf.if in the previous iteration ran, and no copy \
                 back (flag-guarded or not) is placed on the back edge; found by the differential check of \
                 `hat-bench transfers`; remove this ignore once the plan is fixed"]
