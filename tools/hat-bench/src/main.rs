@@ -95,13 +95,20 @@ fn main() -> ExitCode {
     };
     match result {
         Ok((report, ok)) => {
+            let printed = report.is_some();
             if let Some(report) = report {
                 println!("{}", serde_json::to_string_pretty(&report).expect("JSON values serialize"));
             }
             if ok {
                 ExitCode::SUCCESS
             } else {
-                eprintln!("hat-bench: hat failed (see \"error\" in the report)");
+                if printed {
+                    eprintln!("hat-bench: hat failed (see \"error\" in the report)");
+                } else {
+                    eprintln!(
+                        "hat-bench: a plan observed what the reference semantics did not, or failed (see the tables)"
+                    );
+                }
                 ExitCode::FAILURE
             }
         }

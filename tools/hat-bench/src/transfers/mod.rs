@@ -6,6 +6,9 @@
 //!   on the CPU backend, at trip counts 0, 1 and 10 where the scenario has one: counts and bytes
 //!   each way, whether the run observed what the reference run did, and the optimum of
 //!   [`optimum`] with the text of the file's `optimal:` line beside it.
+//! - A differential check ([`check`]): small generated programs of the same shapes as the cost
+//!   measurement's, under the reference semantics and every strategy: the seeds a strategy gets
+//!   wrong.
 //! - Cost ([`cost`]): `insert-transfers{strategy=static}` and the default pipeline on programs
 //!   of 1,000, 10,000 and 100,000 dispatches over 1,000 buffers ([`program_gen`]): time, peak
 //!   heap, the fitted growth exponent. Target: under 1 s at 100,000, growth no worse than
@@ -15,6 +18,7 @@
 //! stdout, no JSON). `--markdown FILE` writes the scenario table as a page (docs/scenarios.md),
 //! which holds no timing, so that it changes only when a plan does.
 
+pub mod check;
 pub mod cost;
 pub mod markdown;
 pub mod optimum;
@@ -65,6 +69,15 @@ pub struct TransfersArgs {
     /// Skip the cost measurement.
     #[arg(long)]
     pub no_cost: bool,
+    /// Generated programs in the differential check (0: no check).
+    #[arg(long, default_value_t = 50)]
+    pub check_seeds: u64,
+    /// Dispatches of each program of the check.
+    #[arg(long, default_value_t = 40)]
+    pub check_dispatches: usize,
+    /// Buffers of each program of the check.
+    #[arg(long, default_value_t = 12)]
+    pub check_buffers: usize,
     /// Write the scenario table as a Markdown page to this file (docs/scenarios.md).
     #[arg(long)]
     pub markdown: Option<PathBuf>,
@@ -197,7 +210,6 @@ fn scenarios_json(strategies: &[Strategy], results: &[Scenario]) -> Value {
                 "file": s.file,
                 "count_parameter": s.count_parameter,
                 "header_optimal": s.header_optimal,
-                "optimal_expected_now": s.optimal_expected_now,
                 "runs": rows,
             })
         })
@@ -260,6 +272,16 @@ pub fn run(args: &TransfersArgs) -> Result<(Value, String, bool), String> {
         let scenario_report = scenarios_json(&strategies, &results);
         report["scenarios"] = scenario_report["scenarios"].clone();
         report["summary"] = scenario_report["summary"].clone();
+    }
+    if args.check_seeds > 0 {
+        progress(format!("check: {} generated programs", args.check_seeds));
+        let findings = check::check(&strategies, args.check_seeds, args.check_dispatches, args.check_buffers);
+        let (check_report, check_ok) =
+            check::report(&findings, args.check_seeds, args.check_dispatches, args.check_buffers);
+        ok &= check_ok;
+        tables.push('\n');
+        tables.push_str(&check::table(&findings, args.check_seeds, args.check_dispatches, args.check_buffers));
+        report["check"] = check_report;
     }
     if !args.no_cost {
         if let Some(dir) = &args.keep {

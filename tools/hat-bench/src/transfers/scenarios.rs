@@ -41,8 +41,11 @@ pub struct Strategy {
     pub mode: TransferMode,
 }
 
-/// The strategies of this build: the reference, jic, kernel, static and default (and tracking,
-/// once the executor has a tracking mode); and those skipped, with why.
+/// The pipeline of the tracking strategy (as `hat-opt --strategy=tracking` runs it).
+pub const TRACKING: &str = "inline,canonicalize,track-accesses";
+
+/// The strategies of this build: the reference, jic, kernel, static, default and tracking; and
+/// those skipped, with why (a pipeline whose passes are not registered).
 pub fn strategies() -> (Vec<Strategy>, Vec<(&'static str, String)>) {
     let registry = hat_passes::registry();
     let builds = |text: &str| {
@@ -53,20 +56,21 @@ pub fn strategies() -> (Vec<Strategy>, Vec<(&'static str, String)>) {
         .find(|text| builds(text))
         .expect("the last fallback's passes are registered")
         .to_string();
-    let planned =
-        |name, pipeline: &str| Strategy { name, pipeline: Some(pipeline.to_string()), mode: TransferMode::Explicit };
-    let list = vec![
+    let planned = |name, pipeline: &str, mode| Strategy { name, pipeline: Some(pipeline.to_string()), mode };
+    let mut list = vec![
         Strategy { name: "reference", pipeline: None, mode: TransferMode::Reference },
-        planned("jic", "insert-transfers{strategy=jic}"),
-        planned("kernel", "insert-transfers{strategy=kernel}"),
-        planned("static", "insert-transfers{strategy=static}"),
-        planned("default", &default),
+        planned("jic", "insert-transfers{strategy=jic}", TransferMode::Explicit),
+        planned("kernel", "insert-transfers{strategy=kernel}", TransferMode::Explicit),
+        planned("static", "insert-transfers{strategy=static}", TransferMode::Explicit),
+        planned("default", &default, TransferMode::Explicit),
     ];
-    let skipped = vec![(
-        "tracking",
-        "this build's executor has no tracking transfer mode (TransferMode::Tracking) and no track-accesses pass"
-            .to_string(),
-    )];
+    let mut skipped = Vec::new();
+    if builds(TRACKING) {
+        list.push(planned("tracking", TRACKING, TransferMode::Tracking));
+    } else {
+        skipped
+            .push(("tracking", format!("the pipeline '{TRACKING}' does not build: track-accesses is not registered")));
+    }
     (list, skipped)
 }
 
@@ -116,8 +120,6 @@ pub struct Scenario {
     pub count_parameter: Option<&'static str>,
     /// The header's `optimal:` statement.
     pub header_optimal: Option<String>,
-    /// Whether the default pipeline is meant to reach the optimum now.
-    pub optimal_expected_now: bool,
     /// One row per trip count.
     pub rows: Vec<Row>,
 }
@@ -188,6 +190,8 @@ pub(super) struct Observed {
     pub(super) buffers: Vec<HostBuffer>,
     pub(super) calls: Vec<String>,
     pub(super) report: RunReport,
+    /// The names of the entry's buffer parameters, in order (those of `buffers`).
+    pub(super) buffer_names: Vec<String>,
 }
 
 /// The names of the module's declared host functions.
@@ -201,6 +205,12 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
 
 pub(super) fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgValue>) -> Result<Observed, String> {
     let verified = verify_module(ctx, module).map_err(|_| "the module does not verify".to_string())?;
+    let buffer_names: Vec<String> = entry_parameters(verified, "main")
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|p| !matches!(p.kind, ParameterKind::Scalar(_)))
+        .map(|p| p.name)
+        .collect();
     let calls: Rc<RefCell<Vec<String>>> = Rc::default();
     let mut backend = CpuBackend::new();
     let mut executor = Executor::new(verified, &mut backend, ExecutorOptions { mode });
@@ -223,7 +233,7 @@ pub(super) fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgVa
     }
     let output = executor.run("main", args).map_err(|e| format!("the run failed: {e}"))?;
     let calls = calls.borrow().clone();
-    Ok(Observed { results: output.results, buffers: output.buffers, calls, report: output.report })
+    Ok(Observed { results: output.results, buffers: output.buffers, calls, report: output.report, buffer_names })
 }
 
 /// The first observation of `observed` that differs from `reference`'s, if any.
@@ -232,7 +242,8 @@ pub(super) fn difference(observed: &Observed, reference: &Observed) -> Option<St
         return Some("the entry's results".to_string());
     }
     if let Some(i) = observed.buffers.iter().zip(&reference.buffers).position(|(a, b)| a != b) {
-        return Some(format!("buffer argument #{i}'s final host copy"));
+        let name = reference.buffer_names.get(i).map_or(format!("#{i}"), |n| format!("%{n}"));
+        return Some(format!("the final host copy of {name}"));
     }
     if observed.calls.len() != reference.calls.len() {
         return Some(format!("{} host calls, not {}", observed.calls.len(), reference.calls.len()));
@@ -293,13 +304,7 @@ pub fn run_scenario(path: &Path, strategies: &[Strategy], counts: &[i64]) -> Res
             .collect();
         rows.push(Row { count, optimum: optimum.map(|o| (o.bytes)(count.unwrap_or(0))), moved });
     }
-    Ok(Scenario {
-        file,
-        count_parameter,
-        header_optimal: header_optimal(&text),
-        optimal_expected_now: optimum.is_none_or(|o| o.expected_now),
-        rows,
-    })
+    Ok(Scenario { file, count_parameter, header_optimal: header_optimal(&text), rows })
 }
 
 /// The `.hat` files of `dir`, sorted by name.
@@ -348,7 +353,7 @@ mod tests {
         let reference = run(&ctx, module, TransferMode::Reference, args.clone()).expect("runs");
         let unplanned = run(&ctx, module, TransferMode::Explicit, args).expect("runs");
         assert_eq!(unplanned.report.total_bytes(), 0);
-        assert_eq!(difference(&unplanned, &reference).as_deref(), Some("buffer argument #0's final host copy"));
+        assert_eq!(difference(&unplanned, &reference).as_deref(), Some("the final host copy of %data"));
         assert_eq!(difference(&reference, &reference), None);
     }
 
