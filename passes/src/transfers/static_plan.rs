@@ -1081,6 +1081,51 @@ impl<'a> Planner<'a> {
                 header.insert(root, e.clone());
                 continue;
             };
+            let all = whole(self.ctx, root);
+            if b.host_flag {
+                // The back edge says which copy is whole only through the flag: the top of the
+                // body must too. What the body wants first on the device is made current on the
+                // entry edge as for any buffer; then the entry edge sets the flag from its state
+                // (made to have one copy whole first, if it has neither).
+                let (want, _) = match first_op {
+                    Some(first) => self.first_use_from(root, first, loop_op),
+                    None => (Want::Nothing, None),
+                };
+                let mut to_device = RangeSet::empty();
+                let mut device = e.device.intersect(&b.device);
+                if want == Want::Device {
+                    to_device = b.device.minus(&e.device);
+                    device = b.device.clone();
+                }
+                let entry_device = e.device.union(&to_device);
+                let entry_host_whole = e.host.contains(&all);
+                if !(e.host_flag || entry_host_whole || entry_device.contains(&all)) {
+                    to_device = to_device.union(&all.minus(&entry_device));
+                }
+                if !to_device.is_empty() {
+                    let why = self.reasons.then(|| "the loop's body wants it there first".to_string());
+                    fixups.push(Fixup {
+                        root,
+                        direction: Direction::ToDevice,
+                        ranges: to_device,
+                        flagged: e.host_flag,
+                        set_flag: None,
+                        why: why.unwrap_or_default(),
+                    });
+                }
+                if !e.host_flag {
+                    fixups.push(Fixup {
+                        root,
+                        direction: Direction::FromDevice,
+                        ranges: RangeSet::empty(),
+                        flagged: false,
+                        set_flag: Some(entry_host_whole),
+                        why: String::new(),
+                    });
+                }
+                header.insert(root, Copies { host: e.host.intersect(&b.host), device, host_flag: true });
+                continue;
+            }
             let (want, observer) = match first_op {
                 Some(first) => self.first_use_from(root, first, loop_op),
                 None => (Want::Nothing, None),
@@ -1128,22 +1173,6 @@ impl<'a> Planner<'a> {
                     set_flag: None,
                     why: why.clone(),
                 });
-            }
-            // A back edge whose host copy is flagged keeps the flag at the top of the body when
-            // the device copy is whole there: the entry edge sets it from the entry state.
-            let all = whole(self.ctx, root);
-            if b.host_flag && want != Want::Host && h.device.contains(&all) && !h.host.contains(&all) {
-                h.host_flag = true;
-                if !e.host_flag {
-                    fixups.push(Fixup {
-                        root,
-                        direction: Direction::FromDevice,
-                        ranges: RangeSet::empty(),
-                        flagged: false,
-                        set_flag: Some(e.host.contains(&all)),
-                        why,
-                    });
-                }
             }
             header.insert(root, h);
         }

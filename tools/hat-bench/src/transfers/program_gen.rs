@@ -418,10 +418,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "main's static plan (1fa3b6c) leaves %b5 stale on the host here: the host reads %b5[1] at the \
-                top of a loop body after a dispatch that an scf.if in the previous iteration ran, and no copy \
-                back (flag-guarded or not) is placed on the back edge; found by the differential check of \
-                `hat-bench transfers`; remove this ignore once the plan is fixed"]
     fn a_generated_program_planned_statically_gives_the_reference_results() {
         // loop 4 { k_copy(b3, b4); if b5[1] > 0 { k_step(b5) }; k_copy(b4, b0) }; loop 2 { k_even(b3); k_step(b5) }
         let text = generate(Shape { dispatches: 10, buffers: 6, seed: 41 }).text;
