@@ -17,6 +17,7 @@ pub mod support;
 mod test_passes;
 #[cfg(test)]
 mod testing;
+pub mod transfers;
 
 use hat_ir::pass::PassRegistry;
 
@@ -28,6 +29,7 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(cse::info());
     registry.register(dce::info());
     registry.register(inline::info());
+    registry.register(transfers::insert::info());
 }
 
 /// A registry holding every hat pass.

@@ -1,0 +1,193 @@
+//! Which buffers a buffer-typed value of host code may be: its *roots*, the values that make a
+//! buffer — a function's parameters and the results of ops that allocate (by the effects
+//! interface) — followed through `arith.select` and through the values that structured control
+//! flow carries (the region-branch interface: loop-carried buffers, `scf.if` results).
+//!
+//! A value that comes from anything else (a call's result, an unknown op) has unknown roots, and
+//! an analysis must assume it may be any buffer.
+
+use hat_dialects::arith_views::SelectOp;
+use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
+use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, Op, TypeKind, Value};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::BTreeSet;
+
+/// The roots of the buffer values of one function.
+#[derive(Default, Debug)]
+pub struct BufferRoots {
+    roots: FxHashMap<Value, Roots>,
+}
+
+/// What a value may be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Roots {
+    /// One of these buffers.
+    Known(BTreeSet<Value>),
+    /// Any buffer.
+    Unknown,
+}
+
+impl Roots {
+    fn merge(&mut self, other: &Roots) -> bool {
+        match (&mut *self, other) {
+            (Roots::Unknown, _) => false,
+            (_, Roots::Unknown) => {
+                *self = Roots::Unknown;
+                true
+            }
+            (Roots::Known(a), Roots::Known(b)) => {
+                let before = a.len();
+                a.extend(b.iter().copied());
+                a.len() != before
+            }
+        }
+    }
+}
+
+/// Whether `value` is a buffer.
+pub fn is_buffer(ctx: &Context, value: Value) -> bool {
+    matches!(ctx.type_kind(ctx.value_type(value)), TypeKind::MemRef { .. })
+}
+
+impl BufferRoots {
+    /// The roots of every buffer value under `function` (whose entry block's arguments are
+    /// roots).
+    pub fn of(ctx: &Context, function: Op) -> BufferRoots {
+        let mut this = BufferRoots::default();
+        let ops = ctx.walk(function);
+        if let Some(&entry) = ctx.regions(function).first().and_then(|&r| ctx.region_blocks(r).first()) {
+            for &argument in ctx.block_arguments(entry) {
+                this.root(ctx, argument);
+            }
+        }
+        for &op in &ops {
+            for result in ctx.results(op) {
+                if is_buffer(ctx, result) && allocates(ctx, op, result) {
+                    this.root(ctx, result);
+                }
+            }
+        }
+        // Buffers made by ops nothing here explains may be any buffer.
+        for &op in &ops {
+            let explained =
+                SelectOp::wrap(ctx, op).is_some() || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
+            for result in ctx.results(op) {
+                if is_buffer(ctx, result) && !this.roots.contains_key(&result) && !explained {
+                    this.roots.insert(result, Roots::Unknown);
+                }
+            }
+            if op != function && !explained {
+                for &region in ctx.regions(op) {
+                    for &block in ctx.region_blocks(region) {
+                        for &argument in ctx.block_arguments(block) {
+                            if is_buffer(ctx, argument) {
+                                this.roots.insert(argument, Roots::Unknown);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Propagate to a fixpoint: each round only grows the sets.
+        loop {
+            let mut changed = false;
+            for &op in &ops {
+                changed |= this.propagate(ctx, op);
+            }
+            if !changed {
+                break;
+            }
+        }
+        this
+    }
+
+    fn root(&mut self, ctx: &Context, value: Value) {
+        if is_buffer(ctx, value) {
+            self.roots.insert(value, Roots::Known([value].into_iter().collect()));
+        }
+    }
+
+    /// The roots of `value`: unknown for a buffer nothing here explains.
+    pub fn roots(&self, value: Value) -> Roots {
+        self.roots.get(&value).cloned().unwrap_or(Roots::Unknown)
+    }
+
+    /// Whether `value` is a root itself.
+    pub fn is_root(&self, value: Value) -> bool {
+        matches!(self.roots.get(&value), Some(Roots::Known(set)) if set.len() == 1 && set.contains(&value))
+    }
+
+    fn bind(&mut self, ctx: &Context, from: &[Value], to: &[Value]) -> bool {
+        let mut changed = false;
+        for (&source, &target) in from.iter().zip(to) {
+            if !is_buffer(ctx, target) || self.is_root(target) {
+                continue;
+            }
+            // A source not seen yet (a value yielded later in a loop) adds nothing this round;
+            // the fixpoint comes back to it.
+            let incoming = self.roots.get(&source).cloned().unwrap_or(Roots::Known(BTreeSet::new()));
+            match self.roots.get_mut(&target) {
+                Some(existing) => changed |= existing.merge(&incoming),
+                None => {
+                    self.roots.insert(target, incoming);
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    fn propagate(&mut self, ctx: &Context, op: Op) -> bool {
+        if let Some(select) = SelectOp::wrap(ctx, op) {
+            let result = ctx.result(op, 0);
+            if !is_buffer(ctx, result) {
+                return false;
+            }
+            let operands = [select.true_value(ctx), select.false_value(ctx)];
+            let mut changed = self.bind(ctx, &operands[..1], &[result]);
+            changed |= self.bind(ctx, &operands[1..], &[result]);
+            return changed;
+        }
+        let Some(branch) = ctx.interface::<dyn RegionBranchOpInterface>(op) else { return false };
+        let mut changed = false;
+        let inputs = |to: RegionPoint| -> SmallVec<[Value; 4]> {
+            let range = branch.successor_inputs(ctx, op, to);
+            match to {
+                RegionPoint::Parent => ctx.results(op).collect::<SmallVec<[Value; 4]>>()[range].into(),
+                RegionPoint::Region(i) => ctx
+                    .region_blocks(ctx.regions(op)[i])
+                    .first()
+                    .map(|&b| ctx.block_arguments(b)[range].iter().copied().collect())
+                    .unwrap_or_default(),
+            }
+        };
+        for to in branch.successors(ctx, op, RegionPoint::Parent, &[]) {
+            let operands = &ctx.operands(op)[branch.entry_operands(ctx, op, to)];
+            changed |= self.bind(ctx, operands, &inputs(to));
+        }
+        for (index, &region) in ctx.regions(op).iter().enumerate() {
+            for &block in ctx.region_blocks(region) {
+                let Some(terminator) = ctx.last_op(block) else { continue };
+                for to in branch.successors(ctx, op, RegionPoint::Region(index), &[]) {
+                    let range = branch.terminator_operands(ctx, op, terminator, index, to);
+                    let operands: SmallVec<[Value; 4]> = ctx.operands(terminator)[range].iter().copied().collect();
+                    changed |= self.bind(ctx, &operands, &inputs(to));
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// Whether `op` allocates `result` (an `Allocate` effect on it).
+fn allocates(ctx: &Context, op: Op, result: Value) -> bool {
+    let Some(index) = ctx.results(op).position(|r| r == result) else { return false };
+    let Some(definition) = ctx.definition(ctx.name(op)) else { return false };
+    match definition.memory_effects(ctx, op) {
+        MemoryEffects::Known(effects) => {
+            effects.iter().any(|e| e.kind == EffectKind::Allocate && e.target == EffectTarget::Result(index))
+        }
+        MemoryEffects::Unknown => false,
+    }
+}

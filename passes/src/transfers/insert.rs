@@ -1,0 +1,205 @@
+//! `insert-transfers{strategy=jic|kernel|static}`: places `buffer.to_device` and
+//! `buffer.from_device` in host code so that every observer sees the value the reference
+//! semantics ("copy everything, every time") gives it.
+//!
+//! - `jic` ("just in case") is the reference semantics written out: before each dispatch every
+//!   buffer argument goes to the device, after it every one comes back.
+//! - `kernel` asks the kernel: in only what it may read (and, when it does not provably write
+//!   every element, what it may write, since the rest of a partially written device copy must be
+//!   current); out only what it may write.
+//! - `static` is a dataflow over the whole host program ([`super::static_plan`]).
+//!
+//! The pass runs on a module and plans every host function with a body. Option `reasons` keeps a
+//! `reason` attribute on every transfer it inserts, naming the observer that needs it.
+
+use super::dispatch::{dispatch_args, kernel_of, DispatchArg};
+use super::emit::{transfer, Anchor, Direction};
+use super::kernel_effects::KernelEffects;
+use super::ranges::RangeSet;
+use super::static_plan;
+use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface};
+use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
+use hat_ir::{Context, Diagnostic, Op};
+use rustc_hash::FxHashMap;
+
+/// The options of `insert-transfers`.
+pub const OPTIONS: &[PassOptionInfo] = &[
+    PassOptionInfo {
+        name: "strategy",
+        kind: OptionKind::Enum(&["jic", "kernel", "static"]),
+        default: "static",
+        help: "jic: everything around every dispatch; kernel: by the kernel's effects; static: by a dataflow over the host program",
+    },
+    PassOptionInfo {
+        name: "reasons",
+        kind: OptionKind::Bool,
+        default: "false",
+        help: "Keep a `reason` attribute on each inserted transfer, naming the observer that needs it",
+    },
+];
+
+/// The registration of `insert-transfers`.
+pub fn info() -> PassInfo {
+    PassInfo {
+        name: "insert-transfers",
+        summary: "Insert the host<->device transfers the program needs (strategy jic, kernel or static)",
+        anchor: None,
+        options: OPTIONS,
+        create: |options| Box::new(InsertTransfers::new(options)),
+    }
+}
+
+/// Which plan.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Everything, around every dispatch.
+    Jic,
+    /// By the kernel's effects, around every dispatch.
+    Kernel,
+    /// By a dataflow over the whole host program.
+    Static,
+}
+
+/// The `insert-transfers` pass.
+pub struct InsertTransfers {
+    strategy: Strategy,
+    reasons: bool,
+}
+
+impl InsertTransfers {
+    /// The pass with validated options.
+    pub fn new(options: &PassOptions) -> Self {
+        let strategy = match options.get("strategy") {
+            "jic" => Strategy::Jic,
+            "kernel" => Strategy::Kernel,
+            _ => Strategy::Static,
+        };
+        InsertTransfers { strategy, reasons: options.get_bool("reasons") }
+    }
+}
+
+/// The host functions with a body under `module`.
+pub fn host_functions(ctx: &Context, module: Op) -> Vec<Op> {
+    ctx.walk(module)
+        .into_iter()
+        .filter(|&op| {
+            execution_space(ctx, op) == Some(ExecutionSpace::Host)
+                && ctx.interface::<dyn CallableOpInterface>(op).is_some_and(|c| c.body(ctx, op).is_some())
+        })
+        .collect()
+}
+
+/// The effects of every kernel that a dispatch under `module` launches.
+pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> FxHashMap<Op, KernelEffects> {
+    let mut out = FxHashMap::default();
+    for op in ctx.walk(module) {
+        if ctx.interface::<dyn LaunchOpInterface>(op).is_none() {
+            continue;
+        }
+        if let Some(kernel) = kernel_of(ctx, op) {
+            out.entry(kernel).or_insert_with(|| state.analysis::<KernelEffects>(ctx, kernel).clone());
+        }
+    }
+    out
+}
+
+impl Pass for InsertTransfers {
+    fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+        let effects = kernel_effects(ctx, op, state);
+        let mut counts = [0u64; 2];
+        for function in host_functions(ctx, op) {
+            match self.strategy {
+                Strategy::Jic | Strategy::Kernel => {
+                    around_dispatches(ctx, function, &effects, self.strategy, self.reasons, &mut counts)
+                }
+                Strategy::Static => match static_plan::plan(ctx, function, &effects) {
+                    Ok(plan) => {
+                        let emitted = static_plan::emit(ctx, &plan, self.reasons);
+                        counts[0] += emitted[0];
+                        counts[1] += emitted[1];
+                    }
+                    Err(unsupported) => {
+                        state.emit(Diagnostic::remark(
+                            unsupported.location,
+                            format!(
+                                "insert-transfers: the static plan does not follow {}; this function gets the kernel strategy",
+                                unsupported.what
+                            ),
+                        ));
+                        around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
+                    }
+                },
+            }
+        }
+        state.add_statistic("num-to-device", counts[0]);
+        state.add_statistic("num-from-device", counts[1]);
+        Ok(())
+    }
+}
+
+/// The `jic` and `kernel` strategies: transfers around each dispatch in `function`.
+fn around_dispatches(
+    ctx: &mut Context,
+    function: Op,
+    effects: &FxHashMap<Op, KernelEffects>,
+    strategy: Strategy,
+    reasons: bool,
+    counts: &mut [u64; 2],
+) {
+    let dispatches: Vec<Op> =
+        ctx.walk(function).into_iter().filter(|&op| ctx.interface::<dyn LaunchOpInterface>(op).is_some()).collect();
+    let unknown = KernelEffects::default();
+    for dispatch in dispatches {
+        let kernel = kernel_of(ctx, dispatch);
+        let kernel_effects = kernel.and_then(|k| effects.get(&k)).unwrap_or(&unknown);
+        let Some(args) = dispatch_args(ctx, dispatch, kernel_effects) else { continue };
+        let kernel_name = kernel.and_then(|k| hat_ir::verifier::symbol_name(ctx, k)).unwrap_or("?").to_string();
+        let location = ctx.location(dispatch);
+        let Some(after) = ctx.next_op(dispatch) else { continue };
+        for arg in &args {
+            let (inbound, outbound) = match strategy {
+                Strategy::Jic => (RangeSet::whole(), RangeSet::whole()),
+                _ => (arg.needs.clone(), arg.written.clone()),
+            };
+            let reason_in = format!("read by @{kernel_name} (jic: every argument)");
+            let reason_in = reasons.then(|| match strategy {
+                Strategy::Jic => reason_in.clone(),
+                _ => describe_need(arg, &kernel_name),
+            });
+            for range in inbound.ranges() {
+                transfer(
+                    ctx,
+                    Anchor::Before(dispatch),
+                    Direction::ToDevice,
+                    arg.value,
+                    Some(range),
+                    location,
+                    reason_in.as_deref(),
+                );
+                counts[0] += 1;
+            }
+            let reason_out = reasons.then(|| format!("written by @{kernel_name}; the host copy is kept current"));
+            for range in outbound.ranges() {
+                transfer(
+                    ctx,
+                    Anchor::Before(after),
+                    Direction::FromDevice,
+                    arg.value,
+                    Some(range),
+                    location,
+                    reason_out.as_deref(),
+                );
+                counts[1] += 1;
+            }
+        }
+    }
+}
+
+/// Why a dispatch needs an argument on the device.
+pub fn describe_need(arg: &DispatchArg, kernel: &str) -> String {
+    if arg.reads {
+        format!("read by @{kernel}")
+    } else {
+        format!("partly written by @{kernel}: the rest must be current")
+    }
+}

@@ -1,0 +1,15 @@
+//! Host↔device transfers: the analyses that say what each side reads and writes, and the passes
+//! that place the copies.
+//!
+//! - [`kernel_effects`]: what a dispatch of each kernel reads and writes of each buffer
+//!   parameter, and whether it provably writes every element;
+//! - [`insert`]: the `insert-transfers` pass and its three strategies;
+//! - [`static_plan`]: the `static` strategy's dataflow.
+
+pub mod aliases;
+pub mod dispatch;
+pub mod emit;
+pub mod insert;
+pub mod kernel_effects;
+pub mod ranges;
+pub mod static_plan;
