@@ -566,7 +566,13 @@ impl Gen<'_> {
                 if candidates.iter().any(Vec::is_empty) {
                     continue;
                 }
-                let buffers: Vec<BufVar> = candidates.iter().map(|c| *self.rng.pick(c)).collect();
+                // Mostly distinct buffers where the shapes allow (aliases come often enough).
+                let mut buffers: Vec<BufVar> = Vec::new();
+                for c in &candidates {
+                    let fresh: Vec<BufVar> = c.iter().copied().filter(|b| !buffers.contains(b)).collect();
+                    let pool = if !fresh.is_empty() && self.rng.chance(85) { &fresh } else { c };
+                    buffers.push(*self.rng.pick(pool));
+                }
                 if racy_param(&self.program.kernels[k], &Self::may_sets(scope, &buffers)).is_none() {
                     return self.finish_dispatch(scope, k, buffers);
                 }

@@ -14,6 +14,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod features;
 pub mod generate;
 pub mod render;
 pub mod rng;
