@@ -134,7 +134,10 @@ fn nested_pipelines_run_on_each_op_of_their_name_with_typed_options() {
 fn bad_pipelines_and_options_are_reported() {
     let mut manager = PassManager::new("builtin.module", PassManagerOptions::default());
     let registry = registry();
-    assert_eq!(manager.add_pipeline(&registry, "nope").unwrap_err(), PipelineError::UnknownPass("nope".into()));
+    assert_eq!(
+        manager.add_pipeline(&registry, "nope").unwrap_err(),
+        PipelineError::UnknownPass { name: "nope".into(), suggestion: None }
+    );
     assert_eq!(
         manager.add_pipeline(&registry, "test-count{fail=maybe}").unwrap_err().to_string(),
         "invalid options for pass 'test-count': invalid value 'maybe' for option 'fail': expected true or false"

@@ -30,6 +30,13 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(dce::info());
     registry.register(inline::info());
     registry.register(transfers::insert::info());
+    registry.register(transfers::hoist::info());
+    registry.register_pipeline(
+        "default",
+        "The whole job: inline, place the transfers (static strategy), hoist what loops do not need, clean up",
+        "builtin.module(inline,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
+    );
+    registry.register(transfers::kernel_effects::print::info());
 }
 
 /// A registry holding every hat pass.

@@ -16,7 +16,7 @@
 
 use super::instrumentation::PassInstrumentation;
 use super::pipeline::{parse_pipeline, PipelineElement};
-use super::{AnalysisManager, Pass, PassInfo, PassOptions, PassRegistry, PassState, Preserved};
+use super::{AnalysisManager, Pass, PassInfo, PassOptions, PassRegistry, PassState, PipelineInfo, Preserved};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::verifier::verify;
 use crate::{Context, Location, Op};
@@ -40,9 +40,28 @@ pub enum PipelineError {
     /// The text is not a pipeline.
     #[error("{0}")]
     Syntax(String),
-    /// A pass name nobody registered.
-    #[error("'{0}' does not refer to a registered pass")]
-    UnknownPass(String),
+    /// A name that is neither a registered pass nor a registered pipeline.
+    #[error("'{name}' does not refer to a registered pass or pipeline{}", did_you_mean(.suggestion))]
+    UnknownPass {
+        /// The name as written.
+        name: String,
+        /// The registered name closest to it, when it looks like a misspelling of one.
+        suggestion: Option<&'static str>,
+    },
+    /// Options given to a named pipeline, which takes none.
+    #[error("'{0}' is a pipeline: it takes no options (give options to the passes it runs)")]
+    PipelineOptions(String),
+    /// A named pipeline that includes itself, directly or through others.
+    #[error("pipeline '{}' includes itself: {}", .0[0], .0.join(" -> "))]
+    RecursivePipeline(Vec<String>),
+    /// An error in the text of a named pipeline.
+    #[error("in pipeline '{pipeline}': {error}")]
+    InPipeline {
+        /// The pipeline's name.
+        pipeline: String,
+        /// What is wrong in its text.
+        error: Box<PipelineError>,
+    },
     /// Options that the pass does not accept.
     #[error("invalid options for pass '{pass}': {message}")]
     InvalidOptions {
@@ -98,12 +117,12 @@ impl PassManager {
                 elements = inner;
             }
         }
-        let built = build(registry, &elements)?;
+        let built = build(registry, &self.root.anchor, &elements, &mut Vec::new())?;
         self.root.elements.extend(built);
         Ok(())
     }
 
-    /// Appends one pass with `key=value` options.
+    /// Appends one pass (or named pipeline) with `key=value` options.
     pub fn add_pass(
         &mut self,
         registry: &PassRegistry,
@@ -111,7 +130,7 @@ impl PassManager {
         options: &[(String, String)],
     ) -> Result<(), PipelineError> {
         let element = PipelineElement::Pass { name: name.to_string(), options: options.to_vec() };
-        let built = build(registry, std::slice::from_ref(&element))?;
+        let built = build(registry, &self.root.anchor, std::slice::from_ref(&element), &mut Vec::new())?;
         self.root.elements.extend(built);
         Ok(())
     }
@@ -162,22 +181,87 @@ impl PassManager {
     }
 }
 
-fn build(registry: &PassRegistry, elements: &[PipelineElement]) -> Result<Vec<Element>, PipelineError> {
-    elements
-        .iter()
-        .map(|element| match element {
+fn did_you_mean(suggestion: &Option<&'static str>) -> String {
+    suggestion.map_or_else(String::new, |name| format!("; did you mean '{name}'?"))
+}
+
+/// The elements of a pipeline run on ops named `anchor`, with named pipelines expanded
+/// (`expanding`: the names of the pipelines being expanded, outermost first).
+fn build(
+    registry: &PassRegistry,
+    anchor: &str,
+    elements: &[PipelineElement],
+    expanding: &mut Vec<&'static str>,
+) -> Result<Vec<Element>, PipelineError> {
+    let mut built = Vec::new();
+    for element in elements {
+        match element {
             PipelineElement::Pass { name, options } => {
-                let info = registry.get(name).ok_or_else(|| PipelineError::UnknownPass(name.clone()))?.clone();
+                if let Some(pipeline) = registry.pipeline(name) {
+                    built.extend(expand(registry, anchor, pipeline, options, expanding)?);
+                    continue;
+                }
+                let info = registry
+                    .get(name)
+                    .ok_or_else(|| PipelineError::UnknownPass {
+                        name: name.clone(),
+                        suggestion: registry.closest_name(name),
+                    })?
+                    .clone();
                 let options = PassOptions::validate(info.options, options)
                     .map_err(|message| PipelineError::InvalidOptions { pass: name.clone(), message })?;
                 let pass = (info.create)(&options);
-                Ok(Element::Pass(PassEntry { info, options, pass }))
+                built.push(Element::Pass(PassEntry { info, options, pass }));
             }
             PipelineElement::Nested { op, elements } => {
-                Ok(Element::Nested(OpPassManager { anchor: op.clone(), elements: build(registry, elements)? }))
+                built.push(Element::Nested(OpPassManager {
+                    anchor: op.clone(),
+                    elements: build(registry, op, elements, expanding)?,
+                }));
             }
-        })
-        .collect()
+        }
+    }
+    Ok(built)
+}
+
+/// The elements a named pipeline stands for where it is used (on ops named `anchor`). Its text
+/// is parsed here, so that it may name what was registered after it; a text that is one element
+/// nested on `anchor` is taken as its contents, as a top-level pipeline is.
+fn expand(
+    registry: &PassRegistry,
+    anchor: &str,
+    pipeline: &PipelineInfo,
+    options: &[(String, String)],
+    expanding: &mut Vec<&'static str>,
+) -> Result<Vec<Element>, PipelineError> {
+    if !options.is_empty() {
+        return Err(PipelineError::PipelineOptions(pipeline.name.to_string()));
+    }
+    if expanding.contains(&pipeline.name) {
+        let mut chain: Vec<String> = expanding.iter().map(|name| name.to_string()).collect();
+        chain.push(pipeline.name.to_string());
+        let start = chain.iter().position(|name| name == pipeline.name).unwrap_or(0);
+        return Err(PipelineError::RecursivePipeline(chain.split_off(start)));
+    }
+    let in_pipeline = |error: PipelineError| PipelineError::InPipeline {
+        pipeline: pipeline.name.to_string(),
+        error: Box::new(error),
+    };
+    let mut elements = parse_pipeline(&pipeline.text).map_err(|message| in_pipeline(PipelineError::Syntax(message)))?;
+    if let [PipelineElement::Nested { op, .. }] = &elements[..] {
+        if op == anchor {
+            let Some(PipelineElement::Nested { elements: inner, .. }) = elements.pop() else { unreachable!() };
+            elements = inner;
+        }
+    }
+    expanding.push(pipeline.name);
+    let built = build(registry, anchor, &elements, expanding);
+    expanding.pop();
+    // A cycle is reported once, at the outermost pipeline, not wrapped at each level.
+    built.map_err(|error| match error {
+        PipelineError::RecursivePipeline(_) => error,
+        other => in_pipeline(other),
+    })
 }
 
 fn describe(elements: &[Element]) -> String {

@@ -1,7 +1,8 @@
 //! Passes and the pass manager.
 //!
 //! A [`Pass`] transforms or analyses the IR under one op (its anchor). Passes are registered by
-//! name in a [`PassRegistry`] with typed options ([`PassOptionInfo`]); a pipeline in MLIR's
+//! name in a [`PassRegistry`] with typed options ([`PassOptionInfo`]), beside named pipelines (a
+//! name standing for a pipeline's text, usable wherever a pass name is); a pipeline in MLIR's
 //! syntax (`builtin.module(compute.func(cse),canonicalize{max-iterations=5})`, see [`pipeline`])
 //! builds a [`PassManager`] that runs them, verifying after each pass, caching analyses, and
 //! calling [`instrumentation`] hooks (IR printing, timing, statistics).
@@ -16,7 +17,7 @@ mod registry;
 pub use analysis::{Analysis, AnalysisManager};
 pub use manager::{PassManager, PassManagerOptions, PipelineError};
 pub use options::{OptionKind, OptionValue, PassOptionInfo, PassOptions};
-pub use registry::{PassInfo, PassRegistry};
+pub use registry::{PassInfo, PassRegistry, PipelineInfo};
 
 use crate::diagnostics::Diagnostic;
 use crate::{Context, Op};

@@ -3,7 +3,7 @@
 //! out of a loop by "the loop runs at least once".
 
 use super::ranges::END;
-use hat_dialects::buffer::{DimOp, FromDeviceOp, ToDeviceOp};
+use hat_dialects::buffer::{AllocOp, DimOp, FromDeviceOp, LoadOp, StoreOp, ToDeviceOp};
 use hat_dialects::semantics::IntPredicate;
 use hat_ir::{Block, Context, Ident, Location, Op, OperationState, Value};
 use std::ops::Range;
@@ -172,4 +172,49 @@ fn flat_size(ctx: &mut Context, anchor: Anchor, buffer: Value, location: Locatio
         size = binary(ctx, anchor, "arith.muli", size, ctx.result(op, 0), location);
     }
     size
+}
+
+/// An integer constant of type `ty`, inserted at `anchor`.
+pub fn constant(ctx: &mut Context, anchor: Anchor, value: i64, ty: hat_ir::Type, location: Location) -> Value {
+    let attribute = ctx.integer_attr(value, ty);
+    let mut state = OperationState::new(ctx.op_name("arith.constant"), location);
+    let key = ctx.ident("value");
+    state.attributes.push((key, attribute));
+    state.result_types.push(ty);
+    let op = ctx.create_op(state);
+    insert(ctx, anchor, op);
+    ctx.result(op, 0)
+}
+
+/// A one-element `i1` buffer for a run-time flag (`buffer.alloc() : memref<1xi1>`), at `anchor`.
+pub fn flag_cell(ctx: &mut Context, anchor: Anchor, location: Location) -> Value {
+    let i1 = ctx.integer_type(1);
+    let ty = ctx.memref_type(&[1], i1);
+    let mut state = OperationState::new(ctx.op_name(AllocOp::NAME), location);
+    state.result_types.push(ty);
+    let op = ctx.create_op(state);
+    insert(ctx, anchor, op);
+    ctx.result(op, 0)
+}
+
+/// `buffer.load %buffer[%index]` (one-dimensional), at `anchor`.
+pub fn load(ctx: &mut Context, anchor: Anchor, buffer: Value, index: Value, location: Location) -> Value {
+    let element = match ctx.type_kind(ctx.value_type(buffer)) {
+        hat_ir::TypeKind::MemRef { element, .. } => *element,
+        _ => unreachable!("a flag cell is a buffer"),
+    };
+    let mut state = OperationState::new(ctx.op_name(LoadOp::NAME), location);
+    state.operands.extend([buffer, index]);
+    state.result_types.push(element);
+    let op = ctx.create_op(state);
+    insert(ctx, anchor, op);
+    ctx.result(op, 0)
+}
+
+/// `buffer.store %value, %buffer[%index]` (one-dimensional), at `anchor`.
+pub fn store(ctx: &mut Context, anchor: Anchor, value: Value, buffer: Value, index: Value, location: Location) {
+    let mut state = OperationState::new(ctx.op_name(StoreOp::NAME), location);
+    state.operands.extend([value, buffer, index]);
+    let op = ctx.create_op(state);
+    insert(ctx, anchor, op);
 }

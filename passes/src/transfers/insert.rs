@@ -14,6 +14,7 @@
 
 use super::dispatch::{dispatch_args, kernel_of, DispatchArg};
 use super::emit::{transfer, Anchor, Direction};
+use super::host_effects::summarize;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
 use super::static_plan;
@@ -106,13 +107,14 @@ pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> F
 impl Pass for InsertTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let effects = kernel_effects(ctx, op, state);
+        let summaries = summarize(ctx, op, &effects);
         let mut counts = [0u64; 2];
         for function in host_functions(ctx, op) {
             match self.strategy {
                 Strategy::Jic | Strategy::Kernel => {
                     around_dispatches(ctx, function, &effects, self.strategy, self.reasons, &mut counts)
                 }
-                Strategy::Static => match static_plan::plan(ctx, function, &effects) {
+                Strategy::Static => match static_plan::plan(ctx, function, &effects, &summaries) {
                     Ok(plan) => {
                         let emitted = static_plan::emit(ctx, &plan, self.reasons);
                         counts[0] += emitted[0];

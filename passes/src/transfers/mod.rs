@@ -3,12 +3,17 @@
 //!
 //! - [`kernel_effects`]: what a dispatch of each kernel reads and writes of each buffer
 //!   parameter, and whether it provably writes every element;
+//! - [`host_effects`]: what host code (and each host function, by a summary) does to each
+//!   copy of a buffer;
 //! - [`insert`]: the `insert-transfers` pass and its three strategies;
-//! - [`static_plan`]: the `static` strategy's dataflow.
+//! - [`static_plan`]: the `static` strategy's dataflow;
+//! - [`hoist`]: the `hoist-transfers` pass.
 
 pub mod aliases;
 pub mod dispatch;
 pub mod emit;
+pub mod hoist;
+pub mod host_effects;
 pub mod insert;
 pub mod kernel_effects;
 pub mod ranges;

@@ -46,7 +46,8 @@
 
 use super::aliases::{is_buffer, BufferRoots, Roots};
 use super::dispatch::{dispatch_args, element_count, kernel_of, shape};
-use super::emit::{compare, guard, index_constant, insert, transfer, Anchor, Direction};
+use super::emit::{self, compare, guard, index_constant, transfer, Anchor, Direction};
+use super::host_effects::{Summaries, Touch};
 use super::insert::describe_need;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
@@ -74,11 +75,28 @@ pub struct Unsupported {
 /// The two copies of a buffer: which elements of each are current.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Copies {
+    /// The elements whose host copy is current.
     host: RangeSet,
+    /// The elements whose device copy is current.
     device: RangeSet,
+    /// Whether the whole host copy is also current when the buffer's run-time flag says so
+    /// (paths that merged disagreeing; the device copy is then current everywhere).
+    host_flag: bool,
 }
 
 impl Copies {
+    fn new(host: RangeSet, device: RangeSet) -> Copies {
+        Copies { host, device, host_flag: false }
+    }
+
+    /// Drops the flag where it no longer describes the state: the host copy is current anyway,
+    /// or the device copy is not current everywhere.
+    fn normalize(&mut self, whole: &RangeSet) {
+        if self.host_flag && (self.host.contains(whole) || !self.device.contains(whole)) {
+            self.host_flag = false;
+        }
+    }
+
     fn side(&mut self, side: Direction) -> &mut RangeSet {
         match side {
             Direction::ToDevice => &mut self.device,
@@ -94,6 +112,8 @@ struct Fixup {
     root: Value,
     direction: Direction,
     ranges: RangeSet,
+    /// Whether the copy waits for the buffer's flag to be clear (the entry state is flagged).
+    flagged: bool,
     why: String,
 }
 
@@ -111,21 +131,43 @@ struct LoopOutcome {
     settled: bool,
 }
 
+/// Where one path into a merge can take copies (`None`: it cannot, it skips every region) and
+/// guards for them, and where it sets a run-time flag.
+struct PathEnd {
+    copies: Option<(Anchor, Vec<Guard>)>,
+    flag: Anchor,
+    label: &'static str,
+}
+
 /// One iteration of a loop from the header state: (exit state, back-edge state).
 type Iteration<'i, 'p> = dyn FnMut(&mut Planner<'p>, &mut State) -> Result<(State, State), Unsupported> + 'i;
 
-/// A guard on a planned transfer: whether a loop ran at least once.
+/// A guard on a planned transfer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 enum Guard {
+    /// The loop ran at least once.
     Ran(Op),
+    /// The loop did not run.
     NotRan(Op),
+    /// The run-time flag of this buffer says its host copy is not current.
+    FlagClear(Value),
+}
+
+/// What a planned item does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Action {
+    /// A transfer.
+    Transfer,
+    /// Sets the buffer's run-time "host copy current" flag.
+    SetFlag(bool),
 }
 
 /// One planned transfer.
 #[derive(Clone, Debug)]
 struct Planned {
     anchor: Anchor,
-    guard: Option<Guard>,
+    guards: Vec<Guard>,
+    action: Action,
     direction: Direction,
     buffer: Value,
     ranges: RangeSet,
@@ -137,6 +179,7 @@ struct Planned {
 
 /// The transfers planned for one function.
 pub struct Plan {
+    function: Op,
     items: Vec<Planned>,
 }
 
@@ -159,7 +202,12 @@ impl Want {
 }
 
 /// Plans the transfers of `function` (a host function with a body).
-pub fn plan(ctx: &Context, function: Op, effects: &FxHashMap<Op, KernelEffects>) -> Result<Plan, Unsupported> {
+pub fn plan(
+    ctx: &Context,
+    function: Op,
+    effects: &FxHashMap<Op, KernelEffects>,
+    summaries: &Summaries,
+) -> Result<Plan, Unsupported> {
     let body = ctx
         .interface::<dyn CallableOpInterface>(function)
         .and_then(|c| c.body(ctx, function))
@@ -174,13 +222,13 @@ pub fn plan(ctx: &Context, function: Op, effects: &FxHashMap<Op, KernelEffects>)
         function,
         roots: BufferRoots::of(ctx, function),
         effects,
+        summaries,
         params: params.clone(),
         items: Vec::new(),
     };
-    let mut state: State =
-        params.iter().map(|&p| (p, Copies { host: RangeSet::whole(), device: RangeSet::empty() })).collect();
+    let mut state: State = params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
     planner.block(*entry, &mut state)?;
-    Ok(Plan { items: planner.items })
+    Ok(Plan { function, items: planner.items })
 }
 
 struct Planner<'a> {
@@ -188,6 +236,7 @@ struct Planner<'a> {
     function: Op,
     roots: BufferRoots,
     effects: &'a FxHashMap<Op, KernelEffects>,
+    summaries: &'a Summaries,
     params: Vec<Value>,
     items: Vec<Planned>,
 }
@@ -248,6 +297,7 @@ impl<'a> Planner<'a> {
     }
 
     /// Plans a copy of the elements `ranges` of `root` to `side`, where they are not current.
+    /// Against a flagged host copy the copy back is guarded by the flag.
     #[allow(clippy::too_many_arguments)]
     fn need(
         &mut self,
@@ -256,7 +306,6 @@ impl<'a> Planner<'a> {
         side: Direction,
         ranges: &RangeSet,
         anchor: Anchor,
-        guard: Option<Guard>,
         location: Location,
         reason: &dyn Fn() -> String,
     ) -> Result<(), Unsupported> {
@@ -265,9 +314,12 @@ impl<'a> Planner<'a> {
         if missing.is_empty() {
             return Ok(());
         }
+        let guards =
+            if side == Direction::FromDevice && copies.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
         let updated = copies.side(side).union(&missing);
         *copies.side(side) = updated;
-        self.push(root, side, missing, anchor, guard, location, reason())
+        copies.normalize(&whole(self.ctx, root));
+        self.push(root, side, missing, anchor, guards, location, reason())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -277,7 +329,7 @@ impl<'a> Planner<'a> {
         direction: Direction,
         ranges: RangeSet,
         anchor: Anchor,
-        guard: Option<Guard>,
+        guards: Vec<Guard>,
         location: Location,
         reason: String,
     ) -> Result<(), Unsupported> {
@@ -287,8 +339,33 @@ impl<'a> Planner<'a> {
         if !self.in_scope(root, anchor) {
             return Err(Unsupported { what: format!("a copy of {} out of its scope", self.name(root)), location });
         }
-        self.items.push(Planned { anchor, guard, direction, buffer: root, ranges, element: None, location, reason });
+        self.items.push(Planned {
+            anchor,
+            guards,
+            action: Action::Transfer,
+            direction,
+            buffer: root,
+            ranges,
+            element: None,
+            location,
+            reason,
+        });
         Ok(())
+    }
+
+    /// Plans setting the run-time flag of `root` at `anchor`.
+    fn set_flag(&mut self, root: Value, value: bool, anchor: Anchor, location: Location) {
+        self.items.push(Planned {
+            anchor,
+            guards: vec![],
+            action: Action::SetFlag(value),
+            direction: Direction::FromDevice,
+            buffer: root,
+            ranges: RangeSet::empty(),
+            element: None,
+            location,
+            reason: String::new(),
+        });
     }
 
     fn block(&mut self, block: Block, state: &mut State) -> Result<(), Unsupported> {
@@ -339,7 +416,7 @@ impl<'a> Planner<'a> {
         for arg in &args {
             for root in self.roots_of(state, arg.value) {
                 let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
-                self.need(state, root, Direction::ToDevice, &arg.needs, Anchor::Before(op), None, location, &reason)?;
+                self.need(state, root, Direction::ToDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
             }
         }
         for arg in args.iter().filter(|a| a.writes) {
@@ -352,6 +429,9 @@ impl<'a> Planner<'a> {
                     copies.host = RangeSet::empty();
                 } else {
                     copies.host = copies.host.minus(&arg.written);
+                }
+                if !arg.written.is_empty() {
+                    copies.host_flag = false;
                 }
             }
         }
@@ -374,9 +454,11 @@ impl<'a> Planner<'a> {
             for root in self.roots_of(state, value) {
                 let ranges = whole(self.ctx, root);
                 let reason = || format!("{what} at {at}");
-                self.need(state, root, Direction::FromDevice, &ranges, Anchor::Before(op), None, location, &reason)?;
+                self.need(state, root, Direction::FromDevice, &ranges, Anchor::Before(op), location, &reason)?;
                 if clobbers {
-                    state.get_mut(&root).expect("tracked").device = RangeSet::empty();
+                    let copies = state.get_mut(&root).expect("tracked");
+                    copies.device = RangeSet::empty();
+                    copies.host_flag = false;
                 }
             }
         }
@@ -392,6 +474,19 @@ impl<'a> Planner<'a> {
         };
         let callee_name = symbol_name(ctx, callee).unwrap_or("?").to_string();
         let callable = ctx.interface::<dyn CallableOpInterface>(callee).expect("resolve_callee gives callables");
+        if let Some(summary) = self.summaries.get(&callee) {
+            // A function planned on its own expects its buffers on the host; what it may write
+            // is stale on the device afterwards. What it does not touch is left alone.
+            let what = format!("passed to @{callee_name} (planned on its own)");
+            for (index, &value) in arguments.iter().enumerate() {
+                let touch = summary.get(index).copied().unwrap_or_else(Touch::all);
+                if touch.any() {
+                    let clobbers = touch.host_write || touch.device_write;
+                    self.on_host(op, state, &[value], clobbers, &what)?;
+                }
+            }
+            return Ok(());
+        }
         if callable.body(ctx, callee).is_some() {
             return self.on_host(
                 op,
@@ -433,20 +528,12 @@ impl<'a> Planner<'a> {
                     let ranges = whole(ctx, root);
                     let verb = if reads { "read" } else { "partly written" };
                     let reason = || format!("{verb} by @{callee_name} at {at}");
-                    self.need(
-                        state,
-                        root,
-                        Direction::FromDevice,
-                        &ranges,
-                        Anchor::Before(op),
-                        None,
-                        location,
-                        &reason,
-                    )?;
+                    self.need(state, root, Direction::FromDevice, &ranges, Anchor::Before(op), location, &reason)?;
                 }
                 if writes {
                     let copies = state.get_mut(&root).expect("tracked");
                     copies.device = RangeSet::empty();
+                    copies.host_flag = false;
                     if must_write && single {
                         copies.host = whole(ctx, root);
                     }
@@ -468,7 +555,7 @@ impl<'a> Planner<'a> {
                 let ranges = whole(ctx, root);
                 let shown = self.name(root);
                 let reason = || format!("the caller sees {shown} when @{name} returns at {at}");
-                self.need(state, root, Direction::FromDevice, &ranges, Anchor::Before(op), None, location, &reason)?;
+                self.need(state, root, Direction::FromDevice, &ranges, Anchor::Before(op), location, &reason)?;
             }
         }
         Ok(())
@@ -528,7 +615,7 @@ impl<'a> Planner<'a> {
                 (EffectKind::Allocate, EffectTarget::Result(i)) => {
                     let result = ctx.result(op, i);
                     if is_buffer(ctx, result) {
-                        state.insert(result, Copies { host: whole(ctx, result), device: whole(ctx, result) });
+                        state.insert(result, Copies::new(whole(ctx, result), whole(ctx, result)));
                     }
                 }
                 (EffectKind::Free, EffectTarget::Operand(i)) => {
@@ -545,7 +632,7 @@ impl<'a> Planner<'a> {
                         let reason = || format!("read by {where_} at {at}");
                         match self.extent(op, root, effect.extent) {
                             Some(ranges) => {
-                                self.need(state, root, side, &ranges, Anchor::Before(op), None, location, &reason)?
+                                self.need(state, root, side, &ranges, Anchor::Before(op), location, &reason)?
                             }
                             None => self.dynamic_read(op, state, root, side, effect.extent, &reason)?,
                         }
@@ -564,7 +651,7 @@ impl<'a> Planner<'a> {
                         let ranges = extent.clone().unwrap_or_else(|| whole(ctx, root));
                         if !(effect.must && single && extent.is_some()) {
                             let reason = || format!("partly written at {at}: the rest must be current");
-                            self.need(state, root, side, &ranges, Anchor::Before(op), None, location, &reason)?;
+                            self.need(state, root, side, &ranges, Anchor::Before(op), location, &reason)?;
                         }
                         let copies = state.get_mut(&root).expect("tracked");
                         let mine = copies.side(side).union(&ranges);
@@ -576,7 +663,11 @@ impl<'a> Planner<'a> {
                             };
                             let rest = copies.side(other).minus(&ranges);
                             *copies.side(other) = rest;
+                            if other == Direction::FromDevice {
+                                copies.host_flag = false;
+                            }
                         }
+                        copies.normalize(&whole(ctx, root));
                     }
                 }
                 _ => {}
@@ -616,7 +707,8 @@ impl<'a> Planner<'a> {
                 let index = ctx.operand(op, first as usize);
                 self.items.push(Planned {
                     anchor: Anchor::Before(op),
-                    guard: None,
+                    guards: vec![],
+                    action: Action::Transfer,
                     direction: side,
                     buffer: root,
                     ranges: RangeSet::empty(),
@@ -627,7 +719,7 @@ impl<'a> Planner<'a> {
                 return Ok(());
             }
         }
-        self.need(state, root, side, &all, Anchor::Before(op), None, location, reason)
+        self.need(state, root, side, &all, Anchor::Before(op), location, reason)
     }
 
     /// Which copy of `root` the first observer after `op` (in program order, around enclosing
@@ -687,10 +779,28 @@ impl<'a> Planner<'a> {
             if ctx.interface::<dyn LaunchOpInterface>(n).is_some() {
                 return Some((Want::Device, Some(n)));
             }
-            let frees = ctx.definition(ctx.name(n)).is_some_and(|d| {
-                d.memory_effects(ctx, n).known().is_some_and(|e| e.iter().any(|e| e.kind == EffectKind::Free))
-            });
-            return Some((if frees { Want::Nothing } else { Want::Host }, Some(n)));
+            if ctx.interface::<dyn CallOpInterface>(n).is_some() {
+                return Some((Want::Host, Some(n)));
+            }
+            let Some(definition) = ctx.definition(ctx.name(n)) else { return Some((Want::Host, Some(n))) };
+            if definition.traits().contains(OpTraits::PURE) {
+                continue;
+            }
+            let effects = match definition.memory_effects(ctx, n) {
+                MemoryEffects::Unknown => return Some((Want::Host, Some(n))),
+                MemoryEffects::Known(effects) => effects,
+            };
+            let on_root = |e: &&hat_ir::MemoryEffect| match e.target {
+                EffectTarget::Operand(i) => ctx.operands(n).get(i).is_some_and(|&v| self.may_alias(v, root)),
+                _ => false,
+            };
+            let Some(first) = effects.iter().find(on_root) else { continue };
+            let want = match (first.kind, first.space) {
+                (EffectKind::Free, _) => Want::Nothing,
+                (_, MemorySpace::Device) => Want::Device,
+                _ => Want::Host,
+            };
+            return Some((want, Some(n)));
         }
         None
     }
@@ -716,7 +826,7 @@ impl<'a> Planner<'a> {
                 Some(first) => self.first_use_from(root, first, loop_op),
                 None => (Want::Nothing, None),
             };
-            let mut h = Copies { host: e.host.intersect(&b.host), device: e.device.intersect(&b.device) };
+            let mut h = Copies::new(e.host.intersect(&b.host), e.device.intersect(&b.device));
             let mut to_device = RangeSet::empty();
             let mut from_device = RangeSet::empty();
             match want {
@@ -741,10 +851,22 @@ impl<'a> Planner<'a> {
             }
             let why = format!("the loop's body wants it there first ({})", self.observer(observer));
             if !to_device.is_empty() {
-                fixups.push(Fixup { root, direction: Direction::ToDevice, ranges: to_device, why: why.clone() });
+                fixups.push(Fixup {
+                    root,
+                    direction: Direction::ToDevice,
+                    ranges: to_device,
+                    flagged: false,
+                    why: why.clone(),
+                });
             }
             if !from_device.is_empty() {
-                fixups.push(Fixup { root, direction: Direction::FromDevice, ranges: from_device, why });
+                fixups.push(Fixup {
+                    root,
+                    direction: Direction::FromDevice,
+                    ranges: from_device,
+                    flagged: e.host_flag,
+                    why,
+                });
             }
             header.insert(root, h);
         }
@@ -767,8 +889,9 @@ impl<'a> Planner<'a> {
             let to_device = h.device.minus(&b.device);
             let from_device = h.host.minus(&b.host);
             let why = "the loop's next iteration expects it".to_string();
-            self.push(root, Direction::ToDevice, to_device, Anchor::End(end), None, location, why.clone())?;
-            self.push(root, Direction::FromDevice, from_device, Anchor::End(end), None, location, why)?;
+            let flag_guard = if b.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
+            self.push(root, Direction::ToDevice, to_device, Anchor::End(end), vec![], location, why.clone())?;
+            self.push(root, Direction::FromDevice, from_device, Anchor::End(end), flag_guard, location, why)?;
         }
         Ok(())
     }
@@ -820,15 +943,18 @@ impl<'a> Planner<'a> {
             self.settle(&header, &back, body, location)?;
         }
         let trips = trip_count(ctx, op);
-        let ran_guard = if trips.is_some_and(|t| t > 0) { None } else { Some(Guard::Ran(op)) };
         if trips != Some(0) {
-            for Fixup { root, direction, ranges, why } in fixups {
+            for Fixup { root, direction, ranges, flagged, why } in fixups {
+                let mut guards = if trips.is_some_and(|t| t > 0) { vec![] } else { vec![Guard::Ran(op)] };
+                if flagged {
+                    guards.push(Guard::FlagClear(root));
+                }
                 self.push(
                     root,
                     direction,
                     ranges,
                     Anchor::Before(op),
-                    ran_guard,
+                    guards,
                     location,
                     format!("{why}; hoisted out of the loop"),
                 )?;
@@ -837,45 +963,126 @@ impl<'a> Planner<'a> {
         // After the loop: the zero-trip path has the entry state, the others the back edge's.
         let after =
             ctx.next_op(op).map(Anchor::Before).ok_or_else(|| self.unsupported(op, "a loop that ends its block"))?;
+        let end_of_body = body;
         let mut exit = State::new();
         for (&root, e) in &entry {
-            let b = match trips {
-                Some(0) => e,
-                _ => back.get(&root).unwrap_or(e),
+            let b = back.get(&root).unwrap_or(e);
+            let ran = PathEnd {
+                copies: Some((after, if trips.is_some() { vec![] } else { vec![Guard::Ran(op)] })),
+                flag: Anchor::End(end_of_body),
+                label: "when the loop ran",
             };
-            let e = if trips.is_some_and(|t| t > 0) { b } else { e };
-            let mut x = Copies { host: e.host.intersect(&b.host), device: e.device.intersect(&b.device) };
-            let lost = whole(ctx, root).minus(&x.host.union(&x.device));
-            if !lost.is_empty() {
-                let (want, observer) = self.wanted_after(root, op);
-                if let Some(side) = want.side() {
-                    let why = format!("{} after the loop at {}", self.observer(observer), self.describe(location));
-                    let (b_side, e_side) = match side {
-                        Direction::ToDevice => (&b.device, &e.device),
-                        Direction::FromDevice => (&b.host, &e.host),
-                    };
-                    let ran = lost.minus(b_side);
-                    let not_ran = lost.minus(e_side);
-                    let (g_ran, g_not) =
-                        if trips.is_some() { (None, None) } else { (Some(Guard::Ran(op)), Some(Guard::NotRan(op))) };
-                    self.push(root, side, ran, after, g_ran, location, format!("{why}, when the loop ran"))?;
-                    self.push(
-                        root,
-                        side,
-                        not_ran,
-                        after,
-                        g_not,
-                        location,
-                        format!("{why}, when the loop did not run"),
-                    )?;
-                    let widened = x.side(side).union(&lost);
-                    *x.side(side) = widened;
-                }
-            }
-            exit.insert(root, x);
+            let not_ran = PathEnd {
+                copies: Some((after, if trips.is_some() { vec![] } else { vec![Guard::NotRan(op)] })),
+                flag: Anchor::Before(op),
+                label: "when the loop did not run",
+            };
+            let paths: Vec<(PathEnd, &Copies)> = match trips {
+                Some(0) => vec![(not_ran, e)],
+                Some(_) => vec![(ran, b)],
+                None => vec![(not_ran, e), (ran, b)],
+            };
+            let merged = self.merge_paths(root, op, "the loop", &paths)?;
+            exit.insert(root, merged);
         }
         *state = exit;
         Ok(())
+    }
+
+    /// The state of `root` where the paths `paths` meet after `op`: an element left current in
+    /// no copy is completed on the paths that lack it (the copy the next observer wants, or the
+    /// one a path that cannot take copies has); where every path has the device copy whole and
+    /// they disagree on the host copy, the host copy becomes flagged instead, each path setting
+    /// the flag.
+    fn merge_paths(
+        &mut self,
+        root: Value,
+        op: Op,
+        what: &str,
+        paths: &[(PathEnd, &Copies)],
+    ) -> Result<Copies, Unsupported> {
+        let ctx = self.ctx;
+        let all = whole(ctx, root);
+        let location = ctx.location(op);
+        let mut host = all.clone();
+        let mut device = all.clone();
+        for (_, c) in paths {
+            host = host.intersect(&c.host);
+            device = device.intersect(&c.device);
+        }
+        let device_everywhere = paths.iter().all(|(_, c)| c.device.contains(&all));
+        let host_everywhere = paths.iter().all(|(_, c)| c.host.contains(&all));
+        let host_somewhere = paths.iter().any(|(_, c)| c.host.contains(&all) || c.host_flag);
+        if device_everywhere && !host_everywhere && host_somewhere {
+            if paths.iter().all(|(_, c)| c.host_flag) {
+                return Ok(Copies { host, device, host_flag: true });
+            }
+            let (want, _) = self.wanted_after(root, op);
+            if want != Want::Nothing {
+                for (path, c) in paths {
+                    if !c.host_flag {
+                        self.set_flag(root, c.host.contains(&all), path.flag, location);
+                    }
+                }
+                return Ok(Copies { host, device, host_flag: true });
+            }
+        }
+        let lost = all.minus(&host.union(&device));
+        if lost.is_empty() {
+            return Ok(Copies::new(host, device));
+        }
+        let (want, observer) = self.wanted_after(root, op);
+        let Some(side) = want.side() else { return Ok(Copies::new(host, device)) };
+        // Per element, the copy to complete: the one a path that takes no copies has, else the
+        // one the next observer wants.
+        let mut to_host = RangeSet::empty();
+        let mut to_device = RangeSet::empty();
+        let mut rest = lost.clone();
+        for (path, c) in paths {
+            if path.copies.is_none() {
+                let keep_host = rest.intersect(&c.host);
+                let keep_device = rest.minus(&keep_host);
+                let (first, second) = match side {
+                    Direction::FromDevice => (keep_host, keep_device),
+                    Direction::ToDevice => (rest.minus(&rest.intersect(&c.device)), rest.intersect(&c.device)),
+                };
+                to_host = to_host.union(&first);
+                to_device = to_device.union(&second);
+                rest = RangeSet::empty();
+            }
+        }
+        match side {
+            Direction::FromDevice => to_host = to_host.union(&rest),
+            Direction::ToDevice => to_device = to_device.union(&rest),
+        }
+        let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
+        for (path, c) in paths {
+            let Some((anchor, guards)) = &path.copies else { continue };
+            let mut from_guards = guards.clone();
+            if c.host_flag {
+                from_guards.push(Guard::FlagClear(root));
+            }
+            let reason = format!("{why}, {}", path.label);
+            self.push(
+                root,
+                Direction::FromDevice,
+                to_host.minus(&c.host),
+                *anchor,
+                from_guards,
+                location,
+                reason.clone(),
+            )?;
+            self.push(
+                root,
+                Direction::ToDevice,
+                to_device.minus(&c.device),
+                *anchor,
+                guards.clone(),
+                location,
+                reason,
+            )?;
+        }
+        Ok(Copies::new(host.union(&to_host), device.union(&to_device)))
     }
 
     fn while_loop(&mut self, op: Op, state: &mut State) -> Result<(), Unsupported> {
@@ -901,13 +1108,13 @@ impl<'a> Planner<'a> {
         if !settled {
             self.settle(&header, &back, after, location)?;
         }
-        for Fixup { root, direction, ranges, why } in fixups {
+        for Fixup { root, direction, ranges, flagged, why } in fixups {
             self.push(
                 root,
                 direction,
                 ranges,
                 Anchor::Before(op),
-                None,
+                if flagged { vec![Guard::FlagClear(root)] } else { vec![] },
                 location,
                 format!("{why}; hoisted out of the loop"),
             )?;
@@ -936,69 +1143,25 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let location = ctx.location(op);
-        let skip = ends.iter().find(|(b, _)| b.is_none()).map(|(_, s)| s.clone());
         let mut merged = State::new();
-        for (&root, _) in state.iter() {
-            let mut host = whole(ctx, root);
-            let mut device = whole(ctx, root);
-            for (_, s) in &ends {
-                let c = s.get(&root).cloned().unwrap_or(Copies { host: RangeSet::empty(), device: RangeSet::empty() });
-                host = host.intersect(&c.host);
-                device = device.intersect(&c.device);
-            }
-            let lost = whole(ctx, root).minus(&host.union(&device));
-            if !lost.is_empty() {
-                let (want, observer) = self.wanted_after(root, op);
-                if let Some(side) = want.side() {
-                    // Per element, the copy to complete: the one the skipping path has (it
-                    // cannot take copies), else the one the next observer wants.
-                    let (to_host, to_device) = match &skip {
-                        Some(s) => {
-                            let c = &s[&root];
-                            let preferred = match side {
-                                Direction::ToDevice => lost.intersect(&c.device),
-                                Direction::FromDevice => lost.intersect(&c.host),
-                            };
-                            let rest = lost.minus(&preferred);
-                            match side {
-                                Direction::ToDevice => (rest, preferred),
-                                Direction::FromDevice => (preferred, rest),
-                            }
-                        }
-                        None => match side {
-                            Direction::ToDevice => (RangeSet::empty(), lost.clone()),
-                            Direction::FromDevice => (lost.clone(), RangeSet::empty()),
+        for &root in state.keys() {
+            let empty = Copies::new(RangeSet::empty(), RangeSet::empty());
+            let paths: Vec<(PathEnd, &Copies)> = ends
+                .iter()
+                .map(|(block, s)| {
+                    let path = match block {
+                        Some(block) => PathEnd {
+                            copies: Some((Anchor::End(*block), vec![])),
+                            flag: Anchor::End(*block),
+                            label: "at the end of a region",
                         },
+                        None => PathEnd { copies: None, flag: Anchor::Before(op), label: "when no region runs" },
                     };
-                    let why = format!("{} after the branch at {}", self.observer(observer), self.describe(location));
-                    for (block, s) in &ends {
-                        let Some(block) = block else { continue };
-                        let c = &s[&root];
-                        self.push(
-                            root,
-                            Direction::FromDevice,
-                            to_host.minus(&c.host),
-                            Anchor::End(*block),
-                            None,
-                            location,
-                            why.clone(),
-                        )?;
-                        self.push(
-                            root,
-                            Direction::ToDevice,
-                            to_device.minus(&c.device),
-                            Anchor::End(*block),
-                            None,
-                            location,
-                            why.clone(),
-                        )?;
-                    }
-                    host = host.union(&to_host);
-                    device = device.union(&to_device);
-                }
-            }
-            merged.insert(root, Copies { host, device });
+                    (path, s.get(&root).unwrap_or(&empty))
+                })
+                .collect();
+            let copies = self.merge_paths(root, op, "the branch", &paths)?;
+            merged.insert(root, copies);
         }
         *state = merged;
         Ok(())
@@ -1008,25 +1171,17 @@ impl<'a> Planner<'a> {
 /// Inserts the planned transfers; returns how many went each way (to the device, from it).
 pub fn emit(ctx: &mut Context, plan: &Plan, reasons: bool) -> [u64; 2] {
     let mut counts = [0u64; 2];
-    let mut guards: FxHashMap<(Anchor, Guard), Block> = FxHashMap::default();
+    let mut emitter = Emitter { plan, guards: FxHashMap::default(), flags: FxHashMap::default() };
     for item in &plan.items {
-        let anchor = match item.guard {
-            None => item.anchor,
-            Some(guard_kind) => {
-                let block = *guards.entry((item.anchor, guard_kind)).or_insert_with(|| {
-                    let (loop_op, predicate) = match guard_kind {
-                        Guard::Ran(op) => (op, IntPredicate::Slt),
-                        Guard::NotRan(op) => (op, IntPredicate::Sge),
-                    };
-                    let looped = ctx.interface::<dyn LoopLikeOpInterface>(loop_op).expect("a counted loop");
-                    let lower = looped.lower_bound(ctx, loop_op).expect("a counted loop has bounds");
-                    let upper = looped.upper_bound(ctx, loop_op).expect("a counted loop has bounds");
-                    let condition = compare(ctx, item.anchor, predicate, lower, upper, item.location);
-                    guard(ctx, item.anchor, condition, item.location)
-                });
-                Anchor::End(block)
-            }
-        };
+        let anchor = emitter.guarded(ctx, item.anchor, &item.guards, item.location);
+        if let Action::SetFlag(value) = item.action {
+            let cell = emitter.flag(ctx, item.buffer);
+            let i1 = ctx.integer_type(1);
+            let constant = emit::constant(ctx, anchor, i64::from(value), i1, item.location);
+            let zero = index_constant(ctx, anchor, 0, item.location);
+            emit::store(ctx, anchor, constant, cell, zero, item.location);
+            continue;
+        }
         let reason = reasons.then_some(item.reason.as_str());
         let slot = usize::from(item.direction == Direction::FromDevice);
         if let Some(index) = item.element {
@@ -1041,6 +1196,67 @@ pub fn emit(ctx: &mut Context, plan: &Plan, reasons: bool) -> [u64; 2] {
             counts[slot] += 1;
         }
     }
-    let _ = insert;
     counts
+}
+
+/// What emission builds once and reuses: the `scf.if` of each chain of guards at an anchor,
+/// and the flag cell of each buffer.
+struct Emitter<'p> {
+    plan: &'p Plan,
+    guards: FxHashMap<(Anchor, Vec<Guard>), Block>,
+    flags: FxHashMap<Value, Value>,
+}
+
+impl Emitter<'_> {
+    /// The run-time "host copy current" flag of `root`: a one-element `i1` buffer allocated at
+    /// the start of the function, only ever touched by the host.
+    fn flag(&mut self, ctx: &mut Context, root: Value) -> Value {
+        if let Some(&cell) = self.flags.get(&root) {
+            return cell;
+        }
+        let body = ctx
+            .interface::<dyn CallableOpInterface>(self.plan.function)
+            .and_then(|c| c.body(ctx, self.plan.function))
+            .expect("a planned function has a body");
+        let block = ctx.region_blocks(body)[0];
+        let first = ctx.first_op(block).expect("a function body ends in a return");
+        let location = ctx.location(self.plan.function);
+        let cell = emit::flag_cell(ctx, Anchor::Before(first), location);
+        self.flags.insert(root, cell);
+        cell
+    }
+
+    /// The anchor inside the chain of `guards` at `anchor` (built on first use).
+    fn guarded(&mut self, ctx: &mut Context, anchor: Anchor, guards: &[Guard], location: Location) -> Anchor {
+        let mut current = anchor;
+        for depth in 0..guards.len() {
+            let key = (anchor, guards[..=depth].to_vec());
+            if let Some(&block) = self.guards.get(&key) {
+                current = Anchor::End(block);
+                continue;
+            }
+            let condition = match guards[depth] {
+                Guard::Ran(looped) | Guard::NotRan(looped) => {
+                    let predicate =
+                        if matches!(guards[depth], Guard::Ran(_)) { IntPredicate::Slt } else { IntPredicate::Sge };
+                    let looping = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a counted loop");
+                    let lower = looping.lower_bound(ctx, looped).expect("a counted loop has bounds");
+                    let upper = looping.upper_bound(ctx, looped).expect("a counted loop has bounds");
+                    compare(ctx, current, predicate, lower, upper, location)
+                }
+                Guard::FlagClear(root) => {
+                    let cell = self.flag(ctx, root);
+                    let zero = index_constant(ctx, current, 0, location);
+                    let value = emit::load(ctx, current, cell, zero, location);
+                    let i1 = ctx.integer_type(1);
+                    let clear = emit::constant(ctx, current, 0, i1, location);
+                    compare(ctx, current, IntPredicate::Eq, value, clear, location)
+                }
+            };
+            let block = guard(ctx, current, condition, location);
+            self.guards.insert(key, block);
+            current = Anchor::End(block);
+        }
+        current
+    }
 }

@@ -2,6 +2,7 @@
 
 use crate::op_graph::op_graph;
 use crate::report::RunReport;
+use crate::strategy::RunPlan;
 use crate::{Options, PassFlag};
 use hat_ir::diagnostics::{has_errors, render};
 use hat_ir::pass::instrumentation::{IrPrinting, PassFilter, Timing};
@@ -13,20 +14,39 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
-/// Runs hat-opt; `Err` holds the text to print on stderr before exiting with status 1.
-pub fn run(options: &Options, registry: &PassRegistry, pass_flags: &[PassFlag]) -> Result<(), String> {
-    if options.show_dialects {
-        let ctx = hat_dialects::context();
-        let mut out = String::from("Available Dialects:\n");
-        for dialect in ctx.dialects() {
-            out.push_str(&format!("  {:<10} {}\n", dialect.name, dialect.summary));
+/// Runs hat-opt, writing what goes to standard output to `stdout`; `Err` holds the text to print
+/// on stderr before exiting with status 1.
+pub fn run(
+    options: &Options,
+    registry: &PassRegistry,
+    pass_flags: &[PassFlag],
+    stdout: &mut dyn Write,
+) -> Result<(), String> {
+    if options.show_dialects || options.list_passes {
+        let mut out = String::new();
+        if options.show_dialects {
+            let ctx = hat_dialects::context();
+            out.push_str("Available Dialects:\n");
+            for dialect in ctx.dialects() {
+                out.push_str(&format!("  {:<10} {}\n", dialect.name, dialect.summary));
+            }
+        }
+        if options.list_passes {
+            out.push_str(&crate::pass_list(registry));
         }
         let mut output = Output::open(&options.output)?;
-        output.sink().write_all(out.as_bytes()).map_err(|e| format!("error: cannot write output: {e}"))?;
-        return output.commit();
+        output.sink(stdout).write_all(out.as_bytes()).map_err(|e| format!("error: cannot write output: {e}"))?;
+        return output.commit(stdout);
     }
+    let plan = match options.run.running() {
+        true => {
+            let passes_given = options.pass_pipeline.is_some() || !pass_flags.is_empty();
+            Some(crate::strategy::run_plan(&options.run, passes_given)?)
+        }
+        false => None,
+    };
     // Build the pipeline once up front, so that a bad pipeline is reported before any input is read.
-    build_pass_manager(options, registry, pass_flags)?;
+    build_pass_manager(options, registry, pass_flags, plan.as_ref())?;
     let (name, bytes) = read_input(&options.input)?;
     let chunks = if options.split_input_file { split_input(&bytes) } else { vec![bytes] };
     let mut output = Output::open(&options.output)?;
@@ -34,10 +54,11 @@ pub fn run(options: &Options, registry: &PassRegistry, pass_flags: &[PassFlag]) 
     let mut errors = String::new();
     for (index, chunk) in chunks.into_iter().enumerate() {
         if index > 0 {
-            output.sink().write_all(b"// -----\n").map_err(|e| format!("error: cannot write output: {e}"))?;
+            output.sink(stdout).write_all(b"// -----\n").map_err(|e| format!("error: cannot write output: {e}"))?;
         }
-        let mut manager = build_pass_manager(options, registry, pass_flags)?;
-        if let Err(rendered) = process_chunk(options, &mut manager, &name, chunk, output.sink(), &mut report) {
+        let mut manager = build_pass_manager(options, registry, pass_flags, plan.as_ref())?;
+        let chunk = Chunk { name: &name, bytes: chunk, plan: plan.as_ref() };
+        if let Err(rendered) = process_chunk(options, &mut manager, chunk, (&mut output, stdout), &mut report) {
             errors.push_str(&rendered);
         }
         report.add_statistics(manager.statistics());
@@ -53,16 +74,18 @@ pub fn run(options: &Options, registry: &PassRegistry, pass_flags: &[PassFlag]) 
         output.discard();
         return Err(format!("{errors}{reports}"));
     }
-    output.commit()?;
+    output.commit(stdout)?;
     eprint!("{reports}");
     Ok(())
 }
 
-/// The pipeline of `--pass-pipeline` and the pass flags, with the requested instrumentation.
+/// The pipeline of `--pass-pipeline` and the pass flags, then the one `--run` adds, with the
+/// requested instrumentation.
 fn build_pass_manager(
     options: &Options,
     registry: &PassRegistry,
     pass_flags: &[PassFlag],
+    plan: Option<&RunPlan>,
 ) -> Result<PassManager, String> {
     let mut manager = PassManager::new("builtin.module", PassManagerOptions { verify_each: options.verify_each });
     if let Some(pipeline) = &options.pass_pipeline {
@@ -70,6 +93,12 @@ fn build_pass_manager(
     }
     for flag in pass_flags {
         manager.add_pass(registry, &flag.name, &flag.options).map_err(|e| format!("error: {e}"))?;
+    }
+    if let Some(plan) = plan {
+        if let Some(pipeline) = plan.pipeline {
+            let what = plan.description.as_deref().unwrap_or(pipeline);
+            manager.add_pipeline(registry, pipeline).map_err(|e| format!("error: --run, {what}: {e}"))?;
+        }
     }
     let filter = |all: bool, named: &[String]| {
         if all {
@@ -99,18 +128,33 @@ fn build_pass_manager(
     Ok(manager)
 }
 
-/// Parses, verifies, transforms and prints one chunk into `sink`; `Err` holds rendered
-/// diagnostics (or, with `--verify-diagnostics`, the mismatches).
+/// One chunk of the input.
+struct Chunk<'a> {
+    /// The input's name, for locations.
+    name: &'a str,
+    bytes: Vec<u8>,
+    /// With `--run`: what it compiles and how it runs.
+    plan: Option<&'a RunPlan>,
+}
+
+/// Parses, verifies, transforms and prints one chunk into `sink` (and runs it); `Err` holds
+/// rendered diagnostics (or, with `--verify-diagnostics`, the mismatches).
 fn process_chunk(
     options: &Options,
     manager: &mut PassManager,
-    name: &str,
-    bytes: Vec<u8>,
-    sink: &mut dyn Write,
+    chunk: Chunk<'_>,
+    (output, stdout): (&mut Output, &mut dyn Write),
     report: &mut RunReport,
 ) -> Result<(), String> {
-    let mut ctx: Context = hat_dialects::context();
-    ctx.allow_unregistered = options.allow_unregistered_dialect;
+    let Chunk { name, bytes, plan } = chunk;
+    let new_context = || {
+        let mut ctx: Context = hat_dialects::context();
+        ctx.allow_unregistered = options.allow_unregistered_dialect;
+        ctx
+    };
+    let mut ctx = new_context();
+    // The program as written, which --run looks host functions up in and --run-check runs.
+    let original_bytes = plan.is_some().then(|| bytes.clone());
     let expectations_text = options.verify_diagnostics.then(|| String::from_utf8_lossy(&bytes).into_owned());
     let started = Instant::now();
     let parsed = parse_owned_bytes(&mut ctx, name, bytes);
@@ -144,23 +188,29 @@ fn process_chunk(
                 eprint!("{}", op_graph(&ctx, module));
             }
             // With --run the IR goes only to an `-o FILE`; the run's summary goes to stdout.
-            if !options.run.run || options.output.as_os_str() != "-" {
+            if !options.run.running() || options.output.as_os_str() != "-" {
                 let started = Instant::now();
                 let print_options = PrintOptions {
                     generic: options.print_generic,
                     debug_info: options.print_debug_info,
                     assume_verified: options.verify_each,
                 };
-                print_op_to(&ctx, module, print_options, sink)
+                print_op_to(&ctx, module, print_options, output.sink(stdout))
                     .map_err(|e| format!("error: cannot write output: {e}"))?;
                 report.add_time("Output", started.elapsed());
             }
-            if options.run.run {
+            if let (Some(plan), Some(original_bytes)) = (plan, original_bytes) {
                 let started = Instant::now();
+                // It parsed and verified once: it does again.
+                let mut original_ctx = new_context();
+                let original = parse_owned_bytes(&mut original_ctx, name, original_bytes)
+                    .map_err(|error| render(&original_ctx.sources, &[Diagnostic::from(error)]))?;
+                let original = hat_ir::verify_module(&original_ctx, original)
+                    .map_err(|errors| render(&original_ctx.sources, &errors))?;
                 // The executor takes only verified IR (the pipeline may have run without
                 // --verify-each).
                 let ran = match hat_ir::verify_module(&ctx, module) {
-                    Ok(verified) => crate::run::run(verified, &options.run, &mut std::io::stdout()),
+                    Ok(verified) => crate::run::run(verified, original, &options.run, plan, stdout),
                     Err(errors) => Err(render(&ctx.sources, &errors)),
                 };
                 report.add_time("Run", started.elapsed());
@@ -221,15 +271,20 @@ fn split_input(bytes: &[u8]) -> Vec<Vec<u8>> {
 /// over it only when everything succeeded, so a failure never leaves a half-written file (or
 /// destroys the input when `-o` names it).
 enum Output {
-    Stdout(std::io::BufWriter<std::io::Stdout>),
-    File { writer: std::io::BufWriter<std::fs::File>, temporary: PathBuf, target: PathBuf },
+    /// The writer `run` was given.
+    Stdout,
+    File {
+        writer: std::io::BufWriter<std::fs::File>,
+        temporary: PathBuf,
+        target: PathBuf,
+    },
     Discard(std::io::Sink),
 }
 
 impl Output {
     fn open(path: &Path) -> Result<Output, String> {
         if path.as_os_str() == "-" {
-            return Ok(Output::Stdout(std::io::BufWriter::new(std::io::stdout())));
+            return Ok(Output::Stdout);
         }
         if path == Path::new("/dev/null") {
             return Ok(Output::Discard(std::io::sink()));
@@ -242,17 +297,18 @@ impl Output {
         Ok(Output::File { writer: std::io::BufWriter::new(file), temporary, target: path.to_path_buf() })
     }
 
-    fn sink(&mut self) -> &mut dyn Write {
+    /// Where the output goes; `stdout` is standard output.
+    fn sink<'s>(&'s mut self, stdout: &'s mut dyn Write) -> &'s mut dyn Write {
         match self {
-            Output::Stdout(writer) => writer,
+            Output::Stdout => stdout,
             Output::File { writer, .. } => writer,
             Output::Discard(sink) => sink,
         }
     }
 
-    fn commit(self) -> Result<(), String> {
+    fn commit(self, stdout: &mut dyn Write) -> Result<(), String> {
         match self {
-            Output::Stdout(mut writer) => writer.flush().map_err(|e| format!("error: cannot write output: {e}")),
+            Output::Stdout => stdout.flush().map_err(|e| format!("error: cannot write output: {e}")),
             Output::File { writer, temporary, target } => {
                 let result = writer
                     .into_inner()

@@ -8,12 +8,20 @@ mod args;
 mod driver;
 mod report;
 mod run;
+mod strategy;
+mod summary;
+
+mod check;
+#[cfg(test)]
+mod driver_tests;
+mod host_bindings;
 
 mod op_graph;
 mod verify_diagnostics;
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use hat_ir::pass::PassRegistry;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,8 +45,9 @@ pub struct Options {
     /// Output file (`-` for standard output). Written only when everything succeeded.
     #[arg(short = 'o', default_value = "-")]
     pub output: PathBuf,
-    /// The pass pipeline to run, in MLIR's syntax: 'builtin.module(compute.func(cse),canonicalize)'.
-    #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
+    /// The pass pipeline to run, in MLIR's syntax: 'builtin.module(compute.func(cse),canonicalize)';
+    /// a registered pipeline's name stands for its passes ('-p default').
+    #[arg(short = 'p', long = "pass-pipeline", value_name = "PIPELINE")]
     pub pass_pipeline: Option<String>,
     /// Print every op in MLIR's generic form.
     #[arg(long = "mlir-print-op-generic")]
@@ -55,6 +64,9 @@ pub struct Options {
     /// List the registered dialects and exit.
     #[arg(long = "show-dialects")]
     pub show_dialects: bool,
+    /// List the registered passes (with their options) and pipelines, and exit.
+    #[arg(long = "list-passes")]
+    pub list_passes: bool,
     /// Check the diagnostics against `expected-error {{...}}` comments in the input instead of
     /// printing them; exit 0 when they match.
     #[arg(long = "verify-diagnostics")]
@@ -101,10 +113,11 @@ pub struct Options {
     pub run: run::RunOptions,
 }
 
-/// A pass given as its own flag (`--cse`, `--canonicalize=max-iterations=3`), in command-line order.
+/// A pass given as its own flag (`--cse`, `--canonicalize=max-iterations=3`), or a named
+/// pipeline (`--default`), in command-line order.
 #[derive(Clone, Debug)]
 pub struct PassFlag {
-    /// The pass.
+    /// The pass or pipeline.
     pub name: String,
     /// Its `key=value` options.
     pub options: Vec<(String, String)>,
@@ -113,20 +126,24 @@ pub struct PassFlag {
 fn command(registry: &PassRegistry) -> clap::Command {
     let mut command = Options::command().next_help_heading("Passes (one flag each, run in command-line order)");
     for info in registry.iter() {
-        let mut help = info.summary.to_string();
-        for option in info.options {
-            help.push_str(&format!(
-                "\n  {}={} — {} (default {})",
-                option.name,
-                kind_name(option.kind),
-                option.help,
-                option.default
-            ));
-        }
         command = command.arg(
             Arg::new(info.name)
                 .long(info.name)
-                .help(help)
+                .help(pass_help(info))
+                .num_args(0..=1)
+                .require_equals(true)
+                .value_name("OPTIONS")
+                .default_missing_value("")
+                .action(ArgAction::Append),
+        );
+    }
+    command = command.next_help_heading("Pass pipelines (one flag each, run in command-line order with the passes)");
+    for info in registry.pipelines() {
+        // A value is accepted only to be refused with the pass manager's message.
+        command = command.arg(
+            Arg::new(info.name)
+                .long(info.name)
+                .help(format!("{}\n  = {}", info.summary, info.text))
                 .num_args(0..=1)
                 .require_equals(true)
                 .value_name("OPTIONS")
@@ -135,6 +152,43 @@ fn command(registry: &PassRegistry) -> clap::Command {
         );
     }
     command
+}
+
+/// A pass's summary and options, one option a line, for `--help` and `--list-passes`.
+fn pass_help(info: &hat_ir::pass::PassInfo) -> String {
+    let mut help = info.summary.to_string();
+    for option in info.options {
+        help.push_str(&format!(
+            "\n  {}={} — {} (default {})",
+            option.name,
+            kind_name(option.kind),
+            option.help,
+            option.default
+        ));
+    }
+    help
+}
+
+/// What `--list-passes` prints: every pass with its summary and options, then every pipeline
+/// with its summary and text.
+pub fn pass_list(registry: &PassRegistry) -> String {
+    let mut out = String::from("Available Passes:\n");
+    for info in registry.iter() {
+        let mut lines = pass_help(info).lines().map(str::to_string).collect::<Vec<_>>().into_iter();
+        out.push_str(&format!("  --{:<20} {}\n", info.name, lines.next().unwrap_or_default()));
+        for line in lines {
+            out.push_str(&format!("      {}\n", line.trim_start()));
+        }
+    }
+    out.push_str("Available Pass Pipelines:\n");
+    if registry.pipelines().next().is_none() {
+        out.push_str("  (none)\n");
+    }
+    for info in registry.pipelines() {
+        out.push_str(&format!("  --{:<20} {}\n", info.name, info.summary));
+        out.push_str(&format!("      = {}\n", info.text));
+    }
+    out
 }
 
 fn kind_name(kind: hat_ir::pass::OptionKind) -> String {
@@ -151,45 +205,57 @@ fn kind_name(kind: hat_ir::pass::OptionKind) -> String {
 /// The pass flags of `matches`, in the order they were written.
 fn pass_flags(registry: &PassRegistry, matches: &ArgMatches) -> Result<Vec<PassFlag>, String> {
     let mut flags: Vec<(usize, PassFlag)> = Vec::new();
-    for info in registry.iter() {
-        let (Some(indices), Some(values)) = (matches.indices_of(info.name), matches.get_many::<String>(info.name))
-        else {
+    let names = registry.iter().map(|info| info.name).chain(registry.pipelines().map(|info| info.name));
+    for name in names {
+        let (Some(indices), Some(values)) = (matches.indices_of(name), matches.get_many::<String>(name)) else {
             continue;
         };
         for (index, value) in indices.zip(values) {
             let options = if value.is_empty() {
                 Vec::new()
             } else {
-                let text = format!("{}{{{value}}}", info.name);
-                match hat_ir::pass::pipeline::parse_pipeline(&text)
-                    .map_err(|e| format!("error: --{}: {e}", info.name))?
-                    .pop()
+                let text = format!("{name}{{{value}}}");
+                match hat_ir::pass::pipeline::parse_pipeline(&text).map_err(|e| format!("error: --{name}: {e}"))?.pop()
                 {
                     Some(hat_ir::pass::pipeline::PipelineElement::Pass { options, .. }) => options,
                     _ => Vec::new(),
                 }
             };
-            flags.push((index, PassFlag { name: info.name.to_string(), options }));
+            flags.push((index, PassFlag { name: name.to_string(), options }));
         }
     }
     flags.sort_by_key(|(index, _)| *index);
     Ok(flags.into_iter().map(|(_, flag)| flag).collect())
 }
 
+/// The command line `arguments` (the program's name first), read against the passes and
+/// pipelines of `registry`: the options and the pass flags in order, or clap's error (`--help`
+/// and `--version` included).
+pub fn parse_command_line(
+    registry: &PassRegistry,
+    arguments: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<(Options, ArgMatches), clap::Error> {
+    let matches = command(registry).try_get_matches_from(arguments)?;
+    Ok((Options::from_arg_matches(&matches)?, matches))
+}
+
 fn main() -> ExitCode {
     let mut registry = hat_passes::registry();
     hat_passes::register_test_passes(&mut registry);
     // As mlir-opt: a bad command line is an error like any other (status 1), `--help` is not.
-    let parsed =
-        command(&registry).try_get_matches().and_then(|matches| Ok((Options::from_arg_matches(&matches)?, matches)));
-    let (options, matches) = match parsed {
+    let (options, matches) = match parse_command_line(&registry, std::env::args_os()) {
         Ok(parsed) => parsed,
         Err(error) => {
             let _ = error.print();
             return if error.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
         }
     };
-    let result = pass_flags(&registry, &matches).and_then(|flags| driver::run(&options, &registry, &flags));
+    // Buffered: the IR is written in many small pieces. Host functions that draw (display)
+    // flush it as they go.
+    let mut stdout = std::io::BufWriter::new(std::io::stdout());
+    let result =
+        pass_flags(&registry, &matches).and_then(|flags| driver::run(&options, &registry, &flags, &mut stdout));
+    let _ = stdout.flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

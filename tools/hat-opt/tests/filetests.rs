@@ -14,7 +14,8 @@
 //! - `not` first: the run must fail (exit status not 0); otherwise it must succeed. This is
 //!   checked besides the snapshot, so a failing `--verify-diagnostics` run cannot be blessed.
 //!
-//! Times (`--mlir-timing`) are replaced by `[time]`. Bless every snapshot with
+//! Times (`--mlir-timing`, the `time:` line of a `--run` summary and the `..._ms` of its JSON
+//! form) are replaced by `[time]`. Bless every snapshot with
 //! `INSTA_UPDATE=always cargo test -p hat-opt --test filetests` (which also deletes the snapshots
 //! of files that are gone), or review them with `cargo insta review`. `HAT_FILETEST=TEXT` runs
 //! only the files whose path contains TEXT.
@@ -201,6 +202,9 @@ fn check_file(root: &Path, path: &Path) -> Result<Vec<String>, Vec<String>> {
             // Right-aligned numbers: the spaces before them vary too.
             settings.add_filter(r" *\d+\.\d+", " [time]");
         }
+        // The last line of a `--run` summary, and the times of its JSON form.
+        settings.add_filter(r"(?m)^time: +\d+\.\d+ ms$", "time:       [time] ms");
+        settings.add_filter(r#""(\w+_ms)":[-+0-9.e]+"#, r#""$1":"[time]""#);
         let snapshot = snapshot_text(&outcome);
         // Catch insta's panic so that every file is checked (and gets a `.snap.new` to review).
         let matched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

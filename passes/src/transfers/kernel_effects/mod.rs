@@ -3,18 +3,44 @@
 //! aliases — which elements it may read and write, and whether it provably writes every element
 //! (only then may a transfer plan skip the copy in of a buffer the kernel writes).
 //!
-//! The answers that depend on a dispatch (its grid, the buffer's shape) are functions of them:
-//! [`KernelEffects::writes_every_element`], [`KernelEffects::read_elements`] and
-//! [`KernelEffects::written_elements`].
+//! How it works, file by file:
+//! - `values`: a sparse dataflow analysis (`hat_ir`'s framework) gives each buffer value the
+//!   parameters it may be (aliases through `arith.select`, region results, loop-carried values,
+//!   calls) and each integer an index expression (`affine`) in the work-item ids, the grid, the
+//!   buffers' dimensions, scalar parameters and loop variables;
+//! - `summary`: each device function's accesses (from the memory-effects interface), with the
+//!   guards and counted loops around them, helpers first and mapped through each call;
+//! - `dispatch`: a dispatch's grid, shapes and scalars turn the expressions into numbers;
+//!   `interval` bounds them and `guard` narrows the bounds by the conditions;
+//! - `ranges` and `coverage`: the answers, [`print`]: the `print-kernel-effects` pass.
 //!
-//! Every answer errs on the safe side: an access the analysis cannot follow counts as a read and
-//! a partial write of every buffer parameter it might reach.
+//! Every answer errs on the safe side: an access the analysis cannot follow reads and writes
+//! anything of every buffer it may reach; element ranges over-approximate ([`None`] when
+//! unknown); a full write is claimed only when proved. Workgroup memory is never a parameter.
+//! The work items of a dispatch are those of whole workgroups: ids past the grid, up to the next
+//! multiple of the workgroup size, run too, so an unguarded access reaches past the grid (and a
+//! kernel without a `workgroup_size` has no known bound there).
 
-use hat_ir::interfaces::{resolve_callee, CallOpInterface, CallableOpInterface};
+mod affine;
+mod coverage;
+mod dispatch;
+mod guard;
+mod interval;
+pub mod print;
+mod ranges;
+mod summary;
+#[cfg(test)]
+mod tests;
+mod values;
+
+pub use dispatch::Dispatch;
+
+use dispatch::Query;
 use hat_ir::pass::{Analysis, AnalysisManager};
-use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, MemorySpace, Op, OpTraits, TypeKind, Value};
-use rustc_hash::FxHashSet;
+use hat_ir::types::DYNAMIC;
+use hat_ir::{Context, Op, TypeKind};
 use std::ops::Range;
+use summary::{Access, Summarizer, Target};
 
 /// What a dispatch of one kernel does to one of its parameters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,147 +72,123 @@ impl ParamEffects {
 pub struct KernelEffects {
     /// One entry per parameter, in order.
     pub params: Vec<ParamEffects>,
+    /// Every access to a parameter's buffer, helpers' included.
+    accesses: Vec<Access>,
+    /// The kernel's workgroup size, when known.
+    workgroup: Option<[u64; 3]>,
+    /// Per parameter: the static shape of its type (buffers only; dynamic sizes `None`).
+    static_shapes: Vec<Option<Vec<Option<u64>>>>,
 }
 
 impl KernelEffects {
     /// The effects of `kernel` (a callable with a body that runs on the device).
     pub fn of(ctx: &Context, kernel: Op) -> KernelEffects {
-        let Some(body) = ctx.interface::<dyn CallableOpInterface>(kernel).and_then(|c| c.body(ctx, kernel)) else {
-            return KernelEffects::default();
-        };
-        let Some(&entry) = ctx.region_blocks(body).first() else { return KernelEffects::default() };
-        let parameters = ctx.block_arguments(entry).to_vec();
-        let mut params: Vec<ParamEffects> = parameters
+        let Some(parameters) = summary::parameters(ctx, kernel) else { return KernelEffects::default() };
+        let static_shapes: Vec<Option<Vec<Option<u64>>>> = parameters
             .iter()
-            .map(|&p| ParamEffects {
-                is_buffer: matches!(ctx.type_kind(ctx.value_type(p)), TypeKind::MemRef { .. }),
-                ..ParamEffects::default()
+            .map(|&p| match ctx.type_kind(ctx.value_type(p)) {
+                TypeKind::MemRef { shape, .. } => {
+                    Some(shape.iter().map(|&s| (s != DYNAMIC).then(|| u64::try_from(s).ok()).flatten()).collect())
+                }
+                _ => None,
             })
             .collect();
-        let mut visited = FxHashSet::default();
-        collect(ctx, kernel, &mut visited, &mut |access: Access| {
-            for (param, effects) in params.iter_mut().enumerate() {
-                if !effects.is_buffer || !access.may_reach(param) {
-                    continue;
+        let mut params: Vec<ParamEffects> =
+            static_shapes.iter().map(|s| ParamEffects { is_buffer: s.is_some(), ..ParamEffects::default() }).collect();
+        let summary = Summarizer::default().summary(ctx, kernel);
+        for access in &summary.accesses {
+            for (index, effects) in params.iter_mut().enumerate() {
+                let reaches = match access.target {
+                    Target::Param(p) => p == index,
+                    Target::Any => true,
+                };
+                if effects.is_buffer && reaches {
+                    effects.reads |= access.read;
+                    effects.writes |= access.write;
+                    effects.atomic |= access.atomic;
                 }
-                effects.reads |= access.read;
-                effects.writes |= access.write;
-                effects.atomic |= access.atomic;
             }
-        });
-        KernelEffects { params }
+        }
+        // The attribute is read wherever a kernel op has it; without it the size is unknown (the
+        // runtime's default is the runtime's business), which only makes ranges wider.
+        let workgroup = hat_dialects::kernel::workgroup_size(ctx, kernel)
+            .and_then(|sizes| {
+                sizes.map(|s| u64::try_from(s).ok().filter(|&s| s > 0)).into_iter().collect::<Option<Vec<_>>>()
+            })
+            .and_then(|sizes| <[u64; 3]>::try_from(sizes).ok());
+        KernelEffects { params, accesses: summary.accesses.clone(), workgroup, static_shapes }
     }
 
     /// Whether a dispatch over `grid` (work items per dimension, `None` where not a constant)
     /// writes every element of parameter `param`, a buffer of `shape` (`None` where dynamic).
-    pub fn writes_every_element(&self, _param: usize, _grid: &[Option<u64>], _shape: &[Option<u64>]) -> bool {
-        false
+    pub fn writes_every_element(&self, param: usize, grid: &[Option<u64>], shape: &[Option<u64>]) -> bool {
+        self.writes_every_element_in(param, &Dispatch::new(grid).with_shape(param, shape))
     }
 
     /// The flat (row-major) elements of parameter `param` that a dispatch over `grid` may read,
     /// when known; `None` means possibly any.
-    pub fn read_elements(&self, param: usize, _grid: &[Option<u64>], _shape: &[Option<u64>]) -> Option<Range<u64>> {
-        self.params.get(param).filter(|p| !p.reads).map(|_| 0..0)
+    pub fn read_elements(&self, param: usize, grid: &[Option<u64>], shape: &[Option<u64>]) -> Option<Range<u64>> {
+        self.read_elements_in(param, &Dispatch::new(grid).with_shape(param, shape))
     }
 
     /// The flat elements of parameter `param` that a dispatch over `grid` may write, when known;
     /// `None` means possibly any.
-    pub fn written_elements(&self, param: usize, _grid: &[Option<u64>], _shape: &[Option<u64>]) -> Option<Range<u64>> {
-        self.params.get(param).filter(|p| !p.writes).map(|_| 0..0)
+    pub fn written_elements(&self, param: usize, grid: &[Option<u64>], shape: &[Option<u64>]) -> Option<Range<u64>> {
+        self.written_elements_in(param, &Dispatch::new(grid).with_shape(param, shape))
+    }
+
+    /// [`writes_every_element`](Self::writes_every_element), knowing more of the dispatch (every
+    /// buffer's shape, constant scalar arguments: guards often compare with them).
+    pub fn writes_every_element_in(&self, param: usize, dispatch: &Dispatch) -> bool {
+        let query = self.query(dispatch);
+        let Some(shape) = query.shape(param).and_then(|s| s.into_iter().collect::<Option<Vec<u64>>>()) else {
+            return false;
+        };
+        let Some(elements) = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) else { return false };
+        if elements == 0 {
+            return true; // nothing to write
+        }
+        self.accesses
+            .iter()
+            .filter(|a| a.write && a.must && a.target == Target::Param(param))
+            .any(|a| coverage::writes_everything(&query, a, &shape, elements))
+    }
+
+    /// [`read_elements`](Self::read_elements), knowing more of the dispatch.
+    pub fn read_elements_in(&self, param: usize, dispatch: &Dispatch) -> Option<Range<u64>> {
+        self.elements(param, dispatch, |a| a.read)
+    }
+
+    /// [`written_elements`](Self::written_elements), knowing more of the dispatch.
+    pub fn written_elements_in(&self, param: usize, dispatch: &Dispatch) -> Option<Range<u64>> {
+        self.elements(param, dispatch, |a| a.write)
+    }
+
+    fn query<'a>(&'a self, dispatch: &'a Dispatch) -> Query<'a> {
+        Query { dispatch, workgroup: self.workgroup, static_shapes: &self.static_shapes }
+    }
+
+    /// The hull of what the accesses `selected` touch of parameter `param`.
+    fn elements(&self, param: usize, dispatch: &Dispatch, selected: impl Fn(&Access) -> bool) -> Option<Range<u64>> {
+        if !self.params.get(param).is_some_and(|p| p.is_buffer) {
+            return Some(0..0);
+        }
+        let query = self.query(dispatch);
+        let shape = query.shape(param);
+        let mut range = Some(0..0);
+        for access in self.accesses.iter().filter(|a| selected(a)) {
+            if matches!(access.target, Target::Param(p) if p != param) {
+                continue;
+            }
+            range = ranges::hull(range, ranges::touched(&query, access, shape.as_deref()));
+            range.as_ref()?;
+        }
+        range
     }
 }
 
 impl Analysis for KernelEffects {
     fn compute(ctx: &Context, op: Op, _: &mut AnalysisManager) -> Self {
         KernelEffects::of(ctx, op)
-    }
-}
-
-/// One access found in a kernel: to which parameters it may go (`None`: any).
-struct Access {
-    params: Option<Vec<usize>>,
-    read: bool,
-    write: bool,
-    atomic: bool,
-}
-
-impl Access {
-    fn may_reach(&self, param: usize) -> bool {
-        self.params.as_ref().is_none_or(|p| p.contains(&param))
-    }
-}
-
-/// The parameters of the function (by index, given its entry block's arguments) that `value` may be; `None` when unknown.
-fn origins(function_entry: &[Value], value: Value) -> Option<Vec<usize>> {
-    function_entry.iter().position(|&p| p == value).map(|p| vec![p])
-}
-
-/// Reports every device access in `function` (and the helpers it calls) to `report`, as
-/// accesses to `function`'s parameters. Conservative: an access to a value that is not a
-/// parameter reaches any parameter.
-fn collect(ctx: &Context, function: Op, visited: &mut FxHashSet<Op>, report: &mut dyn FnMut(Access)) {
-    if !visited.insert(function) {
-        return;
-    }
-    let Some(body) = ctx.interface::<dyn CallableOpInterface>(function).and_then(|c| c.body(ctx, function)) else {
-        return;
-    };
-    let Some(&entry) = ctx.region_blocks(body).first() else { return };
-    let parameters = ctx.block_arguments(entry).to_vec();
-    for op in ctx.walk(function).into_iter().skip(1) {
-        if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
-            let arguments = &ctx.operands(op)[call.arguments(ctx, op)];
-            let mapped: Vec<Option<Vec<usize>>> = arguments.iter().map(|&a| origins(&parameters, a)).collect();
-            match resolve_callee(ctx, op) {
-                Some(callee) => {
-                    let mut inner_visited = visited.clone();
-                    collect(ctx, callee, &mut inner_visited, &mut |access: Access| {
-                        let params = match access.params {
-                            None => None,
-                            Some(callee_params) => {
-                                let mut out = Vec::new();
-                                for p in callee_params {
-                                    match mapped.get(p) {
-                                        Some(Some(ours)) => out.extend(ours),
-                                        _ => return report(Access { params: None, ..access }),
-                                    }
-                                }
-                                Some(out)
-                            }
-                        };
-                        report(Access { params, ..access });
-                    });
-                }
-                None => report(Access { params: None, read: true, write: true, atomic: false }),
-            }
-            continue;
-        }
-        let Some(definition) = ctx.definition(ctx.name(op)) else {
-            report(Access { params: None, read: true, write: true, atomic: false });
-            continue;
-        };
-        if definition.traits().contains(OpTraits::PURE) {
-            continue;
-        }
-        match definition.memory_effects(ctx, op) {
-            MemoryEffects::Unknown => report(Access { params: None, read: true, write: true, atomic: false }),
-            MemoryEffects::Known(effects) => {
-                for effect in effects {
-                    if matches!(effect.space, MemorySpace::Workgroup | MemorySpace::Host) {
-                        continue;
-                    }
-                    let (read, write) = match effect.kind {
-                        EffectKind::Read => (true, false),
-                        EffectKind::Write => (false, true),
-                        _ => continue,
-                    };
-                    let params = match effect.target {
-                        EffectTarget::Operand(i) => ctx.operands(op).get(i).and_then(|&v| origins(&parameters, v)),
-                        _ => None,
-                    };
-                    report(Access { params, read, write, atomic: effect.atomic });
-                }
-            }
-        }
     }
 }

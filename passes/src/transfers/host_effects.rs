@@ -1,0 +1,211 @@
+//! Host effects: what host code does to the two copies of a buffer — asked of the memory-effects
+//! interface for each op (the element or span an access names is the effect's extent), of the
+//! kernel effects for a dispatch, of a callee's declared effects for a host function, and of a
+//! *summary* for a call of a host function with a body.
+//!
+//! A summary says, per parameter of a host function with a body, whether a call may read or
+//! write the host copy or the device copy of the buffer passed there, through everything the
+//! function does, calls included (a fixpoint over the call graph, so recursion is fine). A
+//! callee nothing resolves, or an op with unknown effects, touches everything.
+
+use super::aliases::{is_buffer, BufferRoots, Roots};
+use super::dispatch::{dispatch_args, kernel_of};
+use super::insert::host_functions;
+use super::kernel_effects::KernelEffects;
+use hat_ir::interfaces::{resolve_callee, CallOpInterface, CallableOpInterface, LaunchOpInterface};
+use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, MemorySpace, Op, OpTraits, Value};
+use rustc_hash::FxHashMap;
+
+/// What an op does to the two copies of one buffer.
+#[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// Reads the host copy.
+    pub host_read: bool,
+    /// Writes the host copy.
+    pub host_write: bool,
+    /// Reads the device copy.
+    pub device_read: bool,
+    /// Writes the device copy.
+    pub device_write: bool,
+}
+
+impl Touch {
+    /// Everything.
+    pub fn all() -> Touch {
+        Touch { host_read: true, host_write: true, device_read: true, device_write: true }
+    }
+
+    /// Adds what `other` does.
+    pub fn add(&mut self, other: Touch) {
+        self.host_read |= other.host_read;
+        self.host_write |= other.host_write;
+        self.device_read |= other.device_read;
+        self.device_write |= other.device_write;
+    }
+
+    /// Whether it touches anything.
+    pub fn any(self) -> bool {
+        self.host_read || self.host_write || self.device_read || self.device_write
+    }
+}
+
+/// The summary of each host function with a body: one [`Touch`] per parameter.
+pub type Summaries = FxHashMap<Op, Vec<Touch>>;
+
+/// The summaries of every host function with a body under `module`.
+pub fn summarize(ctx: &Context, module: Op, effects: &FxHashMap<Op, KernelEffects>) -> Summaries {
+    let functions = host_functions(ctx, module);
+    let roots: Vec<BufferRoots> = functions.iter().map(|&f| BufferRoots::of(ctx, f)).collect();
+    let mut summaries: Summaries =
+        functions.iter().map(|&f| (f, vec![Touch::default(); parameters(ctx, f).len()])).collect();
+    // Each round can only add effects, so this ends; a chain of calls takes a round per link.
+    loop {
+        let mut changed = false;
+        for (index, &function) in functions.iter().enumerate() {
+            let touches = Touches { ctx, roots: &roots[index], effects, summaries: &summaries };
+            let params = parameters(ctx, function);
+            let ops = ctx.walk(function);
+            let summary: Vec<Touch> = params
+                .iter()
+                .map(|&p| {
+                    let mut touch = Touch::default();
+                    if is_buffer(ctx, p) {
+                        for &op in &ops[1..] {
+                            touch.add(touches.own_touch(op, p));
+                        }
+                    }
+                    touch
+                })
+                .collect();
+            if summaries[&function] != summary {
+                summaries.insert(function, summary);
+                changed = true;
+            }
+        }
+        if !changed {
+            return summaries;
+        }
+    }
+}
+
+/// The parameters of a function with a body (its entry block's arguments).
+pub fn parameters(ctx: &Context, function: Op) -> Vec<Value> {
+    ctx.interface::<dyn CallableOpInterface>(function)
+        .and_then(|c| c.body(ctx, function))
+        .and_then(|r| ctx.region_blocks(r).first().copied())
+        .map(|b| ctx.block_arguments(b).to_vec())
+        .unwrap_or_default()
+}
+
+/// Asks what ops of one host function do to a buffer.
+pub struct Touches<'a> {
+    /// The context.
+    pub ctx: &'a Context,
+    /// The function's buffer roots.
+    pub roots: &'a BufferRoots,
+    /// The kernels' effects.
+    pub effects: &'a FxHashMap<Op, KernelEffects>,
+    /// The summaries of host functions with bodies.
+    pub summaries: &'a Summaries,
+}
+
+impl Touches<'_> {
+    /// Whether `a` and `b` may be the same buffer.
+    pub fn may_alias(&self, a: Value, b: Value) -> bool {
+        match (self.roots.roots(a), self.roots.roots(b)) {
+            (Roots::Known(x), Roots::Known(y)) => x.intersection(&y).next().is_some(),
+            _ => true,
+        }
+    }
+
+    /// What `op` and the ops nested in it do to `buffer`.
+    pub fn touch(&self, op: Op, buffer: Value) -> Touch {
+        let mut touch = Touch::default();
+        for nested in self.ctx.walk(op) {
+            touch.add(self.own_touch(nested, buffer));
+        }
+        touch
+    }
+
+    /// What `op` itself (not the ops nested in it) does to `buffer`.
+    pub fn own_touch(&self, op: Op, buffer: Value) -> Touch {
+        let ctx = self.ctx;
+        if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
+            let unknown = KernelEffects::default();
+            let effects = kernel_of(ctx, op).and_then(|k| self.effects.get(&k)).unwrap_or(&unknown);
+            let mut touch = Touch::default();
+            for arg in dispatch_args(ctx, op, effects).unwrap_or_default() {
+                if self.may_alias(arg.value, buffer) {
+                    touch.device_read |= arg.reads || (arg.writes && !arg.writes_all);
+                    touch.device_write |= arg.writes;
+                }
+            }
+            return touch;
+        }
+        let mentions = ctx.operands(op).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, buffer));
+        if !mentions {
+            return Touch::default();
+        }
+        if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
+            return self.call_touch(op, call.arguments(ctx, op), buffer);
+        }
+        let Some(definition) = ctx.definition(ctx.name(op)) else { return Touch::all() };
+        if definition.traits().contains(OpTraits::PURE) {
+            return Touch::default();
+        }
+        match definition.memory_effects(ctx, op) {
+            MemoryEffects::Unknown => Touch::all(),
+            MemoryEffects::Known(effects) => {
+                let mut touch = Touch::default();
+                for effect in effects {
+                    let EffectTarget::Operand(i) = effect.target else { continue };
+                    let value = ctx.operand(op, i);
+                    if !is_buffer(ctx, value) || !self.may_alias(value, buffer) {
+                        continue;
+                    }
+                    let device = effect.space == MemorySpace::Device;
+                    match effect.kind {
+                        EffectKind::Read if device => touch.device_read = true,
+                        EffectKind::Read => touch.host_read = true,
+                        EffectKind::Write if device => touch.device_write = true,
+                        EffectKind::Write | EffectKind::Free => touch.host_write = true,
+                        _ => {}
+                    }
+                }
+                touch
+            }
+        }
+    }
+
+    /// What a call does to `buffer`, through the arguments that may be it.
+    fn call_touch(&self, op: Op, arguments: std::ops::Range<usize>, buffer: Value) -> Touch {
+        let ctx = self.ctx;
+        let Some(callee) = resolve_callee(ctx, op) else { return Touch::all() };
+        let summary = self.summaries.get(&callee);
+        let declared = if summary.is_none() {
+            ctx.interface::<dyn CallableOpInterface>(callee).map(|c| c.parameter_effects(ctx, callee))
+        } else {
+            None
+        };
+        let mut touch = Touch::default();
+        for (index, &value) in ctx.operands(op)[arguments].iter().enumerate() {
+            if !is_buffer(ctx, value) || !self.may_alias(value, buffer) {
+                continue;
+            }
+            match (summary, &declared) {
+                (Some(summary), _) => touch.add(summary.get(index).copied().unwrap_or_else(Touch::all)),
+                (None, Some(MemoryEffects::Known(effects))) => {
+                    for e in effects.iter().filter(|e| e.target == EffectTarget::Parameter(index)) {
+                        match e.kind {
+                            EffectKind::Read => touch.host_read = true,
+                            EffectKind::Write => touch.host_write = true,
+                            _ => {}
+                        }
+                    }
+                }
+                _ => touch.add(Touch::all()),
+            }
+        }
+        touch
+    }
+}

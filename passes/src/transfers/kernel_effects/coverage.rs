@@ -1,0 +1,145 @@
+//! The proof that a dispatch writes every element of a buffer: only then may a transfer plan
+//! skip the buffer's copy in.
+//!
+//! One must-write access has to do it alone (unions of partial writes are not attempted). Under
+//! the dispatch, with the work items that surely run (ids below the grid) and the iterations of
+//! the counted loops around it (their trip counts must be constants, so that the loop variable is
+//! `lower + step × trip` with `trip` running over `0..count`):
+//!
+//! 1. narrow the box of ids and trips to where the access's guards may hold, then pin each
+//!    variable the flat index does not use to one value;
+//! 2. check that the guards hold on the *whole* box (so every work item in it runs the access)
+//!    and that every index stays in bounds there (else the dispatch fails);
+//! 3. the flat index is affine in the variables: `Σ c_v × v`. Sorted by coefficient, each
+//!    variable must not leave a gap: with `[0, reach)` covered so far, a variable of coefficient
+//!    `c <= reach` over `n` values covers `[0, reach + c × (n - 1))`. The least value must be 0
+//!    and the reach must cover the buffer.
+//!
+//! A stride (`2 × id`) leaves gaps; an offset (`id + 1`) misses element 0; a data-dependent or
+//! unknown guard never holds everywhere; a partial grid does not reach; a loop over a subset
+//! leaves gaps: each answers no.
+
+use super::affine::{Affine, Atom};
+use super::dispatch::{narrow, Query};
+use super::interval::Environment;
+use super::interval::Interval;
+use super::summary::{Access, Extent};
+
+/// Whether `access` (a must-write of the parameter) writes every element of a buffer of `shape`
+/// (every size known, `elements` of them in all).
+pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64], elements: u64) -> bool {
+    let Some(mut env) = query.certain() else { return false };
+    let resolved = query.resolve(access);
+    if !resolved.exact {
+        return false;
+    }
+    // Each loop variable becomes `lower + step × trip`, outermost first (an inner loop's bounds
+    // may use an outer variable).
+    let mut replaced: Vec<(Atom, Affine)> = Vec::new();
+    for l in &resolved.loops {
+        let replace = |a: &Atom| replaced.iter().find(|(x, _)| x == a).map(|(_, f)| f.clone());
+        let (Some(lower), Some(upper), Some(step)) =
+            (l.lower.substitute(&replace), l.upper.substitute(&replace), l.step.substitute(&replace))
+        else {
+            return false;
+        };
+        let (Some(span), Some(step)) = (upper.sub(&lower).and_then(|s| s.as_constant()), step.as_constant()) else {
+            return false;
+        };
+        if step <= 0 || span <= 0 {
+            return false; // a loop that runs no iteration writes nothing
+        }
+        let trips = (span as i128 + step as i128 - 1) / step as i128;
+        env.set(Atom::Trip(l.variable), Interval::new(0, trips - 1));
+        let Some(variable) = Affine::atom(Atom::Trip(l.variable)).scale(step).and_then(|t| t.add(&lower)) else {
+            return false;
+        };
+        replaced.push((Atom::Loop(l.variable), variable));
+    }
+    let replace = |a: &Atom| replaced.iter().find(|(x, _)| x == a).map(|(_, f)| f.clone());
+    let substitute = |form: &Affine| form.substitute(&replace);
+    let guards: Vec<_> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
+    if !narrow(&mut env, &[], &guards) {
+        return false;
+    }
+    let indices = match &resolved.extent {
+        Extent::Element(indices) if indices.len() == shape.len() => {
+            let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return false };
+            indices
+        }
+        Extent::Whole => Vec::new(),
+        Extent::Span { offset, count } => {
+            let (Some(offset), Some(count)) = (substitute(offset), substitute(count)) else { return false };
+            pin_all(&mut env, &[]);
+            return guards.iter().all(|g| g.holds_everywhere(&env, true))
+                && env.bound(&offset) == Interval::point(0)
+                && env.bound(&count).low >= elements as i128;
+        }
+        _ => return false,
+    };
+    // The flat index: Σ stride_k × index_k.
+    let mut flat = Affine::constant(0);
+    let mut stride: i64 = 1;
+    for (index, &size) in indices.iter().zip(shape).rev() {
+        let Some(next) = index.scale(stride).and_then(|term| flat.add(&term)) else { return false };
+        flat = next;
+        let Some(next) = i64::try_from(size).ok().and_then(|s| stride.checked_mul(s)) else { return false };
+        stride = next;
+    }
+    let variables: Vec<Atom> = flat.terms().map(|(a, _)| a.clone()).collect();
+    if variables.iter().any(|a| !a.is_variable()) {
+        return false;
+    }
+    pin_all(&mut env, &variables);
+    if !guards.iter().all(|g| g.holds_everywhere(&env, true)) {
+        return false;
+    }
+    let in_bounds = indices
+        .iter()
+        .zip(shape)
+        .all(|(index, &size)| env.bound(index).meet(Interval::new(0, size as i128 - 1)) == env.bound(index));
+    in_bounds && (matches!(resolved.extent, Extent::Whole) || covers(&env, &flat, elements))
+}
+
+/// Pins every id and trip count of `env` not in `keep` to its least value.
+fn pin_all(env: &mut Environment, keep: &[Atom]) {
+    let mut variables: Vec<Atom> = (0..3).map(Atom::Id).collect();
+    variables.extend(env.trip_atoms());
+    for atom in variables {
+        if keep.contains(&atom) {
+            continue;
+        }
+        let bound = env.bound_atom(&atom);
+        if !bound.is_empty() {
+            env.set(atom, Interval::new(bound.low, bound.low));
+        }
+    }
+}
+
+/// Whether the values of `flat` over `env` hold every integer in `[0, elements)` (step 3 of
+/// the module documentation).
+fn covers(env: &Environment, flat: &Affine, elements: u64) -> bool {
+    let mut least = flat.constant_part() as i128;
+    let mut ranges: Vec<(i128, i128)> = Vec::new();
+    for (atom, coefficient) in flat.terms() {
+        let bound = env.bound_atom(atom);
+        if bound.is_empty() || !bound.is_bounded() {
+            return false;
+        }
+        let c = coefficient as i128;
+        least += if c > 0 { c * bound.low } else { c * bound.high };
+        ranges.push((c.abs(), bound.high - bound.low + 1));
+    }
+    if least != 0 {
+        return false;
+    }
+    ranges.sort();
+    let mut reach: i128 = 1;
+    for (coefficient, count) in ranges {
+        if coefficient > reach {
+            return false;
+        }
+        reach += coefficient * (count - 1);
+    }
+    reach >= elements as i128
+}

@@ -1,0 +1,298 @@
+//! Guards: the conditions under which an access runs, as the analysis understands them.
+//!
+//! A [`Guard`] is a boolean combination of integer comparisons between index expressions;
+//! anything else (a comparison of loaded data, a float comparison, a value passed in) is
+//! [`Guard::Unknown`]. Two questions are asked of a guard, over an [`Environment`] bounding the
+//! atoms:
+//!
+//! - [`Guard::narrow`]: the bounds that hold wherever the guard may hold (an
+//!   over-approximation: what ranges of ids can reach a guarded access). `Unknown` narrows
+//!   nothing.
+//! - [`Guard::holds_everywhere`]: whether the guard holds for *every* assignment within the
+//!   bounds (an under-approximation: every work item in the box surely runs the access).
+//!   `Unknown` never holds everywhere.
+//!
+//! Unsigned comparisons are read as signed ones only where both sides are known non-negative,
+//! with one exception that bounds checks rely on: `a <u b` with `b >= 0` implies `0 <= a < b`
+//! (a negative `a` is huge when read unsigned).
+
+use super::affine::Affine;
+use super::interval::{Environment, Interval, INFINITY};
+use hat_dialects::semantics::IntPredicate;
+
+/// A condition on index expressions. See the module documentation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Guard {
+    /// Always true.
+    True,
+    /// Always false.
+    False,
+    /// Something the analysis does not follow.
+    Unknown,
+    /// `lhs predicate rhs`.
+    Compare {
+        /// The left operand.
+        lhs: Affine,
+        /// The right operand.
+        rhs: Affine,
+        /// The comparison.
+        predicate: IntPredicate,
+    },
+    /// Both.
+    And(Box<Guard>, Box<Guard>),
+    /// Either.
+    Or(Box<Guard>, Box<Guard>),
+    /// The negation.
+    Not(Box<Guard>),
+}
+
+impl Guard {
+    /// The guard with atoms replaced (see [`Affine::substitute`]); a comparison whose operands
+    /// overflow becomes `Unknown`.
+    pub(super) fn substitute(&self, replace: &dyn Fn(&super::affine::Atom) -> Option<Affine>) -> Guard {
+        match self {
+            Guard::Compare { lhs, rhs, predicate } => match (lhs.substitute(replace), rhs.substitute(replace)) {
+                (Some(lhs), Some(rhs)) => Guard::Compare { lhs, rhs, predicate: *predicate },
+                _ => Guard::Unknown,
+            },
+            Guard::And(a, b) => Guard::And(Box::new(a.substitute(replace)), Box::new(b.substitute(replace))),
+            Guard::Or(a, b) => Guard::Or(Box::new(a.substitute(replace)), Box::new(b.substitute(replace))),
+            Guard::Not(a) => Guard::Not(Box::new(a.substitute(replace))),
+            other => other.clone(),
+        }
+    }
+
+    /// Narrows `env` to where the guard may be `value` (true or false); returns `false` when it
+    /// cannot be (nothing in `env` makes it so).
+    pub(super) fn narrow(&self, env: &mut Environment, value: bool) -> bool {
+        match self {
+            Guard::True => value,
+            Guard::False => !value,
+            Guard::Unknown => true,
+            Guard::Compare { lhs, rhs, predicate } => {
+                let predicate = if value { *predicate } else { predicate.negated() };
+                narrow_compare(env, lhs, rhs, predicate)
+            }
+            Guard::Not(a) => a.narrow(env, !value),
+            // `a and b` true, or `a or b` false: both narrow.
+            Guard::And(a, b) | Guard::Or(a, b) if value == matches!(self, Guard::And(..)) => {
+                for _ in 0..2 {
+                    if !a.narrow(env, value) || !b.narrow(env, value) {
+                        return false;
+                    }
+                }
+                true
+            }
+            // `a and b` false, or `a or b` true: what holds on either side.
+            Guard::And(a, b) | Guard::Or(a, b) => {
+                let (mut left, mut right) = (env.clone(), env.clone());
+                let (left_feasible, right_feasible) = (a.narrow(&mut left, value), b.narrow(&mut right, value));
+                *env = match (left_feasible, right_feasible) {
+                    (false, false) => return false,
+                    (true, false) => left,
+                    (false, true) => right,
+                    (true, true) => left.hull(&right),
+                };
+                true
+            }
+        }
+    }
+
+    /// Whether the guard is `value` for every assignment within `env`.
+    pub(super) fn holds_everywhere(&self, env: &Environment, value: bool) -> bool {
+        match self {
+            Guard::True => value,
+            Guard::False => !value,
+            Guard::Unknown => false,
+            Guard::Compare { lhs, rhs, predicate } => {
+                let predicate = if value { *predicate } else { predicate.negated() };
+                compare_holds(env, lhs, rhs, predicate)
+            }
+            Guard::Not(a) => a.holds_everywhere(env, !value),
+            Guard::And(a, b) | Guard::Or(a, b) if value == matches!(self, Guard::And(..)) => {
+                a.holds_everywhere(env, value) && b.holds_everywhere(env, value)
+            }
+            // Either side everywhere is enough (not necessary: a split box is not tried).
+            Guard::And(a, b) | Guard::Or(a, b) => a.holds_everywhere(env, value) || b.holds_everywhere(env, value),
+        }
+    }
+}
+
+/// `predicate` read as signed, for operands known to be non-negative.
+fn as_signed(predicate: IntPredicate) -> IntPredicate {
+    use IntPredicate::*;
+    match predicate {
+        Ult => Slt,
+        Ule => Sle,
+        Ugt => Sgt,
+        Uge => Sge,
+        other => other,
+    }
+}
+
+fn is_unsigned(predicate: IntPredicate) -> bool {
+    use IntPredicate::*;
+    matches!(predicate, Ult | Ule | Ugt | Uge)
+}
+
+/// Narrows `env` by `lhs predicate rhs`; `false` when infeasible.
+fn narrow_compare(env: &mut Environment, lhs: &Affine, rhs: &Affine, predicate: IntPredicate) -> bool {
+    use IntPredicate::*;
+    let (lhs, rhs, predicate) = match predicate {
+        Sgt | Sge | Ugt | Uge => (rhs, lhs, predicate.swapped()),
+        _ => (lhs, rhs, predicate),
+    };
+    if is_unsigned(predicate) {
+        // `a <u b` (or `<=u`) with `b >= 0`: `a` is not negative, and below `b` as signed.
+        if env.bound(rhs).low < 0 {
+            return true;
+        }
+        let Some(negated) = lhs.scale(-1) else { return true };
+        if !at_most(env, &negated, 0) {
+            return false;
+        }
+    }
+    let Some(difference) = lhs.sub(rhs) else { return true };
+    match as_signed(predicate) {
+        Slt => at_most(env, &difference, -1),
+        Sle => at_most(env, &difference, 0),
+        Eq => {
+            let Some(negated) = difference.scale(-1) else { return true };
+            at_most(env, &difference, 0) && at_most(env, &negated, 0)
+        }
+        _ => true, // `ne` narrows no interval
+    }
+}
+
+/// Narrows `env` by `form <= limit`, atom by atom; `false` when infeasible.
+fn at_most(env: &mut Environment, form: &Affine, limit: i64) -> bool {
+    let whole = env.bound(form);
+    if whole.is_empty() || whole.low > limit as i128 {
+        return false;
+    }
+    let terms: Vec<_> = form.terms().map(|(a, c)| (a.clone(), c)).collect();
+    for (atom, coefficient) in terms {
+        // coefficient × atom <= limit - (the least value of the rest)
+        let Some(rest) = Affine::atom(atom.clone()).scale(coefficient).and_then(|term| form.sub(&term)) else {
+            continue;
+        };
+        let least = env.bound(&rest).low;
+        if least <= -INFINITY {
+            continue;
+        }
+        let room = limit as i128 - least;
+        let c = coefficient as i128;
+        let interval = if c > 0 {
+            Interval::new(-INFINITY, room.div_euclid(c))
+        } else {
+            Interval::new(-room.div_euclid(-c), INFINITY)
+        };
+        env.restrict(&atom, interval);
+        if env.bound_atom(&atom).is_empty() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether `lhs predicate rhs` for every assignment within `env`.
+fn compare_holds(env: &Environment, lhs: &Affine, rhs: &Affine, predicate: IntPredicate) -> bool {
+    use IntPredicate::*;
+    if is_unsigned(predicate) && (env.bound(lhs).low < 0 || env.bound(rhs).low < 0) {
+        return false;
+    }
+    let Some(difference) = lhs.sub(rhs) else { return false };
+    let d = env.bound(&difference);
+    if d.is_empty() {
+        return true; // nothing to check
+    }
+    match as_signed(predicate) {
+        Eq => d.low == 0 && d.high == 0,
+        Ne => d.low > 0 || d.high < 0,
+        Slt => d.high <= -1,
+        Sle => d.high <= 0,
+        Sgt => d.low >= 1,
+        Sge => d.low >= 0,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::affine::Atom;
+    use super::*;
+
+    fn id(d: u8) -> Affine {
+        Affine::atom(Atom::Id(d))
+    }
+
+    fn compare(lhs: Affine, predicate: IntPredicate, rhs: Affine) -> Guard {
+        Guard::Compare { lhs, rhs, predicate }
+    }
+
+    fn grid(x: i128, y: i128) -> Environment {
+        let mut env = Environment::default();
+        env.set(Atom::Id(0), Interval::new(0, x - 1));
+        env.set(Atom::Id(1), Interval::new(0, y - 1));
+        env
+    }
+
+    #[test]
+    fn bounds_checks_narrow_and_hold() {
+        let c = Affine::constant;
+        let in_range = Guard::And(
+            Box::new(compare(id(0), IntPredicate::Ult, c(16))),
+            Box::new(compare(id(1), IntPredicate::Ult, c(8))),
+        );
+        let mut env = grid(64, 64);
+        assert!(in_range.narrow(&mut env, true));
+        assert_eq!(env.bound(&id(0)), Interval::new(0, 15));
+        assert_eq!(env.bound(&id(1)), Interval::new(0, 7));
+        assert!(in_range.holds_everywhere(&env, true));
+        assert!(!in_range.holds_everywhere(&grid(17, 8), true));
+        // The negation: outside the box, on either side.
+        let mut outside = grid(20, 8);
+        assert!(in_range.narrow(&mut outside, false));
+        assert_eq!(outside.bound(&id(0)), Interval::new(16, 19));
+        let mut none = grid(16, 8);
+        assert!(!in_range.narrow(&mut none, false), "every id is in range");
+    }
+
+    #[test]
+    fn unsigned_comparisons_of_what_may_be_negative() {
+        let c = Affine::constant;
+        let left = id(0).sub(&c(1)).unwrap();
+        // (x - 1) <u 64 excludes x = 0, where x - 1 wraps.
+        let guard = compare(left.clone(), IntPredicate::Ult, c(64));
+        let mut env = grid(100, 1);
+        assert!(guard.narrow(&mut env, true));
+        assert_eq!(env.bound(&id(0)), Interval::new(1, 64));
+        assert!(!guard.holds_everywhere(&grid(64, 1), true), "x = 0 fails it");
+        // The same signed holds for x = 0.
+        let signed = compare(left, IntPredicate::Slt, c(64));
+        assert!(signed.holds_everywhere(&grid(65, 1), true));
+        assert!(!Guard::Unknown.holds_everywhere(&grid(1, 1), true));
+        let mut env = grid(4, 4);
+        assert!(Guard::Unknown.narrow(&mut env, true));
+        assert_eq!(env.bound(&id(0)), Interval::new(0, 3));
+    }
+
+    #[test]
+    fn disjunctions_take_the_hull() {
+        let c = Affine::constant;
+        let edges = Guard::Or(
+            Box::new(compare(id(0), IntPredicate::Eq, c(0))),
+            Box::new(compare(id(0), IntPredicate::Eq, c(9))),
+        );
+        let mut env = grid(10, 1);
+        assert!(edges.narrow(&mut env, true));
+        assert_eq!(env.bound(&id(0)), Interval::new(0, 9));
+        let mut inner = grid(10, 1);
+        assert!(edges.narrow(&mut inner, false));
+        assert_eq!(inner.bound(&id(0)), Interval::new(0, 9), "`ne` does not narrow an interval");
+        assert!(!edges.holds_everywhere(&grid(10, 1), true));
+        let mut single = grid(1, 1);
+        assert!(edges.holds_everywhere(&single, true));
+        assert!(edges.narrow(&mut single, true));
+    }
+}

@@ -1,0 +1,344 @@
+//! The pitfalls of DESIGN.md, each with its own program written for this test (none is an
+//! example), planned by `insert-transfers{strategy=static}` (and the default pipeline), run in
+//! explicit mode on the CPU backend (which poisons fresh device memory) and compared with the
+//! reference semantics; each also checks what moved.
+
+mod vendor_dialect;
+
+use hat_ir::pass::PassManager;
+use hat_ir::{parse_source, verify_module, Context, Op};
+use hat_runtime::{
+    ArgValue, CpuBackend, Executor, ExecutorOptions, HostArg, HostBuffer, HostCall, RunOutput, Scalar, TransferMode,
+};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const STATIC: &str = "insert-transfers{strategy=static}";
+const DEFAULT: &str = "default";
+
+fn compile(text: &str, pipeline: Option<&str>, vendor: bool) -> (Context, Op) {
+    let mut ctx = hat_dialects::context();
+    if vendor {
+        vendor_dialect::register(&mut ctx);
+    }
+    let module = parse_source(&mut ctx, "pitfall.hat", text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    if let Some(pipeline) = pipeline {
+        let mut manager = PassManager::new("builtin.module", Default::default());
+        manager.add_pipeline(&hat_passes::registry(), pipeline).unwrap_or_else(|e| panic!("{e}"));
+        manager.run(&mut ctx, module).unwrap_or_else(|e| panic!("{pipeline}: {e:?}"));
+    }
+    verify_module(&ctx, module).unwrap_or_else(|e| panic!("does not verify after {pipeline:?}: {e:?}"));
+    (ctx, module)
+}
+
+fn print(ctx: &Context, module: Op) -> String {
+    hat_ir::printer::print_op(ctx, module, Default::default())
+}
+
+/// Runs `@main`; the calls of every host function are logged.
+fn run(ctx: &Context, module: Op, mode: TransferMode, args: &[ArgValue]) -> (RunOutput, Vec<String>) {
+    let module = verify_module(ctx, module).expect("verified");
+    let log: Rc<RefCell<Vec<String>>> = Rc::default();
+    let mut backend = CpuBackend::new();
+    let mut executor = Executor::new(module, &mut backend, ExecutorOptions { mode });
+    for name in ["observe", "edit", "opaque"] {
+        let log = log.clone();
+        executor.register_host_function(
+            name,
+            Box::new(move |call: &mut HostCall| {
+                let seen: Vec<String> = call
+                    .args()
+                    .map(|a| match a {
+                        HostArg::Scalar(v, _) => format!("{v:?}"),
+                        HostArg::Buffer(b, _) => format!("{:?}", b.to_i32()),
+                    })
+                    .collect();
+                log.borrow_mut().push(format!("{}({})", call.name(), seen.join(", ")));
+                // Functions that may write add 1 to element 0 of their first buffer.
+                if let Ok(buffer) = call.buffer_mut(0) {
+                    let mut values = buffer.to_i32().expect("i32");
+                    values[0] += 1;
+                    *buffer = HostBuffer::from_i32(&buffer.layout.shape.clone(), &values).expect("same shape");
+                }
+                Ok(Vec::new())
+            }),
+        );
+    }
+    let output = executor.run("main", args.to_vec()).unwrap_or_else(|e| panic!("run failed: {e}"));
+    let calls = log.borrow().clone();
+    (output, calls)
+}
+
+/// Plans `text` with `pipeline`, runs it and the reference on `args`, asserts that every
+/// observation is equal, and gives the plan's report and IR.
+fn check(text: &str, pipeline: &str, args: &[ArgValue]) -> (RunOutput, String) {
+    check_with(text, pipeline, args, false)
+}
+
+fn check_with(text: &str, pipeline: &str, args: &[ArgValue], vendor: bool) -> (RunOutput, String) {
+    let (ctx, module) = compile(text, None, vendor);
+    let (reference, reference_calls) = run(&ctx, module, TransferMode::Reference, args);
+    let (ctx, module) = compile(text, Some(pipeline), vendor);
+    let ir = print(&ctx, module);
+    let (planned, calls) = run(&ctx, module, TransferMode::Explicit, args);
+    assert_eq!(planned.results, reference.results, "results differ\n{ir}");
+    assert_eq!(planned.buffers, reference.buffers, "buffer arguments differ\n{ir}");
+    assert_eq!(calls, reference_calls, "host calls differ\n{ir}");
+    (planned, ir)
+}
+
+fn int(v: i64) -> ArgValue {
+    ArgValue::Scalar(Scalar::Int(v))
+}
+
+fn ramp(n: usize) -> ArgValue {
+    let values: Vec<i32> = (0..n as i32).map(|v| v * 3 + 1).collect();
+    ArgValue::Buffer(HostBuffer::from_i32(&[n], &values).expect("fits"))
+}
+
+fn moved(output: &RunOutput) -> (u64, u64) {
+    (output.report.to_device.bytes, output.report.from_device.bytes)
+}
+
+const INCREMENT: &str = r#"
+kernel.func @increment(%data: memref<16xi32>) workgroup(16) {
+  %i = kernel.global_id x
+  %v = buffer.load %data[%i] : memref<16xi32>
+  %one = arith.constant 1 : i32
+  %w = arith.addi %v, %one : i32
+  buffer.store %w, %data[%i] : memref<16xi32>
+  kernel.return
+}
+"#;
+
+#[test]
+fn zero_trip_loops_move_nothing_and_keep_the_callers_data() {
+    let text = format!(
+        "{INCREMENT}
+compute.func @main(%data: memref<16xi32>, %lo: index, %hi: index) {{
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %lo to %hi step %c1 {{
+    compute.dispatch @increment[%c16](%data) : (memref<16xi32>)
+  }}
+  compute.return
+}}"
+    );
+    for pipeline in [STATIC, DEFAULT] {
+        for (lo, hi) in [(0, 0), (5, 2), (0, 1), (3, 7)] {
+            let (output, ir) = check(&text, pipeline, &[ramp(16), int(lo), int(hi)]);
+            let expected = if hi > lo { (64, 64) } else { (0, 0) };
+            assert_eq!(moved(&output), expected, "lo {lo} hi {hi}\n{ir}");
+        }
+    }
+}
+
+#[test]
+fn partial_coverage_needs_the_copy_in() {
+    // Each kernel writes only part of %data: a guard, a smaller grid, a stride.
+    let kernels = [
+        ("guarded", "%half = arith.constant 8 : index\n  %in = arith.cmpi ult, %i, %half : index\n  scf.if %in {\n    buffer.store %z, %data[%i] : memref<16xi32>\n  }", 16),
+        ("small grid", "buffer.store %z, %data[%i] : memref<16xi32>", 8),
+        ("stride", "%two = arith.constant 2 : index\n  %j = arith.muli %i, %two : index\n  buffer.store %z, %data[%j] : memref<16xi32>", 8),
+    ];
+    for (name, body, grid) in kernels {
+        let text = format!(
+            "kernel.func @part(%data: memref<16xi32>) workgroup(8) {{
+  %i = kernel.global_id x
+  %z = arith.constant 0 : i32
+  {body}
+  kernel.return
+}}
+compute.func @main(%data: memref<16xi32>) {{
+  %g = arith.constant {grid} : index
+  compute.dispatch @part[%g](%data) : (memref<16xi32>)
+  compute.return
+}}"
+        );
+        let (output, ir) = check(&text, STATIC, &[ramp(16)]);
+        assert!(output.report.to_device.bytes > 0, "{name}: a partial write needs the copy in\n{ir}");
+    }
+}
+
+#[test]
+fn the_same_buffer_passed_twice_is_planned_for_both_roles() {
+    let text = r#"
+kernel.func @shift(%src: memref<16xi32>, %dst: memref<16xi32>) workgroup(16) {
+  %i = kernel.global_id x
+  %v = buffer.load %src[%i] : memref<16xi32>
+  %one = arith.constant 1 : i32
+  %w = arith.addi %v, %one : i32
+  buffer.store %w, %dst[%i] : memref<16xi32>
+  kernel.return
+}
+compute.func @twice(%a: memref<16xi32>, %b: memref<16xi32>) {
+  %c16 = arith.constant 16 : index
+  compute.dispatch @shift[%c16](%a, %b) : (memref<16xi32>, memref<16xi32>)
+  compute.return
+}
+compute.func @main(%data: memref<16xi32>) {
+  %c16 = arith.constant 16 : index
+  compute.dispatch @shift[%c16](%data, %data) : (memref<16xi32>, memref<16xi32>)
+  compute.call @twice(%data, %data) : (memref<16xi32>, memref<16xi32>) -> ()
+  compute.return
+}"#;
+    for pipeline in [STATIC, DEFAULT, "insert-transfers{strategy=kernel}"] {
+        check(text, pipeline, &[ramp(16)]);
+    }
+}
+
+#[test]
+fn host_side_copies_read_the_source_host_copy_and_stale_the_destination_device_copy() {
+    let text = format!(
+        "{INCREMENT}
+compute.func @main(%data: memref<16xi32>, %other: memref<16xi32>) {{
+  %c16 = arith.constant 16 : index
+  compute.dispatch @increment[%c16](%data) : (memref<16xi32>)
+  compute.dispatch @increment[%c16](%other) : (memref<16xi32>)
+  buffer.copy %data, %other : memref<16xi32>
+  compute.dispatch @increment[%c16](%other) : (memref<16xi32>)
+  compute.return
+}}"
+    );
+    let (output, ir) = check(&text, STATIC, &[ramp(16), ramp(16)]);
+    // in: %data, %other, then %other again after the host copy; out: %data before the copy,
+    // %other at the end.
+    assert_eq!(moved(&output), (192, 128), "{ir}");
+}
+
+#[test]
+fn a_loop_on_a_flag_the_kernel_writes_brings_back_only_that_element() {
+    let text = r#"
+kernel.func @halve(%data: memref<16xi32>, %flag: memref<1xi32>) workgroup(16) {
+  %i = kernel.global_id x
+  %v = buffer.load %data[%i] : memref<16xi32>
+  %one = arith.constant 1 : i32
+  %w = arith.shrsi %v, %one : i32
+  buffer.store %w, %data[%i] : memref<16xi32>
+  %zero = arith.constant 0 : i32
+  %busy = arith.cmpi ne, %w, %zero : i32
+  scf.if %busy {
+    %c0 = arith.constant 0 : index
+    buffer.store %one, %flag[%c0] : memref<1xi32>
+  }
+  kernel.return
+}
+kernel.func @clear(%flag: memref<1xi32>) workgroup(1) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0 : i32
+  buffer.store %zero, %flag[%c0] : memref<1xi32>
+  kernel.return
+}
+compute.func @main(%data: memref<16xi32>) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0 : i32
+  %flag = buffer.alloc() : memref<1xi32>
+  %rounds = scf.while (%n = %c0) : (index) -> index {
+    compute.dispatch @clear[%c1](%flag) : (memref<1xi32>)
+    compute.dispatch @halve[%c16](%data, %flag) : (memref<16xi32>, memref<1xi32>)
+    %f = buffer.load %flag[%c0] : memref<1xi32>
+    %again = arith.cmpi ne, %f, %zero : i32
+    %next = arith.addi %n, %c1 : index
+    scf.condition(%again) %next : index
+  } do {
+  ^bb0(%m: index):
+    scf.yield %m : index
+  }
+  compute.return %rounds : index
+}"#;
+    let (output, ir) = check(text, STATIC, &[ramp(16)]);
+    let rounds = output.results[0].as_scalar().expect("a scalar").as_i64() as u64;
+    assert!(rounds > 1, "the loop runs several times");
+    // %data in once and out once; the flag's one element back each round.
+    assert_eq!(moved(&output), (64, 64 + 4 * rounds), "{ir}");
+}
+
+#[test]
+fn buffers_born_in_the_program_that_the_host_never_sees_never_move() {
+    let text = format!(
+        "{INCREMENT}
+kernel.func @copy(%src: memref<16xi32>, %dst: memref<16xi32>) workgroup(16) {{
+  %i = kernel.global_id x
+  %v = buffer.load %src[%i] : memref<16xi32>
+  buffer.store %v, %dst[%i] : memref<16xi32>
+  kernel.return
+}}
+compute.func @main(%data: memref<16xi32>) {{
+  %c16 = arith.constant 16 : index
+  %tmp = buffer.alloc() : memref<16xi32>
+  compute.dispatch @copy[%c16](%data, %tmp) : (memref<16xi32>, memref<16xi32>)
+  compute.dispatch @increment[%c16](%tmp) : (memref<16xi32>)
+  compute.dispatch @copy[%c16](%tmp, %data) : (memref<16xi32>, memref<16xi32>)
+  buffer.dealloc %tmp : memref<16xi32>
+  compute.return
+}}"
+    );
+    let (output, ir) = check(&text, STATIC, &[ramp(16)]);
+    let born = output.report.per_buffer.iter().find(|b| b.name.starts_with("alloc@")).expect("the born buffer");
+    assert_eq!((born.to_device.count, born.from_device.count), (0, 0), "{ir}");
+    assert!(!born.host_copy, "a buffer the host never sees gets no host copy\n{ir}");
+}
+
+#[test]
+fn opaque_host_functions_touch_what_they_declare_and_undeclared_means_read_and_write() {
+    let text = format!(
+        "{INCREMENT}
+compute.host_func @observe(read memref<16xi32>)
+compute.host_func @edit(write memref<16xi32>)
+compute.host_func @opaque(memref<16xi32>)
+compute.func @main(%a: memref<16xi32>, %b: memref<16xi32>, %c: memref<16xi32>) {{
+  %c16 = arith.constant 16 : index
+  compute.dispatch @increment[%c16](%a) : (memref<16xi32>)
+  compute.dispatch @increment[%c16](%b) : (memref<16xi32>)
+  compute.dispatch @increment[%c16](%c) : (memref<16xi32>)
+  compute.call @observe(%a) : (memref<16xi32>) -> ()
+  compute.call @edit(%b) : (memref<16xi32>) -> ()
+  compute.call @opaque(%c) : (memref<16xi32>) -> ()
+  compute.dispatch @increment[%c16](%a) : (memref<16xi32>)
+  compute.dispatch @increment[%c16](%b) : (memref<16xi32>)
+  compute.dispatch @increment[%c16](%c) : (memref<16xi32>)
+  compute.return
+}}"
+    );
+    let (output, ir) = check(&text, STATIC, &[ramp(16), ramp(16), ramp(16)]);
+    let per = |name: &str| {
+        let b = output.report.buffer(name).expect("a parameter");
+        (b.to_device.count, b.from_device.count)
+    };
+    // %a: read by @observe, so the device copy stays current: in once, out twice.
+    assert_eq!(per("a"), (1, 2), "{ir}");
+    // %b: @edit may write only part of it (a may-write), so it comes back first, then goes in.
+    assert_eq!(per("b"), (2, 2), "{ir}");
+    // %c: undeclared counts as read and written.
+    assert_eq!(per("c"), (2, 2), "{ir}");
+}
+
+#[test]
+fn a_vendor_loop_gets_guarded_hoisted_transfers_through_the_interfaces() {
+    // `vendor.repeat` (tests/vendor_dialect) is a counted loop known to hat only by its
+    // LoopLikeOpInterface and RegionBranchOpInterface; `vendor.proc` a host function.
+    let text = format!(
+        r#"{INCREMENT}
+"vendor.proc"() ({{
+^bb0(%data: memref<16xi32>, %n: i64):
+  %zero = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %c16 = arith.constant 16 : index
+  "vendor.repeat"(%zero, %n, %one) ({{
+  ^bb0(%i: i64):
+    compute.dispatch @increment[%c16](%data) : (memref<16xi32>)
+    "vendor.next"() : () -> ()
+  }}) : (i64, i64, i64) -> ()
+  "vendor.ret"() : () -> ()
+}}) {{sym_name = "main", function_type = (memref<16xi32>, i64) -> ()}} : () -> ()"#
+    );
+    for n in [0, 1, 4] {
+        let (output, ir) = check_with(&text, STATIC, &[ramp(16), int(n)], true);
+        assert_eq!(moved(&output), if n > 0 { (64, 64) } else { (0, 0) }, "n = {n}\n{ir}");
+        let loop_at = ir.find("vendor.repeat").expect("the loop");
+        let copy_in = ir.find("buffer.to_device").expect("a copy in");
+        assert!(copy_in < loop_at, "the copy in is hoisted above the loop\n{ir}");
+    }
+}
