@@ -33,10 +33,11 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(transfers::hoist::info());
     registry.register_pipeline(
         "default",
-        "The whole job: inline, place the transfers (static strategy), hoist what loops do not need, clean up",
-        "builtin.module(inline,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
+        "The whole job: inline, canonicalize, place the transfers (static strategy), hoist what loops do not need, clean up",
+        "builtin.module(inline,canonicalize,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
     );
     registry.register(transfers::kernel_effects::print::info());
+    registry.register(transfers::track_accesses::info());
 }
 
 /// A registry holding every hat pass.

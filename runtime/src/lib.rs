@@ -15,8 +15,9 @@ pub use backend::{Backend, DeviceBuffer, KernelArg, KernelHandle};
 pub use cpu::CpuBackend;
 pub use error::RuntimeError;
 pub use executor::{
-    entry_parameters, ArgEffect, ArgValue, Executor, ExecutorOptions, HostArg, HostBuffer, HostCall, HostFunction,
-    Parameter, ParameterKind, RunOutput, TransferMode,
+    entry_parameters, ArgEffect, ArgValue, CallArg, CallOutput, CallResult, Executor, ExecutorOptions, HostArg,
+    HostBuffer, HostCall, HostFunction, Parameter, ParameterKind, ResidentBuffer, RunOutput, Session, SessionMode,
+    TransferMode,
 };
 pub use report::{BufferTransfers, RunReport, TransferCount};
 pub use value::{BufferLayout, ElementType, Scalar};

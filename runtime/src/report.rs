@@ -82,7 +82,7 @@ impl HookCounts {
 /// What one run did. See the module documentation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunReport {
-    /// The transfer mode (`explicit` or `reference`).
+    /// The transfer mode (`explicit`, `reference` or `tracking`).
     pub mode: String,
     /// The backend's name.
     pub backend: String,
@@ -287,6 +287,13 @@ impl Recorder {
     pub(crate) fn device_allocated(&mut self, slot: usize, bytes: usize) {
         self.report.per_buffer[slot].device_copy = true;
         self.report.device_allocations += 1;
+        self.live_device_bytes += bytes as u64;
+        self.report.peak_device_bytes = self.report.peak_device_bytes.max(self.live_device_bytes);
+    }
+
+    /// A device copy made before the run (a residency session's buffer): held, not allocated.
+    pub(crate) fn device_resident(&mut self, slot: usize, bytes: usize) {
+        self.report.per_buffer[slot].device_copy = true;
         self.live_device_bytes += bytes as u64;
         self.report.peak_device_bytes = self.report.peak_device_bytes.max(self.live_device_bytes);
     }

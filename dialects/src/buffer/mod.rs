@@ -495,6 +495,22 @@ pub const OPS: &[OpSpec] = &[
 pub fn register(ctx: &mut Context) {
     ctx.register_dialect("buffer", "Buffers: allocation, element access, host-side copies, transfers, tracking hooks");
     crate::op_spec::register_specs(ctx, OPS);
+    ctx.register_folder(DimOp::NAME, fold_dim);
+}
+
+/// `buffer.dim` of a static dimension is that constant.
+fn fold_dim(fold: &mut hat_ir::rewrite::FoldContext<'_>, op: Op) -> Option<hat_ir::rewrite::FoldResult> {
+    let ctx = fold.ctx();
+    let dimension = ctx.attribute(op, "dimension").and_then(|a| ctx.attribute_kind(a).as_i64())?;
+    let buffer = *ctx.operands(op).first()?;
+    let hat_ir::TypeKind::MemRef { shape, .. } = ctx.type_kind(ctx.value_type(buffer)) else { return None };
+    let extent = *shape.get(usize::try_from(dimension).ok()?)?;
+    if extent == hat_ir::types::DYNAMIC {
+        return None;
+    }
+    let index = ctx.result(op, 0);
+    let ty = ctx.value_type(index);
+    Some(hat_ir::rewrite::FoldResult::Attribute(fold.integer_attr(extent, ty)))
 }
 
 #[cfg(test)]

@@ -106,6 +106,13 @@ pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> F
 
 impl Pass for InsertTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+        if self.strategy == Strategy::Static {
+            let mut unswitched = 0;
+            for function in host_functions(ctx, op) {
+                unswitched += super::unswitch::unswitch_selected_buffers(ctx, function);
+            }
+            state.add_statistic("num-unswitched", unswitched as u64);
+        }
         let effects = kernel_effects(ctx, op, state);
         let summaries = summarize(ctx, op, &effects);
         let mut counts = [0u64; 2];

@@ -7,7 +7,10 @@
 //!   copy of a buffer;
 //! - [`insert`]: the `insert-transfers` pass and its three strategies;
 //! - [`static_plan`]: the `static` strategy's dataflow;
-//! - [`hoist`]: the `hoist-transfers` pass.
+//! - [`hoist`]: the `hoist-transfers` pass;
+//! - [`unswitch`]: observers of `arith.select`ed buffers split by the condition, for exact plans.
+//! - [`track_accesses`]: the runtime-tracking strategy's pass: hooks around host accesses, and
+//!   each dispatch annotated with its kernel's effects.
 
 pub mod aliases;
 pub mod dispatch;
@@ -18,3 +21,5 @@ pub mod insert;
 pub mod kernel_effects;
 pub mod ranges;
 pub mod static_plan;
+pub mod track_accesses;
+pub mod unswitch;

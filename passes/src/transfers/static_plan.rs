@@ -79,8 +79,9 @@ struct Copies {
     host: RangeSet,
     /// The elements whose device copy is current.
     device: RangeSet,
-    /// Whether the whole host copy is also current when the buffer's run-time flag says so
-    /// (paths that merged disagreeing; the device copy is then current everywhere).
+    /// Whether the buffer's run-time flag says which copy is current beyond `host` and
+    /// `device` (paths that merged disagreeing): when it is set the whole host copy is, when it
+    /// is clear the whole device copy is.
     host_flag: bool,
 }
 
@@ -89,10 +90,9 @@ impl Copies {
         Copies { host, device, host_flag: false }
     }
 
-    /// Drops the flag where it no longer describes the state: the host copy is current anyway,
-    /// or the device copy is not current everywhere.
+    /// Drops the flag where it says nothing more: one copy is current everywhere anyway.
     fn normalize(&mut self, whole: &RangeSet) {
-        if self.host_flag && (self.host.contains(whole) || !self.device.contains(whole)) {
+        if self.host_flag && self.host.contains(whole) {
             self.host_flag = false;
         }
     }
@@ -114,6 +114,8 @@ struct Fixup {
     ranges: RangeSet,
     /// Whether the copy waits for the buffer's flag to be clear (the entry state is flagged).
     flagged: bool,
+    /// Instead of a copy: set the buffer's flag to this (the header state is flagged).
+    set_flag: Option<bool>,
     why: String,
 }
 
@@ -149,8 +151,19 @@ enum Guard {
     Ran(Op),
     /// The loop did not run.
     NotRan(Op),
-    /// The run-time flag of this buffer says its host copy is not current.
+    /// The run-time flag of this buffer is clear (its device copy is current everywhere).
     FlagClear(Value),
+    /// The run-time flag of this buffer is set (its host copy is current everywhere).
+    FlagSet(Value),
+}
+
+/// The guard on a copy toward `direction` of a flagged buffer: a copy to the device is needed
+/// only when the flag is set (the host copy is the whole one), a copy back only when it is clear.
+fn flag_guard(root: Value, direction: Direction) -> Guard {
+    match direction {
+        Direction::ToDevice => Guard::FlagSet(root),
+        Direction::FromDevice => Guard::FlagClear(root),
+    }
 }
 
 /// What a planned item does.
@@ -314,12 +327,35 @@ impl<'a> Planner<'a> {
         if missing.is_empty() {
             return Ok(());
         }
-        let guards =
-            if side == Direction::FromDevice && copies.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
+        let guards = match (side, copies.host_flag) {
+            (Direction::FromDevice, true) => vec![Guard::FlagClear(root)],
+            (Direction::ToDevice, true) => vec![Guard::FlagSet(root)],
+            _ => vec![],
+        };
         let updated = copies.side(side).union(&missing);
         *copies.side(side) = updated;
         copies.normalize(&whole(self.ctx, root));
         self.push(root, side, missing, anchor, guards, location, reason())
+    }
+
+    /// Before a write to one copy of a flagged buffer: makes that copy current everywhere (a
+    /// copy guarded by the flag), so that the state no longer depends on the flag.
+    fn resolve(
+        &mut self,
+        state: &mut State,
+        root: Value,
+        side: Direction,
+        anchor: Anchor,
+        location: Location,
+    ) -> Result<(), Unsupported> {
+        if !state.get(&root).is_some_and(|c| c.host_flag) {
+            return Ok(());
+        }
+        let all = whole(self.ctx, root);
+        let reason = || "the copy about to be written must be current everywhere first".to_string();
+        self.need(state, root, side, &all, anchor, location, &reason)?;
+        state.get_mut(&root).expect("tracked").host_flag = false;
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -413,6 +449,14 @@ impl<'a> Planner<'a> {
         let kernel_name = kernel.and_then(|k| symbol_name(ctx, k)).unwrap_or("?").to_string();
         let location = ctx.location(op);
         let at = self.describe(location);
+        for arg in args.iter().filter(|a| a.writes) {
+            let roots = self.roots_of(state, arg.value);
+            if !(roots.len() == 1 && arg.writes_all) {
+                for root in roots {
+                    self.resolve(state, root, Direction::ToDevice, Anchor::Before(op), location)?;
+                }
+            }
+        }
         for arg in &args {
             for root in self.roots_of(state, arg.value) {
                 let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
@@ -649,6 +693,11 @@ impl<'a> Planner<'a> {
                     for root in roots {
                         let extent = self.extent(op, root, effect.extent);
                         let ranges = extent.clone().unwrap_or_else(|| whole(ctx, root));
+                        let covers =
+                            effect.must && single && extent.as_ref().is_some_and(|r| r.contains(&whole(ctx, root)));
+                        if !covers {
+                            self.resolve(state, root, side, Anchor::Before(op), location)?;
+                        }
                         if !(effect.must && single && extent.is_some()) {
                             let reason = || format!("partly written at {at}: the rest must be current");
                             self.need(state, root, side, &ranges, Anchor::Before(op), location, &reason)?;
@@ -855,7 +904,8 @@ impl<'a> Planner<'a> {
                     root,
                     direction: Direction::ToDevice,
                     ranges: to_device,
-                    flagged: false,
+                    flagged: e.host_flag,
+                    set_flag: None,
                     why: why.clone(),
                 });
             }
@@ -865,8 +915,25 @@ impl<'a> Planner<'a> {
                     direction: Direction::FromDevice,
                     ranges: from_device,
                     flagged: e.host_flag,
-                    why,
+                    set_flag: None,
+                    why: why.clone(),
                 });
+            }
+            // A back edge whose host copy is flagged keeps the flag at the top of the body when
+            // the device copy is whole there: the entry edge sets it from the entry state.
+            let all = whole(self.ctx, root);
+            if b.host_flag && want != Want::Host && h.device.contains(&all) && !h.host.contains(&all) {
+                h.host_flag = true;
+                if !e.host_flag {
+                    fixups.push(Fixup {
+                        root,
+                        direction: Direction::FromDevice,
+                        ranges: RangeSet::empty(),
+                        flagged: false,
+                        set_flag: Some(e.host.contains(&all)),
+                        why,
+                    });
+                }
             }
             header.insert(root, h);
         }
@@ -890,7 +957,8 @@ impl<'a> Planner<'a> {
             let from_device = h.host.minus(&b.host);
             let why = "the loop's next iteration expects it".to_string();
             let flag_guard = if b.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
-            self.push(root, Direction::ToDevice, to_device, Anchor::End(end), vec![], location, why.clone())?;
+            let set_guard = if b.host_flag { vec![Guard::FlagSet(root)] } else { vec![] };
+            self.push(root, Direction::ToDevice, to_device, Anchor::End(end), set_guard, location, why.clone())?;
             self.push(root, Direction::FromDevice, from_device, Anchor::End(end), flag_guard, location, why)?;
         }
         Ok(())
@@ -944,10 +1012,14 @@ impl<'a> Planner<'a> {
         }
         let trips = trip_count(ctx, op);
         if trips != Some(0) {
-            for Fixup { root, direction, ranges, flagged, why } in fixups {
+            for Fixup { root, direction, ranges, flagged, set_flag, why } in fixups {
+                if let Some(value) = set_flag {
+                    self.set_flag(root, value, Anchor::Before(op), location);
+                    continue;
+                }
                 let mut guards = if trips.is_some_and(|t| t > 0) { vec![] } else { vec![Guard::Ran(op)] };
                 if flagged {
-                    guards.push(Guard::FlagClear(root));
+                    guards.push(flag_guard(root, direction));
                 }
                 self.push(
                     root,
@@ -1010,10 +1082,12 @@ impl<'a> Planner<'a> {
             host = host.intersect(&c.host);
             device = device.intersect(&c.device);
         }
-        let device_everywhere = paths.iter().all(|(_, c)| c.device.contains(&all));
+        // Each path either has one copy whole (or is flagged already): then a run-time flag
+        // can say which, set at the end of each path, instead of copies on every path.
+        let eligible = paths.iter().all(|(_, c)| c.host_flag || c.host.contains(&all) || c.device.contains(&all));
         let host_everywhere = paths.iter().all(|(_, c)| c.host.contains(&all));
         let host_somewhere = paths.iter().any(|(_, c)| c.host.contains(&all) || c.host_flag);
-        if device_everywhere && !host_everywhere && host_somewhere {
+        if eligible && !host_everywhere && host_somewhere {
             if paths.iter().all(|(_, c)| c.host_flag) {
                 return Ok(Copies { host, device, host_flag: true });
             }
@@ -1027,12 +1101,30 @@ impl<'a> Planner<'a> {
                 return Ok(Copies { host, device, host_flag: true });
             }
         }
-        let lost = all.minus(&host.union(&device));
+        let (want, observer) = self.wanted_after(root, op);
+        let Some(side) = want.side() else { return Ok(Copies::new(host, device)) };
+        // Elements current in no copy must be completed; and when the next observer surely
+        // comes (it is in the block the merge is in), what it wants that some path has is
+        // completed on the paths that lack it now, under their own guards, rather than later
+        // on every path.
+        let mut lost = all.minus(&host.union(&device));
+        if observer.is_some_and(|o| ctx.parent_block(o) == ctx.parent_block(op)) {
+            let mut some = RangeSet::empty();
+            for (_, c) in paths {
+                some = some.union(match side {
+                    Direction::ToDevice => &c.device,
+                    Direction::FromDevice => &c.host,
+                });
+            }
+            let have = match side {
+                Direction::ToDevice => &device,
+                Direction::FromDevice => &host,
+            };
+            lost = lost.union(&some.minus(have));
+        }
         if lost.is_empty() {
             return Ok(Copies::new(host, device));
         }
-        let (want, observer) = self.wanted_after(root, op);
-        let Some(side) = want.side() else { return Ok(Copies::new(host, device)) };
         // Per element, the copy to complete: the one a path that takes no copies has, else the
         // one the next observer wants.
         let mut to_host = RangeSet::empty();
@@ -1108,13 +1200,17 @@ impl<'a> Planner<'a> {
         if !settled {
             self.settle(&header, &back, after, location)?;
         }
-        for Fixup { root, direction, ranges, flagged, why } in fixups {
+        for Fixup { root, direction, ranges, flagged, set_flag, why } in fixups {
+            if let Some(value) = set_flag {
+                self.set_flag(root, value, Anchor::Before(op), location);
+                continue;
+            }
             self.push(
                 root,
                 direction,
                 ranges,
                 Anchor::Before(op),
-                if flagged { vec![Guard::FlagClear(root)] } else { vec![] },
+                if flagged { vec![flag_guard(root, direction)] } else { vec![] },
                 location,
                 format!("{why}; hoisted out of the loop"),
             )?;
@@ -1172,7 +1268,14 @@ impl<'a> Planner<'a> {
 pub fn emit(ctx: &mut Context, plan: &Plan, reasons: bool) -> [u64; 2] {
     let mut counts = [0u64; 2];
     let mut emitter = Emitter { plan, guards: FxHashMap::default(), flags: FxHashMap::default() };
+    // The value each flag was last set to at each place: setting it again there is a no-op.
+    let mut flag_values: FxHashMap<(Anchor, Vec<Guard>, Value), bool> = FxHashMap::default();
     for item in &plan.items {
+        if let Action::SetFlag(value) = item.action {
+            if flag_values.insert((item.anchor, item.guards.clone(), item.buffer), value) == Some(value) {
+                continue;
+            }
+        }
         let anchor = emitter.guarded(ctx, item.anchor, &item.guards, item.location);
         if let Action::SetFlag(value) = item.action {
             let cell = emitter.flag(ctx, item.buffer);
@@ -1244,13 +1347,14 @@ impl Emitter<'_> {
                     let upper = looping.upper_bound(ctx, looped).expect("a counted loop has bounds");
                     compare(ctx, current, predicate, lower, upper, location)
                 }
-                Guard::FlagClear(root) => {
+                Guard::FlagClear(root) | Guard::FlagSet(root) => {
                     let cell = self.flag(ctx, root);
                     let zero = index_constant(ctx, current, 0, location);
                     let value = emit::load(ctx, current, cell, zero, location);
                     let i1 = ctx.integer_type(1);
-                    let clear = emit::constant(ctx, current, 0, i1, location);
-                    compare(ctx, current, IntPredicate::Eq, value, clear, location)
+                    let wanted = i64::from(matches!(guards[depth], Guard::FlagSet(_)));
+                    let expected = emit::constant(ctx, current, wanted, i1, location);
+                    compare(ctx, current, IntPredicate::Eq, value, expected, location)
                 }
             };
             let block = guard(ctx, current, condition, location);

@@ -71,6 +71,42 @@ impl Buffers {
         BufferId(self.list.len() - 1)
     }
 
+    /// Adds a buffer that outlives the run (a residency session's): its host copy, if it has one,
+    /// and its device copy, if it has one. Like an argument, the program must not free it.
+    pub(crate) fn add_resident(
+        &mut self,
+        layout: BufferLayout,
+        host: Option<Vec<u8>>,
+        device: Option<DeviceBuffer>,
+        slot: usize,
+        recorder: &mut Recorder,
+    ) -> BufferId {
+        if host.is_some() {
+            recorder.host_copy(slot);
+        }
+        if device.is_some() {
+            recorder.device_resident(slot, layout.bytes());
+        }
+        self.list.push(BufferState { layout, host, device, freed: false, slot, argument: true });
+        BufferId(self.list.len() - 1)
+    }
+
+    /// Takes a buffer out of the run, to outlive it (a residency session's): its layout and both
+    /// copies. The run then holds nothing of it, and [`Buffers::release_all`] leaves it alone.
+    pub(crate) fn take_resident(
+        &mut self,
+        id: BufferId,
+        recorder: &mut Recorder,
+    ) -> (BufferLayout, Option<Vec<u8>>, Option<DeviceBuffer>) {
+        let state = &mut self.list[id.0];
+        state.freed = true;
+        let device = state.device.take();
+        if device.is_some() {
+            recorder.device_freed(state.layout.bytes());
+        }
+        (state.layout.clone(), state.host.take(), device)
+    }
+
     /// Adds a buffer the program allocates (no copy exists yet).
     pub(crate) fn allocate(&mut self, layout: BufferLayout, slot: usize) -> BufferId {
         self.list.push(BufferState { layout, host: None, device: None, freed: false, slot, argument: false });

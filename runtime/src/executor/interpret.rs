@@ -23,11 +23,12 @@ use super::host_functions::HostCall;
 use super::program::{
     AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
 };
+use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
 use crate::backend::{KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::eval;
-use crate::report::{Direction, Recorder};
+use crate::report::{Direction, HostHook, Recorder};
 use crate::value::{BufferLayout, Scalar};
 use hat_ir::interfaces::RegionPoint;
 use hat_ir::{Context, Op};
@@ -75,8 +76,14 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
         });
     }
 
-    let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name());
-    let mut interpreter = Interpreter { ctx, ex, buffers: Buffers::default(), recorder, calls: 0, frames: Vec::new() };
+    let tracker = match ex.options.mode {
+        TransferMode::Tracking => {
+            check_tracked(ex)?;
+            Some(Tracker::new(Policy::Tracking))
+        }
+        _ => None,
+    };
+    let mut interpreter = Interpreter::new(ex, tracker);
     let mut values = Vec::with_capacity(args.len());
     let mut caller_buffers = Vec::new();
     for (parameter, arg) in parameters.iter().zip(args) {
@@ -84,7 +91,11 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
             ArgValue::Scalar(value) => values.push(value),
             ArgValue::Buffer(buffer) => {
                 let slot = interpreter.recorder.buffer_slot(&parameter.name);
+                let len = buffer.len() as u64;
                 let id = interpreter.buffers.add_argument(buffer, slot, &mut interpreter.recorder);
+                if let Some(tracker) = &mut interpreter.tracker {
+                    tracker.place(id, Residence::on_host(len));
+                }
                 caller_buffers.push(id);
                 values.push(handle(id));
             }
@@ -94,6 +105,12 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
     let index = interpreter.ex.functions.function(func);
     let outcome = interpreter.call_entry(index, func, &values).map_err(|e| *e).and_then(|(function, results)| {
         let at = At { op: ctx.name_str(func), location: ctx.location(func) };
+        // The caller observes its buffers and the returned ones: under tracking, bring them home.
+        let returned =
+            results.iter().zip(function.buffer_results.iter()).filter(|(_, &b)| b).map(|(&v, _)| buffer_id(v));
+        for id in caller_buffers.iter().copied().chain(returned) {
+            interpreter.bring_home(id, at)?;
+        }
         results
             .into_iter()
             .zip(function.buffer_results.iter())
@@ -134,18 +151,91 @@ fn move_values(frame: &mut [Scalar], sources: &[Slot], targets: &[Slot]) {
     }
 }
 
-struct Interpreter<'e, 'a> {
+/// Checks that a program run in tracking mode was instrumented by `track-accesses`: without its
+/// hooks, host accesses would go unseen.
+pub(super) fn check_tracked(ex: &Executor<'_>) -> Result<(), RuntimeError> {
+    let (ctx, module) = (ex.module.ctx(), ex.module.op());
+    if annotations::is_tracked(ctx, module) {
+        return Ok(());
+    }
+    Err(RuntimeError::Unsupported {
+        op: ctx.name_str(module).to_string(),
+        message: "tracking mode runs programs instrumented by the 'track-accesses' pass (the module has no \
+                  'hat.tracked'): run the pass first"
+            .to_string(),
+        location: ctx.location(module),
+    })
+}
+
+/// One run of an executor: its buffers, report and (in tracking mode, or in a residency session)
+/// the residency of its buffers.
+pub(super) struct Interpreter<'e, 'a> {
     ctx: &'a Context,
-    ex: &'e mut Executor<'a>,
-    buffers: Buffers,
-    recorder: Recorder,
+    pub(super) ex: &'e mut Executor<'a>,
+    pub(super) buffers: Buffers,
+    pub(super) recorder: Recorder,
+    /// Where each buffer's current contents are, when the run tracks it.
+    pub(super) tracker: Option<Tracker>,
     /// Calls being run (see [`Executor::set_recursion_limit`]).
     calls: usize,
     /// Frames to reuse.
     frames: Vec<Vec<Scalar>>,
 }
 
-impl<'a> Interpreter<'_, 'a> {
+impl<'e, 'a> Interpreter<'e, 'a> {
+    /// A run of `ex`, its buffers tracked by `tracker` if given.
+    pub(super) fn new(ex: &'e mut Executor<'a>, tracker: Option<Tracker>) -> Self {
+        let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name());
+        Interpreter {
+            ctx: ex.module.ctx(),
+            ex,
+            buffers: Buffers::default(),
+            recorder,
+            tracker,
+            calls: 0,
+            frames: Vec::new(),
+        }
+    }
+
+    /// The tracker, with what its copies go through.
+    fn tracked(&mut self, at: At<'a>) -> Option<(&mut Tracker, Io<'_, 'a>)> {
+        let tracker = self.tracker.as_mut()?;
+        Some((
+            tracker,
+            Io { buffers: &mut self.buffers, backend: &mut *self.ex.backend, recorder: &mut self.recorder, at },
+        ))
+    }
+
+    /// The tracker, when it intercepts host accesses itself (a program with its own transfers in a
+    /// residency session: it has no hooks).
+    fn intercepting(&mut self, at: At<'a>) -> Option<(&mut Tracker, Io<'_, 'a>)> {
+        self.tracked(at).filter(|(tracker, _)| tracker.policy() == Policy::Explicit)
+    }
+
+    /// Makes the host copy of `id` current, when the run tracks it.
+    pub(super) fn bring_home(&mut self, id: BufferId, at: At<'a>) -> Result<(), RuntimeError> {
+        match self.tracked(at) {
+            Some((tracker, mut io)) => tracker.bring_home(&mut io, id),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a host access of `id` (in a residency session's explicit mode; nothing otherwise).
+    fn host_access(&mut self, id: BufferId, range: Option<(i64, i64)>, access: HostAccess, at: At<'a>) -> Res<()> {
+        if let Some((tracker, mut io)) = self.intercepting(at) {
+            tracker.before_host_access(&mut io, id, range, access)?;
+        }
+        Ok(())
+    }
+
+    /// After the host wrote `id` (in a residency session's explicit mode; nothing otherwise).
+    fn host_wrote(&mut self, id: BufferId, range: Option<(i64, i64)>, at: At<'a>) -> Res<()> {
+        if let Some((tracker, mut io)) = self.intercepting(at) {
+            tracker.after_host_write(&mut io, id, range)?;
+        }
+        Ok(())
+    }
+
     fn at(&self, op: Op) -> At<'a> {
         At { op: self.ctx.name_str(op), location: self.ctx.location(op) }
     }
@@ -173,7 +263,7 @@ impl<'a> Interpreter<'_, 'a> {
     }
 
     /// Calls the entry `func` (function `index`) with `args`; the function and its results.
-    fn call_entry(&mut self, index: u32, func: Op, args: &[Scalar]) -> Res<(Rc<Function>, Vec<Scalar>)> {
+    pub(super) fn call_entry(&mut self, index: u32, func: Op, args: &[Scalar]) -> Res<(Rc<Function>, Vec<Scalar>)> {
         let function = self.function(index)?;
         if args.len() != function.params as usize {
             return Err(self.unsupported(
@@ -287,10 +377,38 @@ impl<'a> Interpreter<'_, 'a> {
                     self.transfer(frame, Some(*direction), *buffer, *range, *op)?
                 }
                 Inst::Hook { hook, buffer, range, op } => {
-                    self.transfer(frame, None, *buffer, *range, *op)?;
+                    match self.tracker {
+                        None => self.transfer(frame, None, *buffer, *range, *op)?,
+                        Some(_) => self.tracked_hook(frame, *hook, *buffer, *range, *op)?,
+                    }
                     self.recorder.count_hook(*hook);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A hook when the run tracks its buffers. A range outside the buffer (an access out of
+    /// bounds, flattened) is left to the access itself, which reports it as it would untracked.
+    #[inline(never)]
+    fn tracked_hook(
+        &mut self,
+        frame: &mut [Scalar],
+        hook: HostHook,
+        buffer: Slot,
+        range: Option<(Slot, Slot)>,
+        op: Op,
+    ) -> Res<()> {
+        let range = range.map(|(o, c)| (frame[o as usize].as_i64(), frame[c as usize].as_i64()));
+        let id = buffer_id(frame[buffer as usize]);
+        let at = self.at(op);
+        match self.buffers.byte_range(id, range, at) {
+            Err(RuntimeError::RangeOutOfBounds { .. }) => return Ok(()),
+            checked => checked?,
+        };
+        let every_element = annotations::must_write(self.ctx, op);
+        if let Some((tracker, mut io)) = self.tracked(at) {
+            tracker.hook(&mut io, hook, id, range, every_element)?;
         }
         Ok(())
     }
@@ -447,6 +565,16 @@ impl<'a> Interpreter<'_, 'a> {
                 self.buffers.layout(buffer_id(frame[*slot as usize]), at)?;
             }
         }
+        // In a residency session, each buffer's host copy must be current where the function reads
+        // it or may leave it unwritten.
+        if self.tracker.is_some() {
+            for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
+                if let ArgSlot::Buffer(slot) = argument {
+                    let access = if effect == ArgEffect::Read { HostAccess::Read } else { HostAccess::MayWrite };
+                    self.host_access(buffer_id(frame[*slot as usize]), None, access, at)?;
+                }
+            }
+        }
         let mut host_call = HostCall::new(name, location, call.result_types.clone());
         let mut views: Vec<BufferId> = Vec::new();
         for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
@@ -483,6 +611,13 @@ impl<'a> Interpreter<'_, 'a> {
                 bytes.resize(layout.bytes(), 0);
             }
             self.buffers.put_host(id, bytes);
+        }
+        if self.tracker.is_some() {
+            for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
+                if let (ArgSlot::Buffer(slot), ArgEffect::Write | ArgEffect::ReadWrite) = (argument, effect) {
+                    self.host_wrote(buffer_id(frame[*slot as usize]), None, at)?;
+                }
+            }
         }
         let values = outcome.map_err(failed)?;
         if let Some(message) = resized {
@@ -559,6 +694,22 @@ impl<'a> Interpreter<'_, 'a> {
                 }
             }
         }
+        let tracked_buffers: SmallVec<[(usize, BufferId); 8]> = match self.tracker {
+            Some(_) => dispatch
+                .arguments
+                .iter()
+                .enumerate()
+                .filter_map(|(index, a)| match a {
+                    ArgSlot::Buffer(slot) => Some((index, buffer_id(frame[*slot as usize]))),
+                    ArgSlot::Scalar(..) => None,
+                })
+                .collect(),
+            None => SmallVec::new(),
+        };
+        let count = dispatch.arguments.len();
+        if let Some((tracker, mut io)) = self.tracked(at) {
+            tracker.before_dispatch(&mut io, ctx, op, count, &tracked_buffers)?;
+        }
         let reference = self.ex.options.mode == TransferMode::Reference;
         if reference {
             for &id in &buffers {
@@ -580,6 +731,9 @@ impl<'a> Interpreter<'_, 'a> {
         let start = Instant::now();
         self.ex.backend.dispatch(kernel, grid, &kernel_args).map_err(|e| e.at(location))?;
         self.recorder.dispatch(&dispatch.name, start.elapsed());
+        if let Some((tracker, mut io)) = self.tracked(at) {
+            tracker.after_dispatch(&mut io, ctx, op, count, &tracked_buffers)?;
+        }
         if reference {
             for &id in &buffers {
                 self.buffers.transfer(Direction::FromDevice, id, None, at, self.ex.backend, &mut self.recorder)?;
@@ -631,13 +785,21 @@ impl<'a> Interpreter<'_, 'a> {
     #[inline(never)]
     fn dealloc(&mut self, frame: &mut [Scalar], buffer: Slot, op: Op) -> Res<()> {
         let id = buffer_id(frame[buffer as usize]);
-        Ok(self.buffers.deallocate(id, self.at(op), self.ex.backend, &mut self.recorder)?)
+        self.buffers.deallocate(id, self.at(op), self.ex.backend, &mut self.recorder)?;
+        if let Some(tracker) = &mut self.tracker {
+            tracker.forget(id);
+        }
+        Ok(())
     }
 
     #[inline(never)]
     fn load(&mut self, frame: &mut [Scalar], dst: Slot, buffer: Slot, indices: &[Slot], op: Op) -> Res<()> {
         let id = buffer_id(frame[buffer as usize]);
         let (offset, element) = self.host_element(frame, op, id, indices)?;
+        if self.tracker.is_some() {
+            let flat = (offset / element.size()) as i64;
+            self.host_access(id, Some((flat, 1)), HostAccess::Read, self.at(op))?;
+        }
         let host = self.buffers.host(id, self.at(op), &mut self.recorder)?;
         frame[dst as usize] = element.read(&host[offset..offset + element.size()]);
         Ok(())
@@ -647,8 +809,15 @@ impl<'a> Interpreter<'_, 'a> {
     fn store(&mut self, frame: &mut [Scalar], value: Slot, buffer: Slot, indices: &[Slot], op: Op) -> Res<()> {
         let id = buffer_id(frame[buffer as usize]);
         let (offset, element) = self.host_element(frame, op, id, indices)?;
+        let flat = (offset / element.size()) as i64;
+        if self.tracker.is_some() {
+            self.host_access(id, Some((flat, 1)), HostAccess::MustWrite, self.at(op))?;
+        }
         let host = self.buffers.host(id, self.at(op), &mut self.recorder)?;
         element.write(frame[value as usize], &mut host[offset..offset + element.size()]);
+        if self.tracker.is_some() {
+            self.host_wrote(id, Some((flat, 1)), self.at(op))?;
+        }
         Ok(())
     }
 
@@ -674,15 +843,23 @@ impl<'a> Interpreter<'_, 'a> {
                 format!("copies a buffer of shape {:?} into one of shape {:?}", from.shape, to.shape),
             ));
         }
+        if self.tracker.is_some() {
+            self.host_access(source, None, HostAccess::Read, at)?;
+            self.host_access(destination, None, HostAccess::MustWrite, at)?;
+        }
         if source != destination {
             let data = self.buffers.host(source, at, &mut self.recorder)?.clone();
             self.buffers.host(destination, at, &mut self.recorder)?.copy_from_slice(&data);
         }
+        if self.tracker.is_some() {
+            self.host_wrote(destination, None, at)?;
+        }
         Ok(())
     }
 
-    /// A transfer (`direction`): a copy in explicit mode; in reference mode, and for a hook
-    /// (no direction), nothing but the check of the range.
+    /// A transfer (`direction`): a copy in explicit mode (in a residency session, only where its
+    /// effect is not there already); in reference and tracking modes, and for a hook (no
+    /// direction), nothing but the check of the range.
     #[inline(never)]
     fn transfer(
         &mut self,
@@ -696,9 +873,14 @@ impl<'a> Interpreter<'_, 'a> {
         let range = range.map(|(o, c)| (frame[o as usize].as_i64(), frame[c as usize].as_i64()));
         let at = self.at(op);
         match (self.ex.options.mode, direction) {
-            (TransferMode::Explicit, Some(direction)) => {
-                self.buffers.transfer(direction, id, range, at, self.ex.backend, &mut self.recorder)?
-            }
+            (TransferMode::Explicit, Some(direction)) => match self.tracked(at) {
+                // In a residency session: only where the copy's effect is not there already.
+                Some((tracker, mut io)) => {
+                    io.buffers.byte_range(id, range, at)?;
+                    tracker.transfer(&mut io, direction, id, range)?
+                }
+                None => self.buffers.transfer(direction, id, range, at, self.ex.backend, &mut self.recorder)?,
+            },
             _ => self.buffers.byte_range(id, range, at).map(drop)?,
         }
         Ok(())

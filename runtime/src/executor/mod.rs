@@ -21,9 +21,18 @@
 //!   each dispatch every buffer argument goes to the device, after it every one comes back, and
 //!   the program's own transfers do nothing. Any program run this way gives the results every
 //!   correct transfer plan must give.
+//! - [`TransferMode::Tracking`]: the runtime-tracking strategy, for programs instrumented by the
+//!   `track-accesses` pass. The executor keeps, per buffer, which elements are current on the
+//!   host and on the device (`residency/`), and copies only when a dispatch or a hook needs it:
+//!   before a dispatch, what the kernel reads or may leave unwritten and only the device lacks;
+//!   at a host-read hook, what only the device has; at the return, what the caller's buffers
+//!   only have on the device. The program's own transfers do nothing.
 //!
-//! In both modes the hooks of the runtime-tracking strategy (`buffer.before_host_read` ...) move
-//! nothing; they are counted in the report.
+//! In the explicit and reference modes the hooks of the runtime-tracking strategy
+//! (`buffer.before_host_read` ...) move nothing; in every mode they are counted in the report.
+//!
+//! A [`Session`] (`residency/session.rs`) runs one module many times with its buffers kept on
+//! the device between calls.
 //!
 //! Fresh memory is poison on both sides: a device copy holds what the backend's allocation left
 //! (the CPU reference backend's poison pattern) until a transfer or a kernel writes it, and the
@@ -36,7 +45,8 @@
 //! host copy and come back in [`RunOutput::buffers`]. Because each [`HostBuffer`] owns its bytes,
 //! two arguments can never be the same buffer: the design's "argument aliasing" pitfall cannot
 //! arise from this API, and the executor needs no entry check for it. (Inside the program, the
-//! same buffer may of course reach a callee, a kernel or a host function twice.)
+//! same buffer may of course reach a callee, a kernel or a host function twice.) A [`Session`]
+//! passes buffers by handle, where it can arise: it checks at each call.
 //!
 //! # Errors
 //!
@@ -55,10 +65,12 @@ mod host_buffer;
 pub mod host_functions;
 mod interpret;
 mod program;
+mod residency;
 
 pub use hat_dialects::compute::ArgEffect;
 pub use host_buffer::HostBuffer;
 pub use host_functions::{HostArg, HostCall, HostFunction, STANDARD_HOST_FUNCTIONS};
+pub use residency::session::{CallArg, CallOutput, CallResult, HostMut, ResidentBuffer, Session, SessionMode};
 
 use crate::backend::Backend;
 use crate::error::RuntimeError;
@@ -80,14 +92,19 @@ pub enum TransferMode {
     /// "Copy everything, every time": every buffer argument of a dispatch goes to the device
     /// before it and comes back after it; the program's own transfers do nothing.
     Reference,
+    /// The runtime-tracking strategy: copies only where a dispatch or a hook of the
+    /// `track-accesses` pass needs them; the program's own transfers do nothing. Runs only
+    /// modules that pass instrumented.
+    Tracking,
 }
 
 impl TransferMode {
-    /// `explicit` or `reference`.
+    /// `explicit`, `reference` or `tracking`.
     pub fn name(self) -> &'static str {
         match self {
             TransferMode::Explicit => "explicit",
             TransferMode::Reference => "reference",
+            TransferMode::Tracking => "tracking",
         }
     }
 }

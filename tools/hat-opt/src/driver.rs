@@ -174,6 +174,9 @@ fn process_chunk(
         if options.timing {
             manager.add_instrumentation(Box::new(timing.clone()));
         }
+        if plan.is_some() {
+            mark_entry(&mut ctx, module, &options.run.entry);
+        }
         let result = manager.run(&mut ctx, module);
         report.add_pass_times(&timing.borrow());
         match result {
@@ -327,6 +330,21 @@ impl Output {
     fn discard(self) {
         if let Output::File { temporary, .. } = self {
             let _ = std::fs::remove_file(temporary);
+        }
+    }
+}
+
+/// Marks the function `--run` starts from as an entry (a unit `entry` attribute), so that the
+/// pipeline keeps it: `inline` and `dce` erase a module's other compute functions once their
+/// calls are inlined.
+fn mark_entry(ctx: &mut Context, module: hat_ir::Op, entry: &str) {
+    let found = ctx.body_ops(module).into_iter().find(|&op| hat_ir::verifier::symbol_name(ctx, op) == Some(entry));
+    if let Some(function) = found {
+        let callable = ctx.interface::<dyn hat_ir::interfaces::CallableOpInterface>(function);
+        if callable.is_some_and(|c| !c.is_entry(ctx, function)) {
+            let key = ctx.ident("entry");
+            let unit = ctx.unit_attr();
+            ctx.set_attribute(function, key, unit);
         }
     }
 }

@@ -123,7 +123,8 @@ pub fn run(
     let (ctx, module) = (program.ctx(), program.op());
     let entry = options.entry.as_str();
     let parameters = entry_parameters(program, entry).map_err(|error| match error {
-        RuntimeError::MissingSymbol { .. } => missing_entry(ctx, module, entry),
+        // The functions the program as written has: the pipeline may have inlined the others.
+        RuntimeError::MissingSymbol { .. } => missing_entry(original.ctx(), original.op(), entry),
         other => render(&ctx.sources, &[other.to_diagnostic()]),
     })?;
     let arguments = args::arguments(entry, &parameters, &options.args)?;

@@ -129,7 +129,12 @@ fn path_str(path: &Path) -> &str {
 #[test]
 fn the_readme_command_runs_squares() {
     let stdout = succeed(&["examples/01-squares.hat", "--run", "--arg", "data=iota"]);
-    assert!(stdout.starts_with("ran @main (reference transfers, cpu backend)\n"), "{stdout}");
+    assert!(
+        stdout.starts_with(
+            "ran @main (explicit transfers, cpu backend)\ncompiled:   static strategy (pipeline 'default')\n"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("transfers:  to device 1 copy (256 B), from device 1 copy (256 B)\n"), "{stdout}");
     assert!(stdout.contains("dispatches: 1 (@square 1)\n"), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("time:") && l.ends_with(" ms")), "{stdout}");
@@ -221,7 +226,7 @@ fn report_json_has_the_required_keys() {
     assert_eq!(json["transfers"]["from_device"], serde_json::json!({"count": 1, "bytes": 256}));
     assert_eq!(json["dispatches"], serde_json::json!(1));
     assert_eq!(json["entry"], serde_json::json!("main"));
-    assert_eq!(json["mode"], serde_json::json!("reference"));
+    assert_eq!(json["mode"], serde_json::json!("explicit"));
     assert!(json["time"]["total_ms"].is_number());
 }
 
@@ -492,7 +497,7 @@ fn a_buffer_whose_size_overflows() {
     fail(
         &["tests/run/overflowing-alloc.hat", "--run"],
         &[
-            "tests/run/overflowing-alloc.hat:4:3",
+            "tests/run/overflowing-alloc.hat:5:3",
             "memref<9223372036854775807x4xi32> has 147573952589676412912 bytes",
             "more than the largest possible allocation",
         ],
@@ -503,7 +508,7 @@ fn a_buffer_whose_size_overflows() {
 fn a_host_copy_larger_than_host_memory() {
     let stderr = fail(
         &["tests/run/huge-host-copy.hat", "--run"],
-        &["error: host allocation of 4611686018427387904 bytes failed", "tests/run/huge-host-copy.hat:6:3"],
+        &["error: host allocation of 4611686018427387904 bytes failed", "tests/run/huge-host-copy.hat:7:3"],
     );
     assert!(!stderr.contains("device"), "a host allocation is not a device allocation:\n{stderr}");
 }
