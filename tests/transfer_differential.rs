@@ -55,12 +55,19 @@ const HOISTED: Strategy = Strategy {
     mode: TransferMode::Explicit,
 };
 const DEFAULT: Strategy = Strategy { name: "default", pipeline: "default", mode: TransferMode::Explicit };
+const TRACKING: Strategy = Strategy { name: "tracking", pipeline: "track-accesses", mode: TransferMode::Tracking };
 
 /// Every strategy the test checks.
-const STRATEGIES: &[Strategy] = &[JIC, KERNEL, STATIC, HOISTED, DEFAULT];
+const STRATEGIES: &[Strategy] = &[JIC, KERNEL, STATIC, HOISTED, DEFAULT, TRACKING];
 
-/// `a <= b` in bytes moved, for each `(a, b)`.
-const BYTE_ORDER: &[(&str, &str)] = &[("static", "kernel"), ("kernel", "jic")];
+/// `a <= b` in bytes moved, for each `(a, b)`: the ladder, for every static plan.
+const BYTE_ORDER: &[(&str, &str)] = &[
+    ("kernel", "jic"),
+    ("static", "kernel"),
+    ("static+hoist", "kernel"),
+    ("default", "kernel"),
+    ("tracking", "kernel"),
+];
 
 // ----- private passes (to test the harness itself) --------------------------------------------
 
@@ -431,7 +438,9 @@ fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")))
 }
 
-/// Runs the cases of one shard (`shard` of `shards`); the report of the first failure.
+/// Runs the cases of one shard (`shard` of `shards`); the report of the first failure. Prints
+/// how many cases the tracking strategy moved fewer bytes in than the static one (run-time
+/// knowledge a static plan cannot have), with the smallest few.
 fn run_shard(shard: u64, shards: u64, default_cases: u64, strategies: &[Strategy]) -> Result<(), String> {
     let seeds: Vec<u64> = match env_number("HAT_DIFF_SEED") {
         Some(seed) if shard == 0 => vec![seed],
@@ -441,13 +450,49 @@ fn run_shard(shard: u64, shards: u64, default_cases: u64, strategies: &[Strategy
             (0..cases).map(|i| i * shards + shard).collect()
         }
     };
+    let mut tracking_wins: Vec<(usize, u64, Vec<(&str, u64)>)> = Vec::new();
     for &seed in &seeds {
         let case = case_for(seed);
-        if let Err(failure) = check_case(&case, strategies) {
-            return Err(report_failure(seed, case, failure, strategies));
+        let bytes = match check_case(&case, strategies) {
+            Ok(bytes) => bytes,
+            Err(failure) => return Err(report_failure(seed, case, failure, strategies)),
+        };
+        let moved = |name: &str| bytes.iter().find(|(n, _)| *n == name).map(|(_, b)| *b);
+        if let (Some(tracking), Some(planned)) = (moved(TRACKING.name), moved(STATIC.name)) {
+            if tracking < planned {
+                tracking_wins.push((render(&case.program).len(), seed, bytes));
+            }
         }
     }
     println!("shard {shard}: {} cases, every strategy gave the reference results", seeds.len());
+    if strategies.iter().any(|s| s.name == TRACKING.name) && strategies.iter().any(|s| s.name == STATIC.name) {
+        println!(
+            "shard {shard}: tracking moved fewer bytes than static in {} of {} cases",
+            tracking_wins.len(),
+            seeds.len()
+        );
+        tracking_wins.sort();
+        for (_, seed, bytes) in tracking_wins.iter().take(3) {
+            println!("  seed {seed}: bytes moved {bytes:?}");
+        }
+        if let Some((_, seed, _)) = tracking_wins.first() {
+            let case = case_for(*seed);
+            let shown = if env_number("HAT_DIFF_SHRINK_EXAMPLES").is_some() {
+                let pair = [STATIC, TRACKING];
+                let still_wins = |c: &Case| match check_case(c, &pair) {
+                    Ok(bytes) => bytes[1].1 < bytes[0].1,
+                    Err(_) => false,
+                };
+                shrink(case, still_wins, 2000)
+            } else {
+                case
+            };
+            println!("  the program of seed {seed}:\n{}", numbered(&render(&shown.program)));
+            if let Ok(bytes) = check_case(&shown, &[STATIC, TRACKING]) {
+                println!("  bytes moved: {bytes:?}; arguments: {:?}", shown.args);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -552,29 +597,12 @@ fn generated_programs_parse_and_verify_and_seeds_repeat() {
     }
 }
 
-/// TEMPORARY (to be removed before this branch is merged): skip the strategies whose passes
-/// the registry does not have yet.
-const TEMPORARY_SKIP_MISSING_PASSES: bool = true;
-
-fn available_strategies() -> Vec<Strategy> {
-    STRATEGIES
-        .iter()
-        .copied()
-        .filter(|s| {
-            !TEMPORARY_SKIP_MISSING_PASSES || {
-                let mut manager = PassManager::new("builtin.module", PassManagerOptions::default());
-                manager.add_pipeline(&registry(), s.pipeline).is_ok()
-            }
-        })
-        .collect()
-}
-
 /// The cases, in four shards that the test harness runs in parallel.
 const SHARDS: u64 = 4;
 const CASES_PER_SHARD: u64 = 500;
 
 fn shard(index: u64) {
-    if let Err(report) = run_shard(index, SHARDS, CASES_PER_SHARD, &available_strategies()) {
+    if let Err(report) = run_shard(index, SHARDS, CASES_PER_SHARD, STRATEGIES) {
         panic!("{report}");
     }
 }
@@ -605,18 +633,18 @@ fn strategies_give_the_reference_results_3() {
 #[ignore]
 fn survey() {
     let cases = env_number("HAT_DIFF_CASES").unwrap_or(2000);
-    let strategies = available_strategies();
+    let strategies = STRATEGIES;
     let mut classes: Vec<(String, FailureKind, u64, u64)> = Vec::new();
     for seed in 0..cases {
         let case = case_for(seed);
-        for strategy in &strategies {
+        for strategy in strategies {
             let Err(failure) = check_case(&case, std::slice::from_ref(strategy)) else { continue };
             match classes.iter_mut().find(|c| c.0 == failure.strategy && c.1 == failure.kind) {
                 Some(class) => class.2 += 1,
                 None => classes.push((failure.strategy.clone(), failure.kind.clone(), 1, seed)),
             }
         }
-        if let Err(failure) = check_case(&case, &strategies) {
+        if let Err(failure) = check_case(&case, strategies) {
             if failure.kind == FailureKind::Bytes {
                 match classes.iter_mut().find(|c| c.0 == failure.strategy) {
                     Some(class) => class.2 += 1,
@@ -634,7 +662,7 @@ fn survey() {
             .err()
             .or_else(|| strategies.iter().find_map(|s| check_case(&case, std::slice::from_ref(s)).err()));
         if let Some(failure) = failure {
-            println!("{}", report_failure(*seed, case, failure, &strategies));
+            println!("{}", report_failure(*seed, case, failure, strategies));
         }
     }
 }
@@ -687,39 +715,4 @@ fn survey_needed_transfers() {
         }
     }
     println!("{needed} of {total} transfers that ran in the static plans are needed ({cases} cases)");
-}
-
-#[test]
-#[ignore]
-fn scratch_timing() {
-    let strategies = available_strategies();
-    let start = std::time::Instant::now();
-    let mut failed = 0;
-    let mut times = vec![std::time::Duration::ZERO; 6];
-    for seed in 0..300 {
-        let case = case_for(seed);
-        let text = render(&case.program);
-        let t = std::time::Instant::now();
-        let _ = run(&case, &text, None, TransferMode::Reference);
-        times[0] += t.elapsed();
-        for (k, s) in strategies.iter().enumerate() {
-            let t = std::time::Instant::now();
-            let _ = run(&case, &text, Some(s.pipeline), s.mode);
-            if k < 2 {
-                times[k + 1] += t.elapsed();
-            }
-        }
-        let t = std::time::Instant::now();
-        let mut ctx = hat_dialects::context();
-        times[4] += t.elapsed();
-        let t = std::time::Instant::now();
-        let module = parse_source(&mut ctx, "generated.hat", &text).unwrap();
-        let _ = verify_module(&ctx, module);
-        times[3] += t.elapsed();
-        if check_case(&case, &strategies).is_err() {
-            failed += 1;
-        }
-    }
-    println!("{times:?}");
-    println!("2000 cases x {} strategies: {:?}, {failed} failed", strategies.len(), start.elapsed());
 }
