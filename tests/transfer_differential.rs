@@ -158,6 +158,9 @@ struct Observed {
     bytes: u64,
 }
 
+/// The bytes each strategy moved, by name.
+type Bytes = Vec<(&'static str, u64)>;
+
 /// How a strategy went wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum FailureKind {
@@ -348,7 +351,7 @@ fn difference(reference: &Observed, got: &Observed) -> Option<String> {
 
 /// Checks one case against `strategies`: each gives the reference observations, and bytes
 /// moved keep [`BYTE_ORDER`] among those present. Returns the bytes each moved.
-fn check_case(case: &Case, strategies: &[Strategy]) -> Result<Vec<(&'static str, u64)>, Failure> {
+fn check_case(case: &Case, strategies: &[Strategy]) -> Result<Bytes, Failure> {
     let text = render(&case.program);
     let (reference, _) = match run(case, &text, None, TransferMode::Reference) {
         Ok(observed) => observed,
@@ -450,7 +453,7 @@ fn run_shard(shard: u64, shards: u64, default_cases: u64, strategies: &[Strategy
             (0..cases).map(|i| i * shards + shard).collect()
         }
     };
-    let mut tracking_wins: Vec<(usize, u64, Vec<(&str, u64)>)> = Vec::new();
+    let mut tracking_wins: Vec<(usize, u64, Bytes)> = Vec::new();
     for &seed in &seeds {
         let case = case_for(seed);
         let bytes = match check_case(&case, strategies) {
@@ -633,37 +636,38 @@ fn strategies_give_the_reference_results_3() {
 #[ignore]
 fn survey() {
     let cases = env_number("HAT_DIFF_CASES").unwrap_or(2000);
-    let strategies = STRATEGIES;
-    let mut classes: Vec<(String, FailureKind, u64, u64)> = Vec::new();
+    // (strategy, kind) -> (count, first seed, its failure)
+    let mut classes: Vec<(String, FailureKind, u64, u64, Failure)> = Vec::new();
+    let mut note =
+        |seed: u64, failure: Failure| match classes.iter_mut().find(|c| c.0 == failure.strategy && c.1 == failure.kind)
+        {
+            Some(class) => class.2 += 1,
+            None => classes.push((failure.strategy.clone(), failure.kind.clone(), 1, seed, failure)),
+        };
     for seed in 0..cases {
         let case = case_for(seed);
-        for strategy in strategies {
-            let Err(failure) = check_case(&case, std::slice::from_ref(strategy)) else { continue };
-            match classes.iter_mut().find(|c| c.0 == failure.strategy && c.1 == failure.kind) {
-                Some(class) => class.2 += 1,
-                None => classes.push((failure.strategy.clone(), failure.kind.clone(), 1, seed)),
+        let mut bytes: Bytes = Vec::new();
+        for strategy in STRATEGIES {
+            match check_case(&case, std::slice::from_ref(strategy)) {
+                Ok(moved) => bytes.extend(moved),
+                Err(failure) => note(seed, failure),
             }
         }
-        if let Err(failure) = check_case(&case, strategies) {
-            if failure.kind == FailureKind::Bytes {
-                match classes.iter_mut().find(|c| c.0 == failure.strategy) {
-                    Some(class) => class.2 += 1,
-                    None => classes.push((failure.strategy.clone(), failure.kind.clone(), 1, seed)),
+        let moved = |name: &str| bytes.iter().find(|(n, _)| *n == name).map(|(_, b)| *b);
+        for (less, more) in BYTE_ORDER {
+            if let (Some(a), Some(b)) = (moved(less), moved(more)) {
+                if a > b {
+                    let message = format!("{less} moved {a} bytes, {more} {b}");
+                    note(seed, Failure { strategy: format!("{less} <= {more}"), kind: FailureKind::Bytes, message });
                 }
             }
         }
     }
-    for (strategy, kind, count, seed) in &classes {
+    for (strategy, kind, count, seed, _) in &classes {
         println!("== {strategy} {kind:?}: {count} of {cases} cases; first: seed {seed}");
     }
-    for (_, _, _, seed) in &classes {
-        let case = case_for(*seed);
-        let failure = check_case(&case, &strategies)
-            .err()
-            .or_else(|| strategies.iter().find_map(|s| check_case(&case, std::slice::from_ref(s)).err()));
-        if let Some(failure) = failure {
-            println!("{}", report_failure(*seed, case, failure, strategies));
-        }
+    for (_, _, _, seed, failure) in classes {
+        println!("{}", report_failure(seed, case_for(seed), failure, STRATEGIES));
     }
 }
 

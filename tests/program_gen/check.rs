@@ -14,7 +14,7 @@
 //! result is still well formed.
 
 use super::ast::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The concrete buffers a buffer name may denote at run time.
 pub type MaySet = BTreeSet<Atom>;
@@ -31,14 +31,16 @@ pub enum Atom {
     Param(u32),
 }
 
-/// The names in scope at a point of compute code.
+/// The names in scope at a point of compute code, indexed by name and by shape (programs
+/// for benchmarks have a thousand buffers in scope).
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    /// Buffers: name, shape, what it may denote.
-    pub buffers: Vec<(BufVar, Shape, MaySet)>,
+    buffers: Vec<(BufVar, Shape, MaySet)>,
+    position: HashMap<BufVar, usize>,
+    by_shape: BTreeMap<Shape, Vec<usize>>,
     /// Index names.
     pub indices: Vec<IndexVar>,
-    /// Whether this is `@main` (which has `%seed`), or else the helper's index.
+    /// `None` in `@main` (which has `%seed`), else the helper's index.
     pub helper: Option<usize>,
 }
 
@@ -48,7 +50,7 @@ impl Scope {
         let mut scope = Scope::default();
         for (k, shape) in program.buffers.iter().enumerate() {
             let k = k as u32;
-            scope.buffers.push((BufVar::Entry(k), shape.clone(), [Atom::Entry(k)].into()));
+            scope.push(BufVar::Entry(k), shape.clone(), [Atom::Entry(k)].into());
         }
         scope.indices.extend((0..program.trips).map(IndexVar::Trip));
         scope.indices.extend((0..program.flags).map(IndexVar::Flag));
@@ -59,20 +61,42 @@ impl Scope {
     pub fn helper(program: &Program, h: usize) -> Scope {
         let mut scope = Scope { helper: Some(h), ..Scope::default() };
         for (id, shape) in &program.helpers[h].params {
-            scope.buffers.push((BufVar::Param(*id), shape.clone(), [Atom::Param(*id)].into()));
+            scope.push(BufVar::Param(*id), shape.clone(), [Atom::Param(*id)].into());
         }
         scope.indices.push(IndexVar::Scalar(h as u32));
         scope
     }
 
-    /// The entry for a buffer name in scope.
-    pub fn buffer(&self, var: BufVar) -> Option<&(BufVar, Shape, MaySet)> {
-        self.buffers.iter().rev().find(|(v, _, _)| *v == var)
+    /// Brings a buffer name into scope.
+    pub fn push(&mut self, var: BufVar, shape: Shape, may: MaySet) {
+        self.position.insert(var, self.buffers.len());
+        self.by_shape.entry(shape.clone()).or_default().push(self.buffers.len());
+        self.buffers.push((var, shape, may));
     }
 
-    /// The same-shape buffers in scope.
+    /// Every buffer in scope: name, shape, what it may denote.
+    pub fn buffers(&self) -> &[(BufVar, Shape, MaySet)] {
+        &self.buffers
+    }
+
+    /// The entry for a buffer name in scope.
+    pub fn buffer(&self, var: BufVar) -> Option<&(BufVar, Shape, MaySet)> {
+        self.position.get(&var).map(|&i| &self.buffers[i])
+    }
+
+    /// The buffers of one shape in scope.
     pub fn of_shape(&self, shape: &Shape) -> Vec<BufVar> {
-        self.buffers.iter().filter(|(_, s, _)| s == shape).map(|(v, _, _)| *v).collect()
+        self.by_shape.get(shape).map_or_else(Vec::new, |all| all.iter().map(|&i| self.buffers[i].0).collect())
+    }
+
+    /// Whether a buffer of this shape is in scope.
+    pub fn has_shape(&self, shape: &Shape) -> bool {
+        self.by_shape.contains_key(shape)
+    }
+
+    /// The shapes that at least two buffers in scope have.
+    pub fn shared_shapes(&self) -> Vec<&Shape> {
+        self.by_shape.iter().filter(|(_, all)| all.len() >= 2).map(|(shape, _)| shape).collect()
     }
 
     /// How much is in scope now, to [`restore`](Self::restore) at the end of a nested block.
@@ -82,7 +106,16 @@ impl Scope {
 
     /// Forgets what was defined since `mark`.
     pub fn restore(&mut self, mark: (usize, usize)) {
-        self.buffers.truncate(mark.0);
+        while self.buffers.len() > mark.0 {
+            let (var, shape, _) = self.buffers.pop().expect("longer than the mark");
+            self.position.remove(&var);
+            if let Some(all) = self.by_shape.get_mut(&shape) {
+                all.pop();
+                if all.is_empty() {
+                    self.by_shape.remove(&shape);
+                }
+            }
+        }
         self.indices.truncate(mark.1);
     }
 
@@ -90,14 +123,14 @@ impl Scope {
     pub fn extend(&mut self, stmt: &Stmt) {
         match stmt {
             Stmt::Alloc { var, shape, .. } => {
-                self.buffers.push((BufVar::Born(*var), shape.clone(), MaySet::from([Atom::Born(*var)])))
+                self.push(BufVar::Born(*var), shape.clone(), MaySet::from([Atom::Born(*var)]))
             }
             Stmt::Select { var, if_true, if_false, .. } => {
                 let (Some((_, shape, a)), Some((_, _, b))) = (self.buffer(*if_true), self.buffer(*if_false)) else {
                     return;
                 };
-                let entry = (BufVar::Select(*var), shape.clone(), a.union(b).copied().collect());
-                self.buffers.push(entry);
+                let (shape, may) = (shape.clone(), a.union(b).copied().collect());
+                self.push(BufVar::Select(*var), shape, may);
             }
             _ => {}
         }
@@ -145,7 +178,7 @@ pub fn check(case: &Case) -> Result<(), String> {
     for (k, kernel) in program.kernels.iter().enumerate() {
         check_kernel(kernel).map_err(|e| format!("@k{k}: {e}"))?;
     }
-    let mut checker = Checker { program, seen: HashMap::new() };
+    let mut checker = Checker { program, seen: HashSet::new() };
     for h in 0..program.helpers.len() {
         checker.block(&program.helpers[h].body, &mut Scope::helper(program, h)).map_err(|e| format!("@f{h}: {e}"))?;
     }
@@ -191,14 +224,15 @@ fn check_kernel(kernel: &Kernel) -> Result<(), String> {
 struct Checker<'p> {
     program: &'p Program,
     /// Every name defined so far (each only once in the program).
-    seen: HashMap<String, ()>,
+    seen: HashSet<String>,
 }
 
 impl Checker<'_> {
     fn define(&mut self, name: String) -> Result<(), String> {
-        match self.seen.insert(name.clone(), ()) {
-            None => Ok(()),
-            Some(()) => Err(format!("{name} is defined twice")),
+        if self.seen.insert(name.clone()) {
+            Ok(())
+        } else {
+            Err(format!("{name} is defined twice"))
         }
     }
 
@@ -307,7 +341,9 @@ impl Checker<'_> {
                 }
                 self.nested(&f.body, scope, |inner| {
                     inner.indices.push(IndexVar::Loop(f.iv));
-                    inner.buffers.extend(carried);
+                    for (var, shape, may) in carried {
+                        inner.push(var, shape, may);
+                    }
                 })
             }
             Stmt::While(w) => {
@@ -390,7 +426,7 @@ impl Checker<'_> {
                             return Err("a born buffer is not written whole first".into());
                         }
                         let mark = scope.mark();
-                        scope.buffers.push((BufVar::Born(*var), shape.clone(), MaySet::from([Atom::Born(*var)])));
+                        scope.push(BufVar::Born(*var), shape.clone(), MaySet::from([Atom::Born(*var)]));
                         let result = self.dispatch(dispatch, scope);
                         scope.restore(mark);
                         result?;

@@ -178,34 +178,38 @@ impl Gen<'_> {
         body
     }
 
-    fn pairs(&self, scope: &Scope) -> Vec<(BufVar, BufVar)> {
-        let mut pairs = Vec::new();
-        for (i, (a, shape_a, _)) in scope.buffers.iter().enumerate() {
-            for (b, shape_b, _) in &scope.buffers[i + 1..] {
-                if shape_a == shape_b {
-                    pairs.push((*a, *b));
-                }
-            }
-            if pairs.len() > 64 {
-                break;
-            }
-        }
-        pairs
-    }
-
+    /// Two distinct buffers of one shape, if there are.
     fn pair(&mut self, scope: &Scope) -> Option<(BufVar, BufVar)> {
-        let pairs = self.pairs(scope);
-        if pairs.is_empty() {
+        let shapes = scope.shared_shapes();
+        if shapes.is_empty() {
             return None;
         }
-        let (a, b) = *self.rng.pick(&pairs);
-        Some(if self.rng.chance(50) { (a, b) } else { (b, a) })
+        let all = scope.of_shape(self.rng.pick::<&Shape>(&shapes));
+        let a = self.rng.below(all.len());
+        let b = (a + 1 + self.rng.below(all.len() - 1)) % all.len();
+        Some((all[a], all[b]))
     }
 
     /// One statement (or a few that belong together), with the names it defines.
     fn stmt(&mut self, scope: &mut Scope, depth: usize) -> Vec<Stmt> {
         let nest = depth < self.config.max_depth;
-        let weights = [30, 12 * nest as u32, 4 * nest as u32, 7 * nest as u32, 9, 6, 4, 6, 7, 5, 5, 4 * nest as u32];
+        // Names defined in a block stay in scope to its end: keep the outermost blocks of big
+        // programs from piling them up.
+        let define = scope.buffers().len() < self.config.buffers + 64;
+        let weights = [
+            30,
+            12 * nest as u32,
+            4 * nest as u32,
+            7 * nest as u32,
+            9,
+            6,
+            4,
+            6,
+            7,
+            5 * define as u32,
+            5 * define as u32,
+            4 * nest as u32,
+        ];
         match self.rng.weighted(&weights) {
             1 => vec![self.for_loop(scope, depth)],
             2 => vec![self.while_loop(scope, depth)],
@@ -287,7 +291,7 @@ impl Gen<'_> {
     }
 
     fn any_buffer(&mut self, scope: &Scope) -> BufVar {
-        self.rng.pick(&scope.buffers).0
+        self.rng.pick(scope.buffers()).0
     }
 
     fn access(&mut self, scope: &Scope) -> Access {
@@ -346,7 +350,7 @@ impl Gen<'_> {
             let b = scope.buffer(c.init[1]).expect("in scope").2.clone();
             let may: MaySet = a.union(&b).copied().collect();
             for id in c.vars {
-                scope.buffers.push((BufVar::Carried(id), shape.clone(), may.clone()));
+                scope.push(BufVar::Carried(id), shape.clone(), may.clone());
             }
             // The rotation reads one and writes the other, as a ping-pong does.
             let [x, y] = c.vars.map(BufVar::Carried);
@@ -422,11 +426,13 @@ impl Gen<'_> {
     // ----- calls and buffers ----------------------------------------------------------------
 
     fn call_host(&mut self, scope: &Scope) -> Stmt {
-        let fits = |func: &HostFunc| func.params.iter().all(|(s, _)| !scope.of_shape(s).is_empty());
-        let existing: Vec<usize> =
-            (0..self.program.host_funcs.len()).filter(|&f| fits(&self.program.host_funcs[f])).collect();
-        let func = if !existing.is_empty() && self.rng.chance(50) {
-            *self.rng.pick(&existing)
+        let fits = |func: &HostFunc| func.params.iter().all(|(s, _)| scope.has_shape(s));
+        let count = self.program.host_funcs.len();
+        let reuse = count > 0 && (count >= self.config.max_kernels || self.rng.chance(50));
+        let existing =
+            (0..if reuse { 6 } else { 0 }).map(|_| self.rng.below(count)).find(|&f| fits(&self.program.host_funcs[f]));
+        let func = if let Some(func) = existing {
+            func
         } else {
             let count = self.rng.between(1, 2);
             let params = (0..count)
@@ -457,7 +463,7 @@ impl Gen<'_> {
             let mut chosen: Vec<(BufVar, &MaySet)> = Vec::new();
             for shape in &shapes {
                 let free: Vec<(BufVar, &MaySet)> = scope
-                    .buffers
+                    .buffers()
                     .iter()
                     .filter(|(_, s, may)| s == shape && chosen.iter().all(|(_, other)| other.is_disjoint(may)))
                     .map(|(v, _, may)| (*v, may))
@@ -562,10 +568,10 @@ impl Gen<'_> {
                     continue;
                 }
                 let shapes: Vec<Shape> = self.program.kernels[k].params.iter().map(|p| p.shape.clone()).collect();
-                let candidates: Vec<Vec<BufVar>> = shapes.iter().map(|s| scope.of_shape(s)).collect();
-                if candidates.iter().any(Vec::is_empty) {
+                if !shapes.iter().all(|s| scope.has_shape(s)) {
                     continue;
                 }
+                let candidates: Vec<Vec<BufVar>> = shapes.iter().map(|s| scope.of_shape(s)).collect();
                 // Mostly distinct buffers where the shapes allow (aliases come often enough).
                 let mut buffers: Vec<BufVar> = Vec::new();
                 for c in &candidates {
@@ -608,7 +614,7 @@ impl Gen<'_> {
                     5 if !same.is_empty() => Role::WriteEither { other: *self.rng.pick(&same), add: c },
                     6 => Role::ReadWrite(c),
                     7 => Role::Atomic {
-                        kind: *self.rng.pick(ATOMICS),
+                        kind: self.rng.pick::<&str>(ATOMICS),
                         element: self.rng.below(shape.elements() as usize) as u64,
                     },
                     _ => Role::Write(c),
@@ -621,7 +627,7 @@ impl Gen<'_> {
             params[at].role = match self.rng.below(3) {
                 0 => Role::Write(c),
                 1 => Role::ReadWrite(c),
-                _ => Role::Atomic { kind: *self.rng.pick(ATOMICS), element },
+                _ => Role::Atomic { kind: self.rng.pick::<&str>(ATOMICS), element },
             };
         }
         // Keep it race free: demote what may alias.
