@@ -182,16 +182,16 @@ struct KernelBound {
 
 const KERNEL_BOUNDS: &[KernelBound] = &[
     // 256 B in and out.
-    KernelBound { example: "01-squares.hat", accesses: &[&["readwrite"]], bytes: |_| 512 },
+    KernelBound { example: "01-squares.hat", accesses: &[&["readwrite_all"]], bytes: |_| 512 },
     // A full write: out only.
     KernelBound { example: "02-fill.hat", accesses: &[&["write_all", "none", "none"]], bytes: |_| 256 },
     // %data partial: in and out; %mask in.
     KernelBound { example: "02b-fill-masked.hat", accesses: &[&["write", "read", "none"]], bytes: |_| 768 },
-    KernelBound { example: "03-repeat.hat", accesses: &[&["readwrite"]], bytes: |n| 512 * n },
-    KernelBound { example: "04-peek.hat", accesses: &[&["readwrite"]], bytes: |n| 512 * n },
+    KernelBound { example: "03-repeat.hat", accesses: &[&["readwrite_all"]], bytes: |n| 512 * n },
+    KernelBound { example: "04-peek.hat", accesses: &[&["readwrite_all"]], bytes: |n| 512 * n },
     KernelBound {
         example: "05-host-edit.hat",
-        accesses: &[&["readwrite", "none", "none"], &["readwrite", "none", "none"]],
+        accesses: &[&["readwrite_all", "none", "none"], &["readwrite_all", "none", "none"]],
         bytes: |_| 1024,
     },
     // 1024 B grids: %src in, %dst written whole (out) per generation.
@@ -223,7 +223,7 @@ const KERNEL_BOUNDS: &[KernelBound] = &[
     },
     KernelBound {
         example: "13-in-place.hat",
-        accesses: &[&["read", "write_all"], &["readwrite"], &["read", "write_all", "none"]],
+        accesses: &[&["read", "write_all"], &["readwrite_all"], &["read", "write_all", "none"]],
         bytes: |_| 2 * 16384 + 2 * 16384 + 2 * 16384,
     },
     // @blend: %x, %y in, %out written whole; @sharpen: %out in and out.
@@ -234,18 +234,18 @@ const KERNEL_BOUNDS: &[KernelBound] = &[
     },
     KernelBound {
         example: "15-alias.hat",
-        accesses: &[&["read", "write_all"], &["read", "readwrite"]],
+        accesses: &[&["read", "write_all"], &["read", "readwrite_all"]],
         bytes: |_| 2 * 256 + 3 * 256,
     },
     // %winner written whole (out 4); %data in, %found partial (in 4, out 4); %data in, %result
     // out; %data in and out.
     KernelBound {
         example: "16-races.hat",
-        accesses: &[&["write_all"], &["read", "write", "none"], &["read", "write_all"], &["readwrite"]],
+        accesses: &[&["write_all"], &["read", "write", "none"], &["read", "write_all"], &["readwrite_all"]],
         bytes: |_| 4 + (256 + 8) + (256 + 256) + 512,
     },
     KernelBound { example: "17-residency.hat", accesses: &[&["read", "read", "readwrite"]], bytes: |_| 100 * 4 * 256 },
-    KernelBound { example: "18-conditional-escape.hat", accesses: &[&["readwrite"]], bytes: |n| 512 * n },
+    KernelBound { example: "18-conditional-escape.hat", accesses: &[&["readwrite_all"]], bytes: |n| 512 * n },
 ];
 
 /// The `hat.arg_access` of each dispatch of the module, in program order.

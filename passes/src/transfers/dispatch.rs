@@ -4,9 +4,14 @@
 use super::aliases::is_buffer;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
-use hat_ir::interfaces::{constant_integer, lookup_symbol, LaunchOpInterface};
+use hat_ir::interfaces::{
+    constant_integer, lookup_symbol, resolve_callee, CallOpInterface, LaunchOpInterface, SymbolTable,
+};
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Context, Op, TypeKind, Value};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// One buffer argument of a dispatch.
 #[derive(Clone, Debug)]
@@ -27,6 +32,75 @@ pub struct DispatchArg {
     pub written: RangeSet,
     /// Whether it provably writes every element.
     pub writes_all: bool,
+}
+
+/// What the transfer passes know of a module's callees, resolved once through its symbol
+/// table (a lookup per op would cost the module's size each): the kernel of every launch and the
+/// callee of every call, and the effects of every kernel launched.
+#[derive(Default)]
+pub struct Kernels {
+    /// The effects of each kernel.
+    pub effects: FxHashMap<Op, KernelEffects>,
+    callees: FxHashMap<Op, Op>,
+    /// [`Kernels::args`], per dispatch: asked again and again by the fixpoints.
+    args: RefCell<FxHashMap<Op, Rc<[DispatchArg]>>>,
+}
+
+impl Kernels {
+    /// Resolves every launch and call under `module`; `effects_of` gives a kernel's effects.
+    pub fn new(ctx: &Context, module: Op, mut effects_of: impl FnMut(Op) -> KernelEffects) -> Kernels {
+        let table = SymbolTable::new(ctx, module);
+        let mut kernels = Kernels::default();
+        for op in ctx.walk(module) {
+            let name = if let Some(launch) = ctx.interface::<dyn LaunchOpInterface>(op) {
+                launch.kernel(ctx, op)
+            } else if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
+                call.callee(ctx, op)
+            } else {
+                continue;
+            };
+            // A name the module's own table lacks may be in a nested table: the general lookup.
+            let Some(target) = name.and_then(|n| table.lookup(n)).or_else(|| resolve(ctx, op)) else { continue };
+            kernels.callees.insert(op, target);
+            if ctx.interface::<dyn LaunchOpInterface>(op).is_some() && !kernels.effects.contains_key(&target) {
+                let effects = effects_of(target);
+                kernels.effects.insert(target, effects);
+            }
+        }
+        kernels
+    }
+
+    /// The kernel `dispatch` launches, or the function a call calls.
+    pub fn callee(&self, ctx: &Context, op: Op) -> Option<Op> {
+        self.callees.get(&op).copied().or_else(|| resolve(ctx, op))
+    }
+
+    /// The buffer arguments of `dispatch` and what its kernel does to each (see
+    /// [`dispatch_args`]; an unknown kernel reads and writes them all), computed once.
+    pub fn args(&self, ctx: &Context, dispatch: Op) -> Rc<[DispatchArg]> {
+        if let Some(args) = self.args.borrow().get(&dispatch) {
+            return args.clone();
+        }
+        let unknown = KernelEffects::default();
+        let effects = self.effects_of(ctx, dispatch).unwrap_or(&unknown);
+        let args: Rc<[DispatchArg]> = dispatch_args(ctx, dispatch, effects).unwrap_or_default().into();
+        self.args.borrow_mut().insert(dispatch, args.clone());
+        args
+    }
+
+    /// The effects of the kernel `dispatch` launches (`None` when unknown).
+    pub fn effects_of(&self, ctx: &Context, dispatch: Op) -> Option<&KernelEffects> {
+        self.callee(ctx, dispatch).and_then(|k| self.effects.get(&k))
+    }
+}
+
+/// The callee of a launch or a call, looked up from where it is.
+fn resolve(ctx: &Context, op: Op) -> Option<Op> {
+    if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
+        kernel_of(ctx, op)
+    } else {
+        resolve_callee(ctx, op)
+    }
 }
 
 /// The kernel a dispatch launches.

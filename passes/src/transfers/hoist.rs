@@ -24,16 +24,15 @@
 //! any value that may be `b` ([`super::aliases`]) counts.
 
 use super::aliases::BufferRoots;
+use super::dispatch::Kernels;
 use super::emit::{compare, guard, Anchor};
 use super::host_effects::{summarize, Summaries, Touches};
 use super::insert::{host_functions, kernel_effects};
-use super::kernel_effects::KernelEffects;
 use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
 use hat_dialects::semantics::IntPredicate;
 use hat_ir::interfaces::{trip_count, LoopLikeOpInterface};
 use hat_ir::pass::{Pass, PassFailed, PassInfo, PassState};
 use hat_ir::{Block, Context, Op, Value};
-use rustc_hash::FxHashMap;
 
 /// The registration of `hoist-transfers`.
 pub fn info() -> PassInfo {
@@ -92,13 +91,7 @@ fn defined_outside(ctx: &Context, value: Value, looped: Op) -> bool {
 }
 
 /// Moves what can leave `looped`; returns how many transfers moved.
-fn hoist_out_of(
-    ctx: &mut Context,
-    looped: Op,
-    roots: &BufferRoots,
-    effects: &FxHashMap<Op, KernelEffects>,
-    summaries: &Summaries,
-) -> u64 {
+fn hoist_out_of(ctx: &mut Context, looped: Op, roots: &BufferRoots, kernels: &Kernels, summaries: &Summaries) -> u64 {
     let body = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a loop").body(ctx, looped);
     let [block] = ctx.region_blocks(body) else { return 0 };
     let looping = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a loop");
@@ -111,7 +104,7 @@ fn hoist_out_of(
     let mut moved = 0;
     loop {
         let ops: Vec<Op> = ctx.block_ops(block).collect();
-        let view = Touches { ctx, roots, effects, summaries };
+        let view = Touches { ctx, roots, kernels, summaries };
         let mut found = None;
         for (position, &op) in ops.iter().enumerate() {
             let to_device = ToDeviceOp::wrap(ctx, op).is_some();

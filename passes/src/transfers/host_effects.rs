@@ -9,10 +9,9 @@
 //! callee nothing resolves, or an op with unknown effects, touches everything.
 
 use super::aliases::{is_buffer, BufferRoots, Roots};
-use super::dispatch::{dispatch_args, kernel_of};
+use super::dispatch::Kernels;
 use super::insert::host_functions;
-use super::kernel_effects::KernelEffects;
-use hat_ir::interfaces::{resolve_callee, CallOpInterface, CallableOpInterface, LaunchOpInterface};
+use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, LaunchOpInterface};
 use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, MemorySpace, Op, OpTraits, Value};
 use rustc_hash::FxHashMap;
 
@@ -53,39 +52,113 @@ impl Touch {
 pub type Summaries = FxHashMap<Op, Vec<Touch>>;
 
 /// The summaries of every host function with a body under `module`.
-pub fn summarize(ctx: &Context, module: Op, effects: &FxHashMap<Op, KernelEffects>) -> Summaries {
+///
+/// A worklist over the call graph: each function is summarised from its ops (callees through
+/// their current summaries), and when a summary grows its callers are summarised again.
+/// Summaries only grow, so this ends; visiting callees first (a depth-first post-order of the
+/// calls), most functions are summarised once.
+pub fn summarize(ctx: &Context, module: Op, kernels: &Kernels) -> Summaries {
     let functions = host_functions(ctx, module);
+    let number: FxHashMap<Op, usize> = functions.iter().enumerate().map(|(i, &f)| (f, i)).collect();
+    let bodies: Vec<Vec<Op>> = functions.iter().map(|&f| ctx.walk(f)).collect();
+    // Who calls whom, among these functions.
+    let mut callees: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
+    for (caller, body) in bodies.iter().enumerate() {
+        for &op in &body[1..] {
+            if ctx.interface::<dyn CallOpInterface>(op).is_none() {
+                continue;
+            }
+            if let Some(&callee) = kernels.callee(ctx, op).and_then(|c| number.get(&c)) {
+                callees[caller].push(callee);
+                callers[callee].push(caller);
+            }
+        }
+    }
     let roots: Vec<BufferRoots> = functions.iter().map(|&f| BufferRoots::of(ctx, f)).collect();
     let mut summaries: Summaries =
         functions.iter().map(|&f| (f, vec![Touch::default(); parameters(ctx, f).len()])).collect();
-    // Each round can only add effects, so this ends; a chain of calls takes a round per link.
-    loop {
-        let mut changed = false;
-        for (index, &function) in functions.iter().enumerate() {
-            let touches = Touches { ctx, roots: &roots[index], effects, summaries: &summaries };
-            let params = parameters(ctx, function);
-            let ops = ctx.walk(function);
-            let summary: Vec<Touch> = params
-                .iter()
-                .map(|&p| {
-                    let mut touch = Touch::default();
-                    if is_buffer(ctx, p) {
-                        for &op in &ops[1..] {
-                            touch.add(touches.own_touch(op, p));
-                        }
-                    }
-                    touch
-                })
-                .collect();
-            if summaries[&function] != summary {
-                summaries.insert(function, summary);
-                changed = true;
+    let mut queued = vec![true; functions.len()];
+    let mut worklist: std::collections::VecDeque<usize> = post_order(&callees).into();
+    while let Some(index) = worklist.pop_front() {
+        queued[index] = false;
+        let function = functions[index];
+        let summary = summarize_one(ctx, function, &bodies[index], &roots[index], kernels, &summaries);
+        if summaries[&function] != summary {
+            summaries.insert(function, summary);
+            for &caller in &callers[index] {
+                if !queued[caller] {
+                    queued[caller] = true;
+                    worklist.push_back(caller);
+                }
             }
         }
-        if !changed {
-            return summaries;
+    }
+    summaries
+}
+
+/// The functions in depth-first post-order of `callees` (callees before their callers, but in
+/// cycles).
+fn post_order(callees: &[Vec<usize>]) -> Vec<usize> {
+    let mut seen = vec![false; callees.len()];
+    let mut order = Vec::with_capacity(callees.len());
+    for start in 0..callees.len() {
+        if seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        let mut stack = vec![(start, 0usize)];
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&callee) = callees[node].get(*next) {
+                *next += 1;
+                if !seen[callee] {
+                    seen[callee] = true;
+                    stack.push((callee, 0));
+                }
+            } else {
+                order.push(node);
+                stack.pop();
+            }
         }
     }
+    order
+}
+
+/// The summary of one function from its ops (`ops`, its walk) and the current summaries.
+fn summarize_one(
+    ctx: &Context,
+    function: Op,
+    ops: &[Op],
+    roots: &BufferRoots,
+    kernels: &Kernels,
+    summaries: &Summaries,
+) -> Vec<Touch> {
+    let touches = Touches { ctx, roots, kernels, summaries };
+    let params = parameters(ctx, function);
+    // Each op adds to the parameters its buffer operands may be (all of them for an operand of
+    // unknown roots): the cost is the operands', not ops times parameters.
+    let index_of: FxHashMap<Value, usize> =
+        params.iter().enumerate().filter(|(_, &p)| is_buffer(ctx, p)).map(|(i, &p)| (p, i)).collect();
+    let mut summary = vec![Touch::default(); params.len()];
+    let mut candidates: Vec<usize> = Vec::new();
+    for &op in &ops[1..] {
+        candidates.clear();
+        for &value in ctx.operands(op) {
+            if !is_buffer(ctx, value) {
+                continue;
+            }
+            match roots.roots(value) {
+                Roots::Known(set) => candidates.extend(set.iter().filter_map(|r| index_of.get(r).copied())),
+                Roots::Unknown => candidates.extend(index_of.values().copied()),
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        for &i in &candidates {
+            summary[i].add(touches.own_touch(op, params[i]));
+        }
+    }
+    summary
 }
 
 /// The parameters of a function with a body (its entry block's arguments).
@@ -103,8 +176,8 @@ pub struct Touches<'a> {
     pub ctx: &'a Context,
     /// The function's buffer roots.
     pub roots: &'a BufferRoots,
-    /// The kernels' effects.
-    pub effects: &'a FxHashMap<Op, KernelEffects>,
+    /// The callees and the kernels' effects.
+    pub kernels: &'a Kernels,
     /// The summaries of host functions with bodies.
     pub summaries: &'a Summaries,
 }
@@ -131,10 +204,8 @@ impl Touches<'_> {
     pub fn own_touch(&self, op: Op, buffer: Value) -> Touch {
         let ctx = self.ctx;
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
-            let unknown = KernelEffects::default();
-            let effects = kernel_of(ctx, op).and_then(|k| self.effects.get(&k)).unwrap_or(&unknown);
             let mut touch = Touch::default();
-            for arg in dispatch_args(ctx, op, effects).unwrap_or_default() {
+            for arg in self.kernels.args(ctx, op).iter() {
                 if self.may_alias(arg.value, buffer) {
                     touch.device_read |= arg.reads || (arg.writes && !arg.writes_all);
                     touch.device_write |= arg.writes;
@@ -180,7 +251,7 @@ impl Touches<'_> {
     /// What a call does to `buffer`, through the arguments that may be it.
     fn call_touch(&self, op: Op, arguments: std::ops::Range<usize>, buffer: Value) -> Touch {
         let ctx = self.ctx;
-        let Some(callee) = resolve_callee(ctx, op) else { return Touch::all() };
+        let Some(callee) = self.kernels.callee(ctx, op) else { return Touch::all() };
         let summary = self.summaries.get(&callee);
         let declared = if summary.is_none() {
             ctx.interface::<dyn CallableOpInterface>(callee).map(|c| c.parameter_effects(ctx, callee))

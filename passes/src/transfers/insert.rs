@@ -12,7 +12,7 @@
 //! The pass runs on a module and plans every host function with a body. Option `reasons` keeps a
 //! `reason` attribute on every transfer it inserts, naming the observer that needs it.
 
-use super::dispatch::{dispatch_args, kernel_of, DispatchArg};
+use super::dispatch::{dispatch_args, DispatchArg, Kernels};
 use super::emit::{transfer, Anchor, Direction};
 use super::host_effects::summarize;
 use super::kernel_effects::KernelEffects;
@@ -21,7 +21,6 @@ use super::static_plan;
 use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::{Context, Diagnostic, Op};
-use rustc_hash::FxHashMap;
 
 /// The options of `insert-transfers`.
 pub const OPTIONS: &[PassOptionInfo] = &[
@@ -36,6 +35,12 @@ pub const OPTIONS: &[PassOptionInfo] = &[
         kind: OptionKind::Bool,
         default: "false",
         help: "Keep a `reason` attribute on each inserted transfer, naming the observer that needs it",
+    },
+    PassOptionInfo {
+        name: "remarks",
+        kind: OptionKind::Bool,
+        default: "false",
+        help: "Emit a remark at each inserted transfer saying why it is there (MLIR's -Rpass style)",
     },
 ];
 
@@ -64,7 +69,10 @@ pub enum Strategy {
 /// The `insert-transfers` pass.
 pub struct InsertTransfers {
     strategy: Strategy,
+    /// Whether transfers get a `reason` (kept when asked for, or made for the remarks).
     reasons: bool,
+    keep_reasons: bool,
+    remarks: bool,
 }
 
 impl InsertTransfers {
@@ -75,7 +83,9 @@ impl InsertTransfers {
             "kernel" => Strategy::Kernel,
             _ => Strategy::Static,
         };
-        InsertTransfers { strategy, reasons: options.get_bool("reasons") }
+        let remarks = options.get_bool("remarks");
+        let keep_reasons = options.get_bool("reasons");
+        InsertTransfers { strategy, reasons: keep_reasons || remarks, keep_reasons, remarks }
     }
 }
 
@@ -90,18 +100,10 @@ pub fn host_functions(ctx: &Context, module: Op) -> Vec<Op> {
         .collect()
 }
 
-/// The effects of every kernel that a dispatch under `module` launches.
-pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> FxHashMap<Op, KernelEffects> {
-    let mut out = FxHashMap::default();
-    for op in ctx.walk(module) {
-        if ctx.interface::<dyn LaunchOpInterface>(op).is_none() {
-            continue;
-        }
-        if let Some(kernel) = kernel_of(ctx, op) {
-            out.entry(kernel).or_insert_with(|| state.analysis::<KernelEffects>(ctx, kernel).clone());
-        }
-    }
-    out
+/// The callees under `module`, resolved once, and the effects of every kernel launched (cached
+/// by the pass manager).
+pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> Kernels {
+    Kernels::new(ctx, module, |kernel| state.analysis::<KernelEffects>(ctx, kernel).clone())
 }
 
 impl Pass for InsertTransfers {
@@ -140,6 +142,20 @@ impl Pass for InsertTransfers {
                 },
             }
         }
+        annotate_entries(ctx, op, &summaries);
+        if self.remarks {
+            for diagnostic in transfer_remarks(ctx, op) {
+                state.emit(diagnostic);
+            }
+            if !self.keep_reasons {
+                let key = ctx.ident(super::emit::REASON_ATTRIBUTE);
+                for transfer in ctx.walk(op) {
+                    if ctx.attribute(transfer, super::emit::REASON_ATTRIBUTE).is_some() {
+                        ctx.remove_attribute(transfer, key);
+                    }
+                }
+            }
+        }
         state.add_statistic("num-to-device", counts[0]);
         state.add_statistic("num-from-device", counts[1]);
         Ok(())
@@ -150,7 +166,7 @@ impl Pass for InsertTransfers {
 fn around_dispatches(
     ctx: &mut Context,
     function: Op,
-    effects: &FxHashMap<Op, KernelEffects>,
+    kernels: &Kernels,
     strategy: Strategy,
     reasons: bool,
     counts: &mut [u64; 2],
@@ -159,8 +175,8 @@ fn around_dispatches(
         ctx.walk(function).into_iter().filter(|&op| ctx.interface::<dyn LaunchOpInterface>(op).is_some()).collect();
     let unknown = KernelEffects::default();
     for dispatch in dispatches {
-        let kernel = kernel_of(ctx, dispatch);
-        let kernel_effects = kernel.and_then(|k| effects.get(&k)).unwrap_or(&unknown);
+        let kernel = kernels.callee(ctx, dispatch);
+        let kernel_effects = kernels.effects_of(ctx, dispatch).unwrap_or(&unknown);
         let Some(args) = dispatch_args(ctx, dispatch, kernel_effects) else { continue };
         let kernel_name = kernel.and_then(|k| hat_ir::verifier::symbol_name(ctx, k)).unwrap_or("?").to_string();
         let location = ctx.location(dispatch);
@@ -211,4 +227,67 @@ pub fn describe_need(arg: &DispatchArg, kernel: &str) -> String {
     } else {
         format!("partly written by @{kernel}: the rest must be current")
     }
+}
+
+/// The attribute on an entry function saying what a call does to each parameter (`none`,
+/// `read`, `write`, `readwrite`), from its summary: the runtime's residency session reads it to
+/// decide whether the caller may pass one buffer as two arguments.
+pub const ARG_EFFECTS_ATTRIBUTE: &str = "hat.arg_effects";
+
+fn annotate_entries(ctx: &mut Context, module: Op, summaries: &super::host_effects::Summaries) {
+    for function in host_functions(ctx, module) {
+        let entry = ctx.interface::<dyn CallableOpInterface>(function).is_some_and(|c| c.is_entry(ctx, function));
+        let Some(summary) = summaries.get(&function).filter(|_| entry) else { continue };
+        let names: Vec<&str> = summary
+            .iter()
+            .map(|t| {
+                let reads = t.host_read || t.device_read;
+                let writes = t.host_write || t.device_write;
+                match (reads, writes) {
+                    (false, false) => "none",
+                    (true, false) => "read",
+                    (false, true) => "write",
+                    (true, true) => "readwrite",
+                }
+            })
+            .collect();
+        let elements: Vec<hat_ir::Attribute> = names.iter().map(|n| ctx.string_attr(n)).collect();
+        let array = ctx.array_attr(&elements);
+        let key = ctx.ident(ARG_EFFECTS_ATTRIBUTE);
+        ctx.set_attribute(function, key, array);
+    }
+}
+
+/// A remark for each transfer under `module` that says why it is there (its `reason`
+/// attribute), at the transfer: `to_device %data[1, 63]: read by @k at file:line:col`.
+fn transfer_remarks(ctx: &Context, module: Op) -> Vec<Diagnostic> {
+    use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
+    let mut out = Vec::new();
+    for op in ctx.walk(module) {
+        let direction = if ToDeviceOp::wrap(ctx, op).is_some() {
+            "to_device"
+        } else if FromDeviceOp::wrap(ctx, op).is_some() {
+            "from_device"
+        } else {
+            continue;
+        };
+        let Some(reason) =
+            ctx.attribute(op, super::emit::REASON_ATTRIBUTE).and_then(|a| ctx.attribute_kind(a).as_str())
+        else {
+            continue;
+        };
+        let operands = ctx.operands(op);
+        let buffer = operands[0];
+        let name = ctx.argument_name(buffer).map_or_else(|| "a buffer".to_string(), |n| format!("%{n}"));
+        let range = match operands
+            .get(1..3)
+            .map(|r| (hat_ir::interfaces::constant_integer(ctx, r[0]), hat_ir::interfaces::constant_integer(ctx, r[1])))
+        {
+            Some((Some(offset), Some(count))) => format!("[{offset}, +{count}]"),
+            Some(_) => "[one element]".to_string(),
+            None => String::new(),
+        };
+        out.push(Diagnostic::remark(ctx.location(op), format!("{direction} {name}{range}: {reason}")));
+    }
+    out
 }

@@ -2,6 +2,7 @@
 //! [`END`] stands for "the end of the buffer", so a buffer whose size is not known statically has
 //! a whole range too.
 
+use smallvec::{smallvec, SmallVec};
 use std::ops::Range;
 
 /// The end of a buffer whatever its size.
@@ -9,23 +10,23 @@ pub const END: u64 = u64::MAX;
 
 /// A set of element positions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct RangeSet(Vec<(u64, u64)>);
+pub struct RangeSet(SmallVec<[(u64, u64); 2]>);
 
 impl RangeSet {
     /// No element.
     pub fn empty() -> Self {
-        RangeSet(Vec::new())
+        RangeSet(SmallVec::new())
     }
 
     /// Every element.
     pub fn whole() -> Self {
-        RangeSet(vec![(0, END)])
+        RangeSet(smallvec![(0, END)])
     }
 
     /// The elements of `range` (empty when the range is).
     pub fn of(range: Range<u64>) -> Self {
         if range.start < range.end {
-            RangeSet(vec![(range.start, range.end)])
+            RangeSet(smallvec![(range.start, range.end)])
         } else {
             RangeSet::empty()
         }
@@ -38,7 +39,7 @@ impl RangeSet {
 
     /// Whether it holds every element.
     pub fn is_whole(&self) -> bool {
-        self.0 == [(0, END)]
+        self.0.as_slice() == [(0, END)]
     }
 
     /// The ranges, in order.
@@ -48,9 +49,9 @@ impl RangeSet {
 
     /// The union.
     pub fn union(&self, other: &RangeSet) -> RangeSet {
-        let mut all: Vec<(u64, u64)> = self.0.iter().chain(&other.0).copied().collect();
+        let mut all: SmallVec<[(u64, u64); 4]> = self.0.iter().chain(&other.0).copied().collect();
         all.sort_unstable();
-        let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+        let mut out: SmallVec<[(u64, u64); 2]> = SmallVec::with_capacity(all.len());
         for (a, b) in all {
             match out.last_mut() {
                 Some(last) if a <= last.1 => last.1 = last.1.max(b),
@@ -62,7 +63,7 @@ impl RangeSet {
 
     /// The intersection.
     pub fn intersect(&self, other: &RangeSet) -> RangeSet {
-        let mut out = Vec::new();
+        let mut out = SmallVec::new();
         let (mut i, mut j) = (0, 0);
         while i < self.0.len() && j < other.0.len() {
             let (a, b) = self.0[i];
@@ -82,7 +83,7 @@ impl RangeSet {
 
     /// The elements of `self` not in `other`.
     pub fn minus(&self, other: &RangeSet) -> RangeSet {
-        let mut out = Vec::new();
+        let mut out = SmallVec::new();
         for &(a, b) in &self.0 {
             let mut start = a;
             for &(c, d) in &other.0 {
@@ -138,13 +139,13 @@ mod tests {
     fn set_algebra() {
         let a = RangeSet::of(0..10).union(&RangeSet::of(20..30));
         let b = RangeSet::of(5..25);
-        assert_eq!(a.intersect(&b), RangeSet(vec![(5, 10), (20, 25)]));
-        assert_eq!(a.minus(&b), RangeSet(vec![(0, 5), (25, 30)]));
+        assert_eq!(a.intersect(&b), RangeSet(smallvec![(5, 10), (20, 25)]));
+        assert_eq!(a.minus(&b), RangeSet(smallvec![(0, 5), (25, 30)]));
         assert_eq!(a.union(&b), RangeSet::of(0..30));
         assert!(RangeSet::whole().contains(&a));
         assert!(!a.contains(&b));
-        assert_eq!(RangeSet::whole().minus(&RangeSet::of(0..1)), RangeSet(vec![(1, END)]));
-        assert_eq!(RangeSet::of(1..64).clamp(Some(64)), RangeSet(vec![(1, END)]));
+        assert_eq!(RangeSet::whole().minus(&RangeSet::of(0..1)), RangeSet(smallvec![(1, END)]));
+        assert_eq!(RangeSet::of(1..64).clamp(Some(64)), RangeSet(smallvec![(1, END)]));
         assert!(RangeSet::of(0..64).clamp(Some(64)).is_whole());
         assert!(RangeSet::of(3..3).is_empty());
     }

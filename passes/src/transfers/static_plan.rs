@@ -45,23 +45,23 @@
 //! root it may be, and a write through it counts as partial.
 
 use super::aliases::{is_buffer, BufferRoots, Roots};
-use super::dispatch::{dispatch_args, element_count, kernel_of, shape};
+use super::dispatch::{element_count, shape, Kernels};
 use super::emit::{self, compare, guard, index_constant, transfer, Anchor, Direction};
 use super::host_effects::{Summaries, Touch};
 use super::insert::describe_need;
-use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
 use hat_dialects::semantics::IntPredicate;
 use hat_ir::interfaces::{
-    constant_integer, constant_integers, resolve_callee, trip_count, CallOpInterface, CallableOpInterface,
-    LaunchOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+    constant_integer, constant_integers, trip_count, CallOpInterface, CallableOpInterface, LaunchOpInterface,
+    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::verifier::symbol_name;
 use hat_ir::{
     Block, Context, EffectKind, EffectTarget, Extent, Location, MemoryEffects, MemorySpace, Op, OpTraits, Value,
 };
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 /// A construct the static planner does not follow.
 #[derive(Clone, Debug)]
@@ -190,6 +190,73 @@ struct Planned {
     reason: String,
 }
 
+/// Where each buffer is used, for finding the next observer in logarithmic time: the ops of a
+/// function in pre-order, the last position of each op's subtree, and per root the positions of
+/// the ops that name one of its values (plumbing — `arith.select`, control flow, terminators —
+/// left out).
+struct UseIndex {
+    ops: Vec<Op>,
+    positions: FxHashMap<Op, u32>,
+    end: Vec<u32>,
+    uses: FxHashMap<Value, Vec<u32>>,
+    /// Ops naming a value of unknown roots: they may observe any buffer.
+    unknown: Vec<u32>,
+}
+
+impl UseIndex {
+    fn new(ctx: &Context, function: Op, roots: &BufferRoots) -> UseIndex {
+        let ops = ctx.walk(function);
+        let positions: FxHashMap<Op, u32> = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
+        let mut end: Vec<u32> = (0..ops.len() as u32).collect();
+        for i in (1..ops.len()).rev() {
+            if let Some(parent) = ctx.parent_op(ops[i]).and_then(|p| positions.get(&p)) {
+                end[*parent as usize] = end[*parent as usize].max(end[i]);
+            }
+        }
+        let mut uses: FxHashMap<Value, Vec<u32>> = FxHashMap::default();
+        let mut unknown = Vec::new();
+        for (i, &op) in ops.iter().enumerate().skip(1) {
+            let plumbing = hat_dialects::arith_views::SelectOp::wrap(ctx, op).is_some()
+                || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some()
+                || (ctx.traits(op).contains(OpTraits::TERMINATOR) && !ctx.traits(op).contains(OpTraits::RETURN_LIKE))
+                || (ctx.traits(op).contains(OpTraits::RETURN_LIKE) && ctx.parent_op(op) != Some(function));
+            if plumbing {
+                continue;
+            }
+            for &value in ctx.operands(op) {
+                if !is_buffer(ctx, value) {
+                    continue;
+                }
+                match roots.roots(value) {
+                    Roots::Known(set) => {
+                        for root in set {
+                            let list = uses.entry(root).or_default();
+                            if list.last() != Some(&(i as u32)) {
+                                list.push(i as u32);
+                            }
+                        }
+                    }
+                    Roots::Unknown => {
+                        if unknown.last() != Some(&(i as u32)) {
+                            unknown.push(i as u32);
+                        }
+                    }
+                }
+            }
+        }
+        UseIndex { ops, positions, end, uses, unknown }
+    }
+
+    fn position(&self, op: Op) -> u32 {
+        self.positions[&op]
+    }
+
+    /// The index of the first position at or after `from` in the sorted `list`.
+    fn first_at(&self, list: &[u32], from: u32) -> usize {
+        list.partition_point(|&p| p < from)
+    }
+}
+
 /// The transfers planned for one function.
 pub struct Plan {
     function: Op,
@@ -215,12 +282,7 @@ impl Want {
 }
 
 /// Plans the transfers of `function` (a host function with a body).
-pub fn plan(
-    ctx: &Context,
-    function: Op,
-    effects: &FxHashMap<Op, KernelEffects>,
-    summaries: &Summaries,
-) -> Result<Plan, Unsupported> {
+pub fn plan(ctx: &Context, function: Op, kernels: &Kernels, summaries: &Summaries) -> Result<Plan, Unsupported> {
     let body = ctx
         .interface::<dyn CallableOpInterface>(function)
         .and_then(|c| c.body(ctx, function))
@@ -230,14 +292,19 @@ pub fn plan(
         return Err(Unsupported { what: "a function of several blocks".into(), location: ctx.location(function) });
     };
     let params: Vec<Value> = ctx.block_arguments(*entry).iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
+    let roots = BufferRoots::of(ctx, function);
+    let uses = UseIndex::new(ctx, function, &roots);
     let mut planner = Planner {
         ctx,
         function,
-        roots: BufferRoots::of(ctx, function),
-        effects,
+        uses,
+        roots,
+        kernels,
         summaries,
         params: params.clone(),
         items: Vec::new(),
+        touched: FxHashMap::default(),
+        memo: FxHashMap::default(),
     };
     let mut state: State = params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
     planner.block(*entry, &mut state)?;
@@ -248,10 +315,15 @@ struct Planner<'a> {
     ctx: &'a Context,
     function: Op,
     roots: BufferRoots,
-    effects: &'a FxHashMap<Op, KernelEffects>,
+    kernels: &'a Kernels,
     summaries: &'a Summaries,
     params: Vec<Value>,
     items: Vec<Planned>,
+    /// [`Planner::touched_roots`], per construct.
+    touched: FxHashMap<Op, Option<Rc<Vec<Value>>>>,
+    uses: UseIndex,
+    /// What each construct was last given, gave back and planned (see [`Planner::on_touched`]).
+    memo: FxHashMap<Op, (State, State, Vec<Planned>)>,
 }
 
 fn whole(ctx: &Context, buffer: Value) -> RangeSet {
@@ -421,11 +493,15 @@ impl<'a> Planner<'a> {
             return self.call(op, state);
         }
         if ctx.interface::<dyn LoopLikeOpInterface>(op).is_some() {
-            return self.counted_loop(op, state);
+            return self.on_touched(op, state, Self::counted_loop);
         }
         if let Some(branch) = ctx.interface::<dyn RegionBranchOpInterface>(op) {
             let repetitive = (0..ctx.regions(op).len()).any(|i| branch.is_repetitive_region(ctx, op, i));
-            return if repetitive { self.while_loop(op, state) } else { self.branch(op, state) };
+            return if repetitive {
+                self.on_touched(op, state, Self::while_loop)
+            } else {
+                self.on_touched(op, state, Self::branch)
+            };
         }
         if ctx.traits(op).contains(OpTraits::RETURN_LIKE) && ctx.parent_op(op) == Some(self.function) {
             return self.function_return(op, state);
@@ -440,12 +516,68 @@ impl<'a> Planner<'a> {
         self.effects(op, state)
     }
 
+    /// Runs `construct` (a loop or a branch) on the part of `state` it may touch: the buffers
+    /// its ops name (all of them if one names a value of unknown roots). The others pass through
+    /// unchanged, so a construct costs what it touches, not the number of live buffers.
+    fn on_touched(
+        &mut self,
+        op: Op,
+        state: &mut State,
+        construct: fn(&mut Self, Op, &mut State) -> Result<(), Unsupported>,
+    ) -> Result<(), Unsupported> {
+        let touched = self.touched_roots(op);
+        let Some(touched) = touched else { return construct(self, op, state) };
+        let mut inner: State = touched.iter().filter_map(|r| state.remove(r).map(|c| (*r, c))).collect();
+        // An enclosing loop's fixpoint runs its body again and again: a construct that meets
+        // the state it met last time plans what it planned then.
+        if let Some((input, output, items)) = self.memo.get(&op) {
+            if *input == inner {
+                self.items.extend(items.iter().cloned());
+                state.extend(output.clone());
+                return Ok(());
+            }
+        }
+        let input = inner.clone();
+        let mark = self.items.len();
+        let result = construct(self, op, &mut inner);
+        if result.is_ok() {
+            self.memo.insert(op, (input, inner.clone(), self.items[mark..].to_vec()));
+        }
+        state.extend(inner);
+        result
+    }
+
+    /// The roots the ops nested in `op` name (`None`: some value of unknown roots, so any).
+    fn touched_roots(&mut self, op: Op) -> Option<Rc<Vec<Value>>> {
+        if let Some(known) = self.touched.get(&op) {
+            return known.clone();
+        }
+        let ctx = self.ctx;
+        let mut set: BTreeSet<Value> = BTreeSet::new();
+        let mut unknown = false;
+        // The ops nested in `op` are the positions of its subtree in the use index.
+        let from = self.uses.position(op) as usize;
+        let to = self.uses.end[from] as usize;
+        for &nested in &self.uses.ops[from..=to] {
+            for &value in ctx.operands(nested) {
+                if !is_buffer(ctx, value) {
+                    continue;
+                }
+                match self.roots.roots(value) {
+                    Roots::Known(roots) => set.extend(roots),
+                    Roots::Unknown => unknown = true,
+                }
+            }
+        }
+        let answer = (!unknown).then(|| Rc::new(set.into_iter().collect::<Vec<Value>>()));
+        self.touched.insert(op, answer.clone());
+        answer
+    }
+
     fn dispatch(&mut self, op: Op, state: &mut State) -> Result<(), Unsupported> {
         let ctx = self.ctx;
-        let unknown = KernelEffects::default();
-        let kernel = kernel_of(ctx, op);
-        let effects = kernel.and_then(|k| self.effects.get(&k)).unwrap_or(&unknown);
-        let Some(args) = dispatch_args(ctx, op, effects) else { return Ok(()) };
+        let kernel = self.kernels.callee(ctx, op);
+        let args = self.kernels.args(ctx, op);
         let kernel_name = kernel.and_then(|k| symbol_name(ctx, k)).unwrap_or("?").to_string();
         let location = ctx.location(op);
         let at = self.describe(location);
@@ -457,7 +589,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        for arg in &args {
+        for arg in args.iter() {
             for root in self.roots_of(state, arg.value) {
                 let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
                 self.need(state, root, Direction::ToDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
@@ -513,7 +645,7 @@ impl<'a> Planner<'a> {
         let ctx = self.ctx;
         let call = ctx.interface::<dyn CallOpInterface>(op).expect("a call");
         let arguments: Vec<Value> = ctx.operands(op)[call.arguments(ctx, op)].to_vec();
-        let Some(callee) = resolve_callee(ctx, op) else {
+        let Some(callee) = self.kernels.callee(ctx, op) else {
             return self.on_host(op, state, &arguments, true, "passed to an unknown function");
         };
         let callee_name = symbol_name(ctx, callee).unwrap_or("?").to_string();
@@ -775,16 +907,17 @@ impl<'a> Planner<'a> {
     /// loops) wants, and that observer.
     fn wanted_after(&self, root: Value, op: Op) -> (Want, Option<Op>) {
         let ctx = self.ctx;
+        let index = &self.uses;
         let mut cursor = op;
-        loop {
-            let mut next = ctx.next_op(cursor);
-            while let Some(n) = next {
-                if let Some(found) = self.first_use(root, n) {
-                    return found;
-                }
-                next = ctx.next_op(n);
+        while let Some(parent) = ctx.parent_op(cursor) {
+            // The ops after `cursor` in its block, and what they nest: the positions after its
+            // subtree up to the end of its parent's.
+            let block = ctx.parent_block(cursor);
+            let after = index.end[index.position(cursor) as usize] + 1;
+            let parent_end = index.end[index.position(parent) as usize];
+            if let Some(found) = self.first_in(root, after, parent_end, |n| ctx.parent_block(n) != block) {
+                return found;
             }
-            let Some(parent) = ctx.parent_op(cursor) else { break };
             if parent == self.function {
                 break;
             }
@@ -792,14 +925,9 @@ impl<'a> Planner<'a> {
                 .interface::<dyn RegionBranchOpInterface>(parent)
                 .is_some_and(|b| (0..ctx.regions(parent).len()).any(|i| b.is_repetitive_region(ctx, parent, i)));
             if loops {
-                for &region in ctx.regions(parent) {
-                    for &block in ctx.region_blocks(region) {
-                        for n in ctx.block_ops(block) {
-                            if let Some(found) = self.first_use(root, n) {
-                                return found;
-                            }
-                        }
-                    }
+                let inside = index.position(parent) + 1;
+                if let Some(found) = self.first_in(root, inside, parent_end, |n| ctx.parent_op(n) != Some(parent)) {
+                    return found;
                 }
             }
             cursor = parent;
@@ -811,29 +939,34 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The first observer of `root` in `op` (pre-order), if any.
-    fn first_use(&self, root: Value, op: Op) -> Option<(Want, Option<Op>)> {
+    /// What the candidate observer `n` wants of `root`, if it observes it (`nested`: it is
+    /// inside the construct being scanned, so it may not run).
+    fn classify(&self, root: Value, n: Op, nested: bool) -> Option<(Want, Option<Op>)> {
         let ctx = self.ctx;
-        for n in ctx.walk(op) {
-            let plumbing = hat_dialects::arith_views::SelectOp::wrap(ctx, n).is_some()
-                || ctx.interface::<dyn RegionBranchOpInterface>(n).is_some()
-                || (ctx.traits(n).contains(OpTraits::TERMINATOR) && !ctx.traits(n).contains(OpTraits::RETURN_LIKE))
-                || (ctx.traits(n).contains(OpTraits::RETURN_LIKE) && ctx.parent_op(n) != Some(self.function));
-            if plumbing {
-                continue;
-            }
+        {
             if !ctx.operands(n).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, root)) {
-                continue;
+                return None;
             }
             if ctx.interface::<dyn LaunchOpInterface>(n).is_some() {
-                return Some((Want::Device, Some(n)));
+                // A dispatch that only overwrites the whole buffer wants nothing of it.
+                let args = self.kernels.args(ctx, n);
+                let mine: Vec<_> = args.iter().filter(|a| self.may_alias(a.value, root)).collect();
+                let single = matches!(self.roots.roots(mine.first()?.value), Roots::Known(set) if set.len() == 1);
+                let kills = single && mine.iter().all(|a| !a.reads && a.writes_all);
+                if kills && nested {
+                    // Overwritten only on some paths (inside a branch or a loop of `op`):
+                    // others may still observe it, so it is not dead; and as the observer is
+                    // nested, nothing takes it for sure to come.
+                    return Some((Want::Device, Some(n)));
+                }
+                return Some((if kills { Want::Nothing } else { Want::Device }, Some(n)));
             }
             if ctx.interface::<dyn CallOpInterface>(n).is_some() {
                 return Some((Want::Host, Some(n)));
             }
             let Some(definition) = ctx.definition(ctx.name(n)) else { return Some((Want::Host, Some(n))) };
             if definition.traits().contains(OpTraits::PURE) {
-                continue;
+                return None;
             }
             let effects = match definition.memory_effects(ctx, n) {
                 MemoryEffects::Unknown => return Some((Want::Host, Some(n))),
@@ -843,15 +976,74 @@ impl<'a> Planner<'a> {
                 EffectTarget::Operand(i) => ctx.operands(n).get(i).is_some_and(|&v| self.may_alias(v, root)),
                 _ => false,
             };
-            let Some(first) = effects.iter().find(on_root) else { continue };
+            let first = effects.iter().find(on_root)?;
+            let reads_first = effects.iter().filter(on_root).any(|e| e.kind == EffectKind::Read);
+            let overwrites = first.kind == EffectKind::Write
+                && first.must
+                && !reads_first
+                && matches!(first.target, EffectTarget::Operand(i) if self.roots.is_root(ctx.operand(n, i)))
+                && first.extent == Extent::Whole;
             let want = match (first.kind, first.space) {
                 (EffectKind::Free, _) => Want::Nothing,
+                _ if overwrites => Want::Nothing,
                 (_, MemorySpace::Device) => Want::Device,
                 _ => Want::Host,
             };
-            return Some((want, Some(n)));
+            if want == Want::Nothing && nested {
+                // Freed or overwritten only on some paths: others may still observe it.
+                let side = if first.space == MemorySpace::Device { Want::Device } else { Want::Host };
+                return Some((side, Some(n)));
+            }
+            Some((want, Some(n)))
         }
-        None
+    }
+
+    /// The first observer of `root` in `op` (pre-order), if any.
+    fn first_use(&self, root: Value, op: Op) -> Option<(Want, Option<Op>)> {
+        let index = &self.uses;
+        let from = index.position(op);
+        self.first_in(root, from, index.end[from as usize], |n| n != op)
+    }
+
+    /// The first observer of `root` among the ops at pre-order positions `from..=to`; `nested`
+    /// says whether one is inside the construct being scanned.
+    fn first_in(&self, root: Value, from: u32, to: u32, nested: impl Fn(Op) -> bool) -> Option<(Want, Option<Op>)> {
+        let index = &self.uses;
+        let mine = index.uses.get(&root).map_or(&[][..], Vec::as_slice);
+        let (mut a, mut b) = (index.first_at(mine, from), index.first_at(&index.unknown, from));
+        loop {
+            let next = match (mine.get(a), index.unknown.get(b)) {
+                (Some(&x), Some(&y)) if x <= y => {
+                    a += 1;
+                    x
+                }
+                (_, Some(&y)) => {
+                    b += 1;
+                    y
+                }
+                (Some(&x), None) => {
+                    a += 1;
+                    x
+                }
+                (None, None) => return None,
+            };
+            if next > to {
+                return None;
+            }
+            let n = index.ops[next as usize];
+            if let Some(found) = self.classify(root, n, nested(n)) {
+                return Some(found);
+            }
+        }
+    }
+
+    /// Whether the next observer after `op` (as [`Self::wanted_after`] found it) surely comes:
+    /// it is in `op`'s block, or it is the caller and `op` is at the top of the function.
+    fn surely_observed(&self, op: Op, want: Want, observer: Option<Op>) -> bool {
+        match observer {
+            Some(o) => self.ctx.parent_block(o) == self.ctx.parent_block(op),
+            None => want == Want::Host && self.ctx.parent_op(op) == Some(self.function),
+        }
     }
 
     fn observer(&self, observer: Option<Op>) -> String {
@@ -867,7 +1059,8 @@ impl<'a> Planner<'a> {
         let mut header = State::new();
         let mut fixups = Vec::new();
         for (&root, e) in entry {
-            let Some(b) = back.get(&root) else {
+            let Some(b) = back.get(&root).filter(|&b| b != e) else {
+                // Not in the back edge, or the body leaves it as it found it.
                 header.insert(root, e.clone());
                 continue;
             };
@@ -1074,6 +1267,12 @@ impl<'a> Planner<'a> {
         paths: &[(PathEnd, &Copies)],
     ) -> Result<Copies, Unsupported> {
         let ctx = self.ctx;
+        // Paths that agree need nothing (most buffers, untouched by the construct).
+        if let Some((_, first)) = paths.first() {
+            if paths.iter().all(|(_, c)| c == first) {
+                return Ok((*first).clone());
+            }
+        }
         let all = whole(ctx, root);
         let location = ctx.location(op);
         let mut host = all.clone();
@@ -1087,7 +1286,14 @@ impl<'a> Planner<'a> {
         let eligible = paths.iter().all(|(_, c)| c.host_flag || c.host.contains(&all) || c.device.contains(&all));
         let host_everywhere = paths.iter().all(|(_, c)| c.host.contains(&all));
         let host_somewhere = paths.iter().any(|(_, c)| c.host.contains(&all) || c.host_flag);
-        if eligible && !host_everywhere && host_somewhere {
+        // A flag is for observers that may not come (copies placed now could be wasted) and
+        // for paths that cannot take copies; when every path can and the next observer surely
+        // comes, guarded copies on the paths are simpler.
+        let (want_next, observer_next) = self.wanted_after(root, op);
+        let sure = self.surely_observed(op, want_next, observer_next);
+        let all_take_copies = paths.iter().all(|(path, _)| path.copies.is_some());
+        let prefer_copies = sure && all_take_copies && want_next != Want::Nothing;
+        if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
                 return Ok(Copies { host, device, host_flag: true });
             }
@@ -1108,7 +1314,7 @@ impl<'a> Planner<'a> {
         // completed on the paths that lack it now, under their own guards, rather than later
         // on every path.
         let mut lost = all.minus(&host.union(&device));
-        if observer.is_some_and(|o| ctx.parent_block(o) == ctx.parent_block(op)) {
+        if self.surely_observed(op, want, observer) {
             let mut some = RangeSet::empty();
             for (_, c) in paths {
                 some = some.union(match side {

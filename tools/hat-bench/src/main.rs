@@ -11,14 +11,20 @@
 //!   the CPU backend, in process.
 //! - `hat-bench nested`: canonicalize, cse and dce nested on `compute.func` and over the whole
 //!   module, on modules of 1k to 64k small functions; pass time per function across the sizes.
+//! - `hat-bench transfers`: what each transfer strategy moves on every scenario of `examples/`,
+//!   next to the optimum (`--markdown docs/scenarios.md` writes the table as a page), and the
+//!   cost of planning on generated programs of 1,000 to 100,000 dispatches (time, peak heap,
+//!   growth exponent). Its tables go to stderr (`--format=table`: to stdout, without the JSON).
 
 mod common;
 mod executor;
 mod generate;
+mod heap;
 mod measure;
 mod nested;
 mod parse;
 mod passes;
+mod transfers;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -40,6 +46,9 @@ enum Command {
     Executor(executor::ExecutorArgs),
     /// canonicalize, cse and dce per function (`compute.func(...)`) and per module, on 1k to 64k functions.
     Nested(nested::NestedArgs),
+    /// Bytes each transfer strategy moves on every scenario (beside the optimum), and the cost of
+    /// planning on generated programs of 1k to 100k dispatches.
+    Transfers(transfers::TransfersArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -53,11 +62,23 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Parse(args) => parse::run(args),
-        Command::Passes(args) => passes::run(args),
-        Command::Executor(args) => executor::run(args),
-        Command::Nested(args) => nested::run(args),
+    // The report to print as JSON (none where the subcommand printed its own output) and
+    // whether hat succeeded throughout.
+    let result: Result<(Option<serde_json::Value>, bool), String> = match &cli.command {
+        Command::Parse(args) => parse::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Passes(args) => passes::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Executor(args) => executor::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Nested(args) => nested::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Transfers(args) => transfers::run(args).map(|(report, tables, ok)| match args.format {
+            transfers::Format::Table => {
+                print!("{tables}");
+                (None, ok)
+            }
+            transfers::Format::Json => {
+                eprint!("{tables}");
+                (Some(report), ok)
+            }
+        }),
         Command::MeasureChild { program, args } => {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             return match measure::run_once(program, &args) {
@@ -74,7 +95,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok((report, ok)) => {
-            println!("{}", serde_json::to_string_pretty(&report).expect("JSON values serialize"));
+            if let Some(report) = report {
+                println!("{}", serde_json::to_string_pretty(&report).expect("JSON values serialize"));
+            }
             if ok {
                 ExitCode::SUCCESS
             } else {

@@ -6,7 +6,7 @@
 //! | `--run` (no pass given) | `default` (the static strategy) | explicit: only the program's |
 //! | `--run --strategy=jic\|kernel` | `insert-transfers{strategy=jic\|kernel}` | explicit |
 //! | `--run --strategy=static` | `default` | explicit |
-//! | `--run --strategy=tracking` | `track-accesses` | tracking (the runtime's dirty sets) |
+//! | `--run --strategy=tracking` | `inline,canonicalize,track-accesses` | tracking (the runtime's dirty sets) |
 //! | `--run` with passes | none: the passes given are the pipeline (their IR may hold transfers already) | explicit |
 //! | `--run --run-mode=reference` | none (the passes given, if any) | reference: copy everything, every time |
 //!
@@ -62,7 +62,7 @@ impl Strategy {
             Strategy::Jic => "insert-transfers{strategy=jic}",
             Strategy::Kernel => "insert-transfers{strategy=kernel}",
             Strategy::Static => DEFAULT_PIPELINE,
-            Strategy::Tracking => "track-accesses",
+            Strategy::Tracking => "builtin.module(inline,canonicalize,track-accesses)",
         }
     }
 }
@@ -117,15 +117,10 @@ pub fn run_plan(options: &RunOptions, passes_given: bool) -> Result<RunPlan, Str
         });
     }
     let strategy = options.strategy.unwrap_or(Strategy::Static);
-    if strategy == Strategy::Tracking {
-        // Waits for the executor's TransferMode::Tracking and the track-accesses pass.
-        return Err("error: --strategy=tracking is not available: hat has no tracking run mode and no \
-                    track-accesses pass yet"
-            .to_string());
-    }
     let description = match strategy {
         Strategy::Static => format!("{} strategy (pipeline '{DEFAULT_PIPELINE}')", strategy.name()),
         _ => format!("{} strategy ({})", strategy.name(), strategy.pipeline()),
     };
-    Ok(RunPlan { pipeline: Some(strategy.pipeline()), mode: TransferMode::Explicit, description: Some(description) })
+    let mode = if strategy == Strategy::Tracking { TransferMode::Tracking } else { TransferMode::Explicit };
+    Ok(RunPlan { pipeline: Some(strategy.pipeline()), mode, description: Some(description) })
 }

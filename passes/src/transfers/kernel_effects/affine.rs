@@ -76,6 +76,14 @@ pub(super) enum Atom {
         /// The dimension.
         dimension: u8,
     },
+    /// An unknown of a callee (an opaque value, a dimension), as one call sees it: two calls of
+    /// the same function compute two values.
+    Via {
+        /// The call.
+        call: hat_ir::Op,
+        /// The callee's atom.
+        atom: Box<Atom>,
+    },
     /// A division of the first by the second.
     Div(Box<Affine>, Box<Affine>, Rounding),
     /// A remainder of the first by the second.
@@ -251,22 +259,44 @@ impl Affine {
     /// when they become constants). `None` on overflow.
     pub(super) fn substitute(&self, replace: &dyn Fn(&Atom) -> Option<Affine>) -> Option<Affine> {
         let mut result = Affine::constant(self.constant);
+        let mut changed = false;
         for (atom, &coefficient) in &self.terms {
             let replaced = match replace(atom) {
-                Some(replacement) => replacement,
+                Some(replacement) => Some(replacement),
                 None => match atom {
-                    Atom::Div(a, b, r) => a.substitute(replace)?.div(&b.substitute(replace)?, *r)?,
-                    Atom::Rem(a, b, r) => a.substitute(replace)?.rem(&b.substitute(replace)?, *r)?,
-                    Atom::Min(a, b, o) => a.substitute(replace)?.minimum(&b.substitute(replace)?, *o)?,
-                    Atom::Max(a, b, o) => a.substitute(replace)?.maximum(&b.substitute(replace)?, *o)?,
-                    Atom::Mul(a, b) => a.substitute(replace)?.mul(&b.substitute(replace)?)?,
-                    Atom::Select(a, b) => a.substitute(replace)?.select(&b.substitute(replace)?)?,
-                    _ => Affine::atom(atom.clone()),
+                    Atom::Div(a, b, r) => Some(a.substitute(replace)?.div(&b.substitute(replace)?, *r)?),
+                    Atom::Rem(a, b, r) => Some(a.substitute(replace)?.rem(&b.substitute(replace)?, *r)?),
+                    Atom::Min(a, b, o) => Some(a.substitute(replace)?.minimum(&b.substitute(replace)?, *o)?),
+                    Atom::Max(a, b, o) => Some(a.substitute(replace)?.maximum(&b.substitute(replace)?, *o)?),
+                    Atom::Mul(a, b) => Some(a.substitute(replace)?.mul(&b.substitute(replace)?)?),
+                    Atom::Select(a, b) => Some(a.substitute(replace)?.select(&b.substitute(replace)?)?),
+                    _ => None,
                 },
             };
-            result = result.add(&replaced.scale(coefficient)?)?;
+            match replaced {
+                Some(form) if form.as_atom_ref() != Some(atom) => {
+                    changed = true;
+                    result.constant = result.constant.checked_add(form.constant.checked_mul(coefficient)?)?;
+                    for (inner, &c) in &form.terms {
+                        result.add_term(inner.clone(), c.checked_mul(coefficient)?)?;
+                    }
+                }
+                _ => result.add_term(atom.clone(), coefficient)?,
+            }
         }
-        Some(result)
+        if changed {
+            result.simplify()
+        } else {
+            Some(result)
+        }
+    }
+
+    /// The atom, when the expression is exactly one atom with coefficient 1.
+    fn as_atom_ref(&self) -> Option<&Atom> {
+        match (self.constant, self.terms.len()) {
+            (0, 1) => self.terms.iter().next().filter(|(_, &c)| c == 1).map(|(a, _)| a),
+            _ => None,
+        }
     }
 
     /// A non-linear atom alone, unless it is too big to keep.
@@ -276,9 +306,22 @@ impl Affine {
     }
 
     fn add_term(&mut self, atom: Atom, coefficient: i64) -> Option<()> {
-        let entry = self.terms.entry(atom).or_insert(0);
-        *entry = entry.checked_add(coefficient)?;
-        self.terms.retain(|_, c| *c != 0);
+        use std::collections::btree_map::Entry;
+        match self.terms.entry(atom) {
+            Entry::Vacant(entry) => {
+                if coefficient != 0 {
+                    entry.insert(coefficient);
+                }
+            }
+            Entry::Occupied(mut entry) => {
+                let sum = entry.get().checked_add(coefficient)?;
+                if sum == 0 {
+                    entry.remove();
+                } else {
+                    *entry.get_mut() = sum;
+                }
+            }
+        }
         Some(())
     }
 
@@ -339,6 +382,7 @@ impl std::fmt::Display for Atom {
             Atom::CallDimension { call, param, dimension } => {
                 write!(f, "dim(call{}#{param}, {dimension})", call.index())
             }
+            Atom::Via { call, atom } => write!(f, "{atom}@call{}", call.index()),
             Atom::Div(a, b, _) => write!(f, "({a}) / ({b})"),
             Atom::Rem(a, b, _) => write!(f, "({a}) % ({b})"),
             Atom::Min(a, b, _) => write!(f, "min({a}, {b})"),

@@ -6,8 +6,9 @@
 //! the counted loops around it (their trip counts must be constants, so that the loop variable is
 //! `lower + step × trip` with `trip` running over `0..count`):
 //!
-//! 1. narrow the box of ids and trips to where the access's guards may hold, then pin each
-//!    variable the flat index does not use to one value;
+//! 1. narrow the box of ids and trips to where the access's guards may hold (and forget what
+//!    the guards say of anything else: a guarded value is not known to pass the guard until
+//!    the guard is checked), then pin each variable the flat index does not use to one value;
 //! 2. check that the guards hold on the *whole* box (so every work item in it runs the access)
 //!    and that every index stays in bounds there (else the dispatch fails);
 //! 3. the flat index is affine in the variables: `Σ c_v × v`. Sorted by coefficient, each
@@ -62,6 +63,9 @@ pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64
     if !narrow(&mut env, &[], &guards) {
         return false;
     }
+    // The box of work items and iterations where the guards may hold; whether they hold on all
+    // of it is checked below, with nothing else assumed.
+    let mut env = env.variables_only();
     let indices = match &resolved.extent {
         Extent::Element(indices) if indices.len() == shape.len() => {
             let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return false };
@@ -127,7 +131,9 @@ fn covers(env: &Environment, flat: &Affine, elements: u64) -> bool {
             return false;
         }
         let c = coefficient as i128;
-        least += if c > 0 { c * bound.low } else { c * bound.high };
+        let Some(term) = c.checked_mul(if c > 0 { bound.low } else { bound.high }) else { return false };
+        let Some(sum) = least.checked_add(term) else { return false };
+        least = sum;
         ranges.push((c.abs(), bound.high - bound.low + 1));
     }
     if least != 0 {
@@ -139,7 +145,8 @@ fn covers(env: &Environment, flat: &Affine, elements: u64) -> bool {
         if coefficient > reach {
             return false;
         }
-        reach += coefficient * (count - 1);
+        let Some(span) = coefficient.checked_mul(count - 1) else { return true }; // beyond any buffer
+        reach = reach.saturating_add(span);
     }
     reach >= elements as i128
 }

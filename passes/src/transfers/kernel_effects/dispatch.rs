@@ -13,7 +13,7 @@ use super::interval::{Environment, Interval, INFINITY};
 use super::summary::{Access, Extent, Loop};
 
 /// What is known of one dispatch of a kernel: sizes are `None` where not constants.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Dispatch {
     /// Work items per dimension, x first; a dimension not given has one work item.
     pub grid: Vec<Option<u64>>,
@@ -169,7 +169,9 @@ impl Resolved {
 /// Narrows `env` to where an access inside `loops` and under `guards` may run: loop variables
 /// within their bounds, guards holding. `false` when it never runs.
 pub(super) fn narrow(env: &mut Environment, loops: &[Loop], guards: &[Guard]) -> bool {
+    // A few rounds: a bound found by one guard may narrow what another implies.
     for _ in 0..3 {
+        let before = env.clone();
         for l in loops {
             let (lower, upper) = (env.bound(&l.lower), env.bound(&l.upper));
             let high = if upper.high >= INFINITY { INFINITY } else { upper.high - 1 };
@@ -182,6 +184,9 @@ pub(super) fn narrow(env: &mut Environment, loops: &[Loop], guards: &[Guard]) ->
         }
         if env.is_infeasible() {
             return false;
+        }
+        if *env == before {
+            break;
         }
     }
     true

@@ -16,7 +16,7 @@
 //! with one exception that bounds checks rely on: `a <u b` with `b >= 0` implies `0 <= a < b`
 //! (a negative `a` is huge when read unsigned).
 
-use super::affine::Affine;
+use super::affine::{Affine, Atom, Order};
 use super::interval::{Environment, Interval, INFINITY};
 use hat_dialects::semantics::IntPredicate;
 
@@ -29,7 +29,7 @@ pub(super) enum Guard {
     False,
     /// Something the analysis does not follow.
     Unknown,
-    /// `lhs predicate rhs`.
+    /// `lhs predicate rhs` (built by [`Guard::compare`]).
     Compare {
         /// The left operand.
         lhs: Affine,
@@ -37,6 +37,9 @@ pub(super) enum Guard {
         rhs: Affine,
         /// The comparison.
         predicate: IntPredicate,
+        /// `lhs - rhs`, when it does not overflow (computed once: it is asked for again and
+        /// again).
+        difference: Option<Affine>,
     },
     /// Both.
     And(Box<Guard>, Box<Guard>),
@@ -47,12 +50,18 @@ pub(super) enum Guard {
 }
 
 impl Guard {
+    /// `lhs predicate rhs`.
+    pub(super) fn compare(lhs: Affine, rhs: Affine, predicate: IntPredicate) -> Guard {
+        let difference = lhs.sub(&rhs);
+        Guard::Compare { lhs, rhs, predicate, difference }
+    }
+
     /// The guard with atoms replaced (see [`Affine::substitute`]); a comparison whose operands
     /// overflow becomes `Unknown`.
-    pub(super) fn substitute(&self, replace: &dyn Fn(&super::affine::Atom) -> Option<Affine>) -> Guard {
+    pub(super) fn substitute(&self, replace: &dyn Fn(&Atom) -> Option<Affine>) -> Guard {
         match self {
-            Guard::Compare { lhs, rhs, predicate } => match (lhs.substitute(replace), rhs.substitute(replace)) {
-                (Some(lhs), Some(rhs)) => Guard::Compare { lhs, rhs, predicate: *predicate },
+            Guard::Compare { lhs, rhs, predicate, .. } => match (lhs.substitute(replace), rhs.substitute(replace)) {
+                (Some(lhs), Some(rhs)) => Guard::compare(lhs, rhs, *predicate),
                 _ => Guard::Unknown,
             },
             Guard::And(a, b) => Guard::And(Box::new(a.substitute(replace)), Box::new(b.substitute(replace))),
@@ -69,19 +78,16 @@ impl Guard {
             Guard::True => value,
             Guard::False => !value,
             Guard::Unknown => true,
-            Guard::Compare { lhs, rhs, predicate } => {
+            Guard::Compare { lhs, rhs, predicate, difference } => {
                 let predicate = if value { *predicate } else { predicate.negated() };
-                narrow_compare(env, lhs, rhs, predicate)
+                // Infeasible where the opposite holds everywhere (`ne` narrows no interval).
+                !compare_holds(env, lhs, rhs, difference.as_ref(), predicate.negated())
+                    && narrow_compare(env, lhs, rhs, difference.as_ref(), predicate)
             }
             Guard::Not(a) => a.narrow(env, !value),
             // `a and b` true, or `a or b` false: both narrow.
             Guard::And(a, b) | Guard::Or(a, b) if value == matches!(self, Guard::And(..)) => {
-                for _ in 0..2 {
-                    if !a.narrow(env, value) || !b.narrow(env, value) {
-                        return false;
-                    }
-                }
-                true
+                a.narrow(env, value) && b.narrow(env, value)
             }
             // `a and b` false, or `a or b` true: what holds on either side.
             Guard::And(a, b) | Guard::Or(a, b) => {
@@ -104,9 +110,9 @@ impl Guard {
             Guard::True => value,
             Guard::False => !value,
             Guard::Unknown => false,
-            Guard::Compare { lhs, rhs, predicate } => {
+            Guard::Compare { lhs, rhs, predicate, difference } => {
                 let predicate = if value { *predicate } else { predicate.negated() };
-                compare_holds(env, lhs, rhs, predicate)
+                compare_holds(env, lhs, rhs, difference.as_ref(), predicate)
             }
             Guard::Not(a) => a.holds_everywhere(env, !value),
             Guard::And(a, b) | Guard::Or(a, b) if value == matches!(self, Guard::And(..)) => {
@@ -135,74 +141,158 @@ fn is_unsigned(predicate: IntPredicate) -> bool {
     matches!(predicate, Ult | Ule | Ugt | Uge)
 }
 
-/// Narrows `env` by `lhs predicate rhs`; `false` when infeasible.
-fn narrow_compare(env: &mut Environment, lhs: &Affine, rhs: &Affine, predicate: IntPredicate) -> bool {
+/// Narrows `env` by `lhs predicate rhs` (`difference` is `lhs - rhs`); `false` when infeasible.
+fn narrow_compare(
+    env: &mut Environment,
+    lhs: &Affine,
+    rhs: &Affine,
+    difference: Option<&Affine>,
+    predicate: IntPredicate,
+) -> bool {
     use IntPredicate::*;
-    let (lhs, rhs, predicate) = match predicate {
-        Sgt | Sge | Ugt | Uge => (rhs, lhs, predicate.swapped()),
-        _ => (lhs, rhs, predicate),
+    let Some(difference) = difference else { return true };
+    // `a > b` is `b - a < 0`: the difference, negated.
+    let (lhs, rhs, predicate, negate) = match predicate {
+        Sgt | Sge | Ugt | Uge => (rhs, lhs, predicate.swapped(), true),
+        _ => (lhs, rhs, predicate, false),
     };
     if is_unsigned(predicate) {
         // `a <u b` (or `<=u`) with `b >= 0`: `a` is not negative, and below `b` as signed.
         if env.bound(rhs).low < 0 {
             return true;
         }
-        let Some(negated) = lhs.scale(-1) else { return true };
-        if !at_most(env, &negated, 0) {
+        if !at_least_zero(env, lhs) {
             return false;
         }
     }
-    let Some(difference) = lhs.sub(rhs) else { return true };
+    let sign = if negate { -1 } else { 1 };
     match as_signed(predicate) {
-        Slt => at_most(env, &difference, -1),
-        Sle => at_most(env, &difference, 0),
-        Eq => {
-            let Some(negated) = difference.scale(-1) else { return true };
-            at_most(env, &difference, 0) && at_most(env, &negated, 0)
-        }
+        Slt => at_most_scaled(env, difference, sign, -1),
+        Sle => at_most_scaled(env, difference, sign, 0),
+        Eq => at_most_scaled(env, difference, 1, 0) && at_most_scaled(env, difference, -1, 0),
         _ => true, // `ne` narrows no interval
     }
 }
 
-/// Narrows `env` by `form <= limit`, atom by atom; `false` when infeasible.
-fn at_most(env: &mut Environment, form: &Affine, limit: i64) -> bool {
-    let whole = env.bound(form);
-    if whole.is_empty() || whole.low > limit as i128 {
+/// Narrows `env` by `form >= 0`.
+fn at_least_zero(env: &mut Environment, form: &Affine) -> bool {
+    at_most_scaled(env, form, -1, 0)
+}
+
+/// Narrows `env` by `sign × form <= limit` (`sign` is 1 or -1).
+fn at_most_scaled(env: &mut Environment, form: &Affine, sign: i64, limit: i128) -> bool {
+    at_most_within(env, form, sign, limit, MAX_BACK_DEPTH)
+}
+
+/// How deep a bound is carried back into the operands of a division, minimum or maximum.
+const MAX_BACK_DEPTH: usize = 4;
+
+/// Narrows `env` by `sign × form <= limit`, atom by atom; `false` when infeasible.
+fn at_most_within(env: &mut Environment, form: &Affine, sign: i64, limit: i128, depth: usize) -> bool {
+    // The least value of each term, and of all of them: the room each term has is the limit
+    // less the least value of the others.
+    let terms: Vec<(Atom, i128, i128)> = form
+        .terms()
+        .map(|(atom, coefficient)| {
+            let c = coefficient as i128 * sign as i128;
+            let bound = env.bound_atom(atom);
+            let least = if bound.is_empty() {
+                INFINITY
+            } else if c > 0 {
+                saturate(c, bound.low)
+            } else {
+                saturate(c, bound.high)
+            };
+            (atom.clone(), c, least)
+        })
+        .collect();
+    let constant = form.constant_part() as i128 * sign as i128;
+    let unbounded = terms.iter().filter(|t| t.2 <= -INFINITY).count();
+    let finite_sum: i128 = terms.iter().filter(|t| t.2 > -INFINITY).map(|t| t.2.min(INFINITY)).sum();
+    if unbounded == 0 && constant + finite_sum > limit {
         return false;
     }
-    let terms: Vec<_> = form.terms().map(|(a, c)| (a.clone(), c)).collect();
-    for (atom, coefficient) in terms {
-        // coefficient × atom <= limit - (the least value of the rest)
-        let Some(rest) = Affine::atom(atom.clone()).scale(coefficient).and_then(|term| form.sub(&term)) else {
-            continue;
-        };
-        let least = env.bound(&rest).low;
-        if least <= -INFINITY {
+    for (atom, c, least) in terms {
+        // The others' least value is finite only if every other term is bounded below.
+        let others_unbounded = unbounded - usize::from(least <= -INFINITY);
+        if others_unbounded > 0 {
             continue;
         }
-        let room = limit as i128 - least;
-        let c = coefficient as i128;
+        let others = constant + finite_sum - if least > -INFINITY { least.min(INFINITY) } else { 0 };
+        let room = limit - others;
         let interval = if c > 0 {
             Interval::new(-INFINITY, room.div_euclid(c))
         } else {
             Interval::new(-room.div_euclid(-c), INFINITY)
         };
-        env.restrict(&atom, interval);
-        if env.bound_atom(&atom).is_empty() {
+        if !restrict_atom(env, &atom, interval, depth) {
             return false;
         }
     }
     true
 }
 
-/// Whether `lhs predicate rhs` for every assignment within `env`.
-fn compare_holds(env: &Environment, lhs: &Affine, rhs: &Affine, predicate: IntPredicate) -> bool {
+/// `c × value`, saturated at [`INFINITY`].
+fn saturate(c: i128, value: i128) -> i128 {
+    c.checked_mul(value).unwrap_or(if (c < 0) == (value < 0) { INFINITY } else { -INFINITY }).clamp(-INFINITY, INFINITY)
+}
+
+/// Narrows `atom` to `interval`, and what that says of the operands of a division (by a positive
+/// constant, of what is not negative), a minimum or a maximum; `false` when infeasible.
+fn restrict_atom(env: &mut Environment, atom: &Atom, interval: Interval, depth: usize) -> bool {
+    if !env.restrict(atom, interval) {
+        return !env.bound_atom(atom).is_empty();
+    }
+    let bound = env.bound_atom(atom);
+    if bound.is_empty() {
+        return false;
+    }
+    if depth == 0 {
+        return true;
+    }
+    let finite_high = bound.high < INFINITY;
+    let finite_low = bound.low > -INFINITY;
+    match atom {
+        // q = e / d with e >= 0 (any rounding): d × q <= e <= d × q + d - 1.
+        Atom::Div(e, d, _) => {
+            let Some(d) = d.as_constant().filter(|&d| d > 0).map(i128::from) else { return true };
+            if env.bound(e).low < 0 {
+                return true;
+            }
+            if finite_high && !at_most_within(env, e, 1, d * bound.high + d - 1, depth - 1) {
+                return false;
+            }
+            !finite_low || at_most_within(env, e, -1, -d * bound.low, depth - 1)
+        }
+        Atom::Max(a, b, order) if finite_high && ordered(env, a, b, *order) => {
+            at_most_within(env, a, 1, bound.high, depth - 1) && at_most_within(env, b, 1, bound.high, depth - 1)
+        }
+        Atom::Min(a, b, order) if finite_low && ordered(env, a, b, *order) => {
+            at_most_within(env, a, -1, -bound.low, depth - 1) && at_most_within(env, b, -1, -bound.low, depth - 1)
+        }
+        _ => true,
+    }
+}
+
+/// Whether a minimum or maximum of `a` and `b` compares them as signed integers would.
+fn ordered(env: &Environment, a: &Affine, b: &Affine, order: Order) -> bool {
+    order == Order::Signed || (env.bound(a).low >= 0 && env.bound(b).low >= 0)
+}
+
+/// Whether `lhs predicate rhs` for every assignment within `env` (`difference` is `lhs - rhs`).
+fn compare_holds(
+    env: &Environment,
+    lhs: &Affine,
+    rhs: &Affine,
+    difference: Option<&Affine>,
+    predicate: IntPredicate,
+) -> bool {
     use IntPredicate::*;
     if is_unsigned(predicate) && (env.bound(lhs).low < 0 || env.bound(rhs).low < 0) {
         return false;
     }
-    let Some(difference) = lhs.sub(rhs) else { return false };
-    let d = env.bound(&difference);
+    let Some(difference) = difference else { return false };
+    let d = env.bound(difference);
     if d.is_empty() {
         return true; // nothing to check
     }
@@ -219,7 +309,6 @@ fn compare_holds(env: &Environment, lhs: &Affine, rhs: &Affine, predicate: IntPr
 
 #[cfg(test)]
 mod tests {
-    use super::super::affine::Atom;
     use super::*;
 
     fn id(d: u8) -> Affine {
@@ -227,7 +316,7 @@ mod tests {
     }
 
     fn compare(lhs: Affine, predicate: IntPredicate, rhs: Affine) -> Guard {
-        Guard::Compare { lhs, rhs, predicate }
+        Guard::compare(lhs, rhs, predicate)
     }
 
     fn grid(x: i128, y: i128) -> Environment {

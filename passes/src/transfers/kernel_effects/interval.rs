@@ -87,7 +87,7 @@ impl Interval {
         if self.is_empty() {
             return self;
         }
-        let (a, b) = (self.low * factor as i128, self.high * factor as i128);
+        let (a, b) = (saturating_mul(self.low, factor as i128), saturating_mul(self.high, factor as i128));
         Interval::new(a.min(b), a.max(b))
     }
 
@@ -108,7 +108,7 @@ fn saturating_mul(a: i128, b: i128) -> i128 {
 
 /// Bounds on atoms: those given (work-item ids, loop variables, what guards imply), and the
 /// non-linear ones computed from their operands.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Environment {
     bounds: BTreeMap<Atom, Interval>,
 }
@@ -128,6 +128,13 @@ impl Environment {
         }
         self.bounds.insert(atom.clone(), narrowed);
         true
+    }
+
+    /// The same bounds on the variables (ids, trip counts) only: what a guard implies of other
+    /// atoms (data it compares, a quotient) is no longer assumed.
+    pub(super) fn variables_only(&self) -> Environment {
+        let bounds = self.bounds.iter().filter(|(a, _)| a.is_variable()).map(|(a, &b)| (a.clone(), b)).collect();
+        Environment { bounds }
     }
 
     /// The trip-count atoms given a bound.

@@ -39,6 +39,8 @@ use dispatch::Query;
 use hat_ir::pass::{Analysis, AnalysisManager};
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Context, Op, TypeKind};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::ops::Range;
 use summary::{Access, Summarizer, Target};
 
@@ -78,6 +80,56 @@ pub struct KernelEffects {
     workgroup: Option<[u64; 3]>,
     /// Per parameter: the static shape of its type (buffers only; dynamic sizes `None`).
     static_shapes: Vec<Option<Vec<Option<u64>>>>,
+    /// Answers already given.
+    answers: Answers,
+}
+
+/// A question about one parameter under one dispatch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+enum Question {
+    WritesEveryElement,
+    ReadElements,
+    WrittenElements,
+}
+
+#[derive(Clone, Debug)]
+enum Answer {
+    Every(bool),
+    Elements(Option<Range<u64>>),
+}
+
+/// Answers by question: a transfer plan asks about the same kernel, grid and shapes again and
+/// again (a dispatch in a loop, one grid for many dispatches). A cache, not a fact: it takes no
+/// part in comparisons.
+#[derive(Clone, Debug, Default)]
+struct Answers(RefCell<FxHashMap<(usize, Question, Dispatch), Answer>>);
+
+impl PartialEq for Answers {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Answers {}
+
+/// The most answers kept; past that the cache starts over.
+const MAX_ANSWERS: usize = 4096;
+
+impl Answers {
+    fn get_or(&self, key: (usize, Question, &Dispatch), compute: impl FnOnce() -> Answer) -> Answer {
+        let (param, question, dispatch) = key;
+        let key = (param, question, dispatch.clone());
+        if let Some(answer) = self.0.borrow().get(&key) {
+            return answer.clone();
+        }
+        let answer = compute();
+        let mut answers = self.0.borrow_mut();
+        if answers.len() >= MAX_ANSWERS {
+            answers.clear();
+        }
+        answers.insert(key, answer.clone());
+        answer
+    }
 }
 
 impl KernelEffects {
@@ -116,7 +168,13 @@ impl KernelEffects {
                 sizes.map(|s| u64::try_from(s).ok().filter(|&s| s > 0)).into_iter().collect::<Option<Vec<_>>>()
             })
             .and_then(|sizes| <[u64; 3]>::try_from(sizes).ok());
-        KernelEffects { params, accesses: summary.accesses.clone(), workgroup, static_shapes }
+        KernelEffects {
+            params,
+            accesses: summary.accesses.clone(),
+            workgroup,
+            static_shapes,
+            answers: Answers::default(),
+        }
     }
 
     /// Whether a dispatch over `grid` (work items per dimension, `None` where not a constant)
@@ -140,6 +198,35 @@ impl KernelEffects {
     /// [`writes_every_element`](Self::writes_every_element), knowing more of the dispatch (every
     /// buffer's shape, constant scalar arguments: guards often compare with them).
     pub fn writes_every_element_in(&self, param: usize, dispatch: &Dispatch) -> bool {
+        let answer = self.answers.get_or((param, Question::WritesEveryElement, dispatch), || {
+            Answer::Every(self.compute_writes_every_element(param, dispatch))
+        });
+        matches!(answer, Answer::Every(true))
+    }
+
+    /// [`read_elements`](Self::read_elements), knowing more of the dispatch.
+    pub fn read_elements_in(&self, param: usize, dispatch: &Dispatch) -> Option<Range<u64>> {
+        let answer = self.answers.get_or((param, Question::ReadElements, dispatch), || {
+            Answer::Elements(self.elements(param, dispatch, |a| a.read))
+        });
+        match answer {
+            Answer::Elements(range) => range,
+            Answer::Every(_) => None,
+        }
+    }
+
+    /// [`written_elements`](Self::written_elements), knowing more of the dispatch.
+    pub fn written_elements_in(&self, param: usize, dispatch: &Dispatch) -> Option<Range<u64>> {
+        let answer = self.answers.get_or((param, Question::WrittenElements, dispatch), || {
+            Answer::Elements(self.elements(param, dispatch, |a| a.write))
+        });
+        match answer {
+            Answer::Elements(range) => range,
+            Answer::Every(_) => None,
+        }
+    }
+
+    fn compute_writes_every_element(&self, param: usize, dispatch: &Dispatch) -> bool {
         let query = self.query(dispatch);
         let Some(shape) = query.shape(param).and_then(|s| s.into_iter().collect::<Option<Vec<u64>>>()) else {
             return false;
@@ -152,16 +239,6 @@ impl KernelEffects {
             .iter()
             .filter(|a| a.write && a.must && a.target == Target::Param(param))
             .any(|a| coverage::writes_everything(&query, a, &shape, elements))
-    }
-
-    /// [`read_elements`](Self::read_elements), knowing more of the dispatch.
-    pub fn read_elements_in(&self, param: usize, dispatch: &Dispatch) -> Option<Range<u64>> {
-        self.elements(param, dispatch, |a| a.read)
-    }
-
-    /// [`written_elements`](Self::written_elements), knowing more of the dispatch.
-    pub fn written_elements_in(&self, param: usize, dispatch: &Dispatch) -> Option<Range<u64>> {
-        self.elements(param, dispatch, |a| a.write)
     }
 
     fn query<'a>(&'a self, dispatch: &'a Dispatch) -> Query<'a> {

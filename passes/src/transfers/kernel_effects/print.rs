@@ -15,15 +15,32 @@
 //! grid covers G" says every larger grid also writes every element (the accesses are guarded);
 //! "the grid is G" that a larger one does not (an unguarded access would go out of bounds).
 //!
+//! With `dispatches=true`, each launch (an op with a `LaunchOpInterface`) whose grid is made of
+//! constants also gets a remark per buffer argument, at the launch, with that grid, the static
+//! shapes of its arguments and its constant scalar arguments:
+//!
+//! ```text
+//! dispatch of @life_step over 8x8: %dst: write, not provably every element (elements [0, 120))
+//! ```
+//!
 //! A kernel is a callable running on the device that is never discarded (`kernel.func`; a helper
 //! is discardable): what its `CallableOpInterface` and `DEVICE_CODE` trait say.
 
-use super::{Dispatch, KernelEffects};
-use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
-use hat_ir::pass::{Pass, PassFailed, PassInfo, PassState};
+use super::{Dispatch, KernelEffects, ParamEffects};
+use hat_ir::interfaces::{
+    constant_integer, execution_space, lookup_symbol, CallableOpInterface, ExecutionSpace, LaunchOpInterface,
+};
+use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassState};
 use hat_ir::verifier::symbol_name;
-use hat_ir::{Context, Diagnostic, Op};
+use hat_ir::{Context, Diagnostic, Op, TypeKind, Value};
 use std::ops::Range;
+
+const OPTIONS: &[PassOptionInfo] = &[PassOptionInfo {
+    name: "dispatches",
+    kind: OptionKind::Bool,
+    default: "false",
+    help: "also describe every launch whose grid is constant, at the launch",
+}];
 
 /// The registration of `print-kernel-effects`.
 pub fn info() -> PassInfo {
@@ -31,24 +48,108 @@ pub fn info() -> PassInfo {
         name: "print-kernel-effects",
         summary: "Print the kernel-effects analysis as a remark per kernel buffer parameter",
         anchor: None,
-        options: &[],
-        create: |_| Box::new(PrintKernelEffects),
+        options: OPTIONS,
+        create: |options| Box::new(PrintKernelEffects { dispatches: options.get_bool("dispatches") }),
     }
 }
 
 /// The `print-kernel-effects` pass.
-pub struct PrintKernelEffects;
+pub struct PrintKernelEffects {
+    /// Whether launches get remarks too.
+    pub dispatches: bool,
+}
 
 impl Pass for PrintKernelEffects {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
-        for kernel in ctx.walk(op).into_iter().filter(|&k| is_kernel(ctx, k)) {
-            let effects = state.analysis::<KernelEffects>(ctx, kernel);
-            for message in describe(ctx, kernel, effects) {
-                state.emit(Diagnostic::remark(ctx.location(kernel), message));
+        for nested in ctx.walk(op) {
+            if is_kernel(ctx, nested) {
+                let effects = state.analysis::<KernelEffects>(ctx, nested);
+                for message in describe(ctx, nested, effects) {
+                    state.emit(Diagnostic::remark(ctx.location(nested), message));
+                }
+            } else if self.dispatches {
+                let Some((kernel, dispatch)) = launch(ctx, nested) else { continue };
+                let effects = state.analysis::<KernelEffects>(ctx, kernel);
+                for message in describe_launch(ctx, kernel, effects, &dispatch) {
+                    state.emit(Diagnostic::remark(ctx.location(nested), message));
+                }
             }
         }
         state.preserve_all();
         Ok(())
+    }
+}
+
+/// The kernel `op` launches and what the launch fixes, when its grid is made of constants.
+fn launch(ctx: &Context, op: Op) -> Option<(Op, Dispatch)> {
+    let launching = ctx.interface::<dyn LaunchOpInterface>(op)?;
+    let kernel = lookup_symbol(ctx, op, ctx.ident_str(launching.kernel(ctx, op)?))?;
+    let operands = ctx.operands(op);
+    let grid: Vec<Option<u64>> = operands[launching.grid(ctx, op)]
+        .iter()
+        .map(|&v| constant_integer(ctx, v).and_then(|c| u64::try_from(c).ok()))
+        .collect::<Option<Vec<u64>>>()?
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut dispatch = Dispatch::new(&grid);
+    for (param, &argument) in operands[launching.arguments(ctx, op)].iter().enumerate() {
+        if let Some(shape) = static_shape(ctx, argument) {
+            dispatch = dispatch.with_shape(param, &shape);
+        } else if let Some(value) = constant_integer(ctx, argument) {
+            dispatch = dispatch.with_scalar(param, value);
+        }
+    }
+    Some((kernel, dispatch))
+}
+
+fn static_shape(ctx: &Context, buffer: Value) -> Option<Vec<Option<u64>>> {
+    match ctx.type_kind(ctx.value_type(buffer)) {
+        TypeKind::MemRef { shape, .. } => Some(shape.iter().map(|&s| u64::try_from(s).ok()).collect()),
+        _ => None,
+    }
+}
+
+/// The remarks about one launch of `kernel`, one per buffer argument.
+pub fn describe_launch(ctx: &Context, kernel: Op, effects: &KernelEffects, dispatch: &Dispatch) -> Vec<String> {
+    let name = symbol_name(ctx, kernel).unwrap_or("?");
+    let grid: Vec<u64> = dispatch.grid.iter().map(|g| g.unwrap_or(0)).collect();
+    let mut messages = Vec::new();
+    for (param, p) in effects.params.iter().enumerate().filter(|(_, p)| p.is_buffer) {
+        let mut message = format!("dispatch of @{name} over {}: {}", grid_text(&grid), head(ctx, kernel, param, p));
+        if p.reads || p.writes {
+            let elements = elements_text(effects, param, p, dispatch);
+            if p.writes && effects.writes_every_element_in(param, dispatch) {
+                message.push_str(", every element");
+            } else if p.writes {
+                message.push_str(", not provably every element");
+            }
+            message.push_str(&format!(" ({elements})"));
+        }
+        messages.push(message);
+    }
+    messages
+}
+
+/// `%name: access[, atomic]`.
+fn head(ctx: &Context, kernel: Op, param: usize, effects: &ParamEffects) -> String {
+    let parameters = super::summary::parameters(ctx, kernel).unwrap_or_default();
+    let argument = parameters
+        .get(param)
+        .and_then(|&v| ctx.argument_name(v))
+        .map_or_else(|| format!("#{param}"), |n| format!("%{n}"));
+    let atomic = if effects.atomic { ", atomic" } else { "" };
+    format!("{argument}: {}{atomic}", effects.access_name())
+}
+
+/// `elements [a, b)`, or `reads [a, b), writes [c, d)`.
+fn elements_text(effects: &KernelEffects, param: usize, p: &ParamEffects, dispatch: &Dispatch) -> String {
+    let reads = p.reads.then(|| effects.read_elements_in(param, dispatch));
+    let writes = p.writes.then(|| effects.written_elements_in(param, dispatch));
+    match (reads, writes) {
+        (Some(r), None) => format!("elements {}", range_text(&r)),
+        (None, Some(w)) => format!("elements {}", range_text(&w)),
+        (r, w) => format!("reads {}, writes {}", range_text(&r.flatten()), range_text(&w.flatten())),
     }
 }
 
@@ -63,7 +164,6 @@ fn is_kernel(ctx: &Context, op: Op) -> bool {
 /// The remarks about `kernel`, one per buffer parameter.
 pub fn describe(ctx: &Context, kernel: Op, effects: &KernelEffects) -> Vec<String> {
     let name = symbol_name(ctx, kernel).unwrap_or("?");
-    let parameters = super::summary::parameters(ctx, kernel).unwrap_or_default();
     let shapes: Vec<Option<Vec<u64>>> =
         effects.static_shapes.iter().map(|s| s.as_ref().and_then(|s| s.iter().copied().collect())).collect();
     let dispatch_over = |grid: &[u64]| {
@@ -88,14 +188,7 @@ pub fn describe(ctx: &Context, kernel: Op, effects: &KernelEffects) -> Vec<Strin
     });
     let mut messages = Vec::new();
     for (param, p) in effects.params.iter().enumerate().filter(|(_, p)| p.is_buffer) {
-        let argument = parameters
-            .get(param)
-            .and_then(|&v| ctx.argument_name(v))
-            .map_or_else(|| format!("#{param}"), |n| format!("%{n}"));
-        let mut message = format!("@{name} {argument}: {}", p.access_name());
-        if p.atomic {
-            message.push_str(", atomic");
-        }
+        let mut message = format!("@{name} {}", head(ctx, kernel, param, p));
         if !p.reads && !p.writes {
             messages.push(message);
             continue;
@@ -104,13 +197,7 @@ pub fn describe(ctx: &Context, kernel: Op, effects: &KernelEffects) -> Vec<Strin
             Some(g) => dispatch_over(g),
             None => Dispatch::new(&[None]),
         };
-        let reads = p.reads.then(|| effects.read_elements_in(param, &dispatch));
-        let writes = p.writes.then(|| effects.written_elements_in(param, &dispatch));
-        let elements = match (reads, writes) {
-            (Some(r), None) => format!("elements {}", range_text(&r)),
-            (None, Some(w)) => format!("elements {}", range_text(&w)),
-            (r, w) => format!("reads {}, writes {}", range_text(&r.flatten()), range_text(&w.flatten())),
-        };
+        let elements = elements_text(effects, param, p, &dispatch);
         let every = p.writes && grid.is_some() && effects.writes_every_element_in(param, &dispatch);
         match &grid {
             Some(g) if every => {

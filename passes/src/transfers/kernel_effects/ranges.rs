@@ -52,8 +52,8 @@ fn element_range(bounds: &[Interval], shape: &[Option<u64>]) -> Option<Range<u64
         if clamped.high >= INFINITY {
             return None;
         }
-        low += clamped.low * stride;
-        high += clamped.high * stride;
+        low = low.checked_add(clamped.low.checked_mul(stride)?)?;
+        high = high.checked_add(clamped.high.checked_mul(stride)?)?;
         if k > 0 {
             stride = stride.checked_mul(size? as i128)?;
         }

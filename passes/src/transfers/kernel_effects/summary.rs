@@ -28,7 +28,7 @@
 use super::affine::{Affine, Atom};
 use super::guard::Guard;
 use super::values::{form_of, CallBinding, Origin, ValueAnalysis, ValueFacts};
-use hat_dialects::semantics::ScalarOp;
+use hat_dialects::semantics::{IntPredicate, ScalarOp};
 use hat_ir::analysis::dataflow::{solve_sparse_forward, Flat, Lattice, SparseSolution};
 use hat_ir::interfaces::{
     constant_integer, resolve_callee, CallOpInterface, CallableOpInterface, LoopLikeOpInterface,
@@ -405,7 +405,13 @@ impl Builder<'_> {
                 return if constant != 0 { Guard::True } else { Guard::False };
             }
         }
-        let Some(op) = ctx.defining_op(value) else { return Guard::Unknown };
+        let Some(op) = ctx.defining_op(value) else {
+            // A condition passed in (a parameter): true when not zero, once the dispatch says.
+            return match &self.facts(value).form {
+                Flat::Known(form) => Guard::compare(form.clone(), Affine::constant(0), IntPredicate::Ne),
+                _ => Guard::Unknown,
+            };
+        };
         if depth >= MAX_GUARD_DEPTH || ctx.type_kind(ctx.value_type(value)).bit_width() != Some(1) {
             return Guard::Unknown;
         }
@@ -418,7 +424,7 @@ impl Builder<'_> {
                 if width.is_none_or(|w| w < 2) {
                     return Guard::Unknown;
                 }
-                Guard::Compare { lhs: self.form(operands[0]), rhs: self.form(operands[1]), predicate }
+                Guard::compare(self.form(operands[0]), self.form(operands[1]), predicate)
             }
             Ok(ScalarOp::AndI) => Guard::And(sub(self, 0), sub(self, 1)),
             Ok(ScalarOp::OrI) => Guard::Or(sub(self, 0), sub(self, 1)),

@@ -340,6 +340,20 @@ fn aliases_through_select_if_and_loops() {
     assert_eq!(access(&select, 2), (false, false, false));
     assert!(!select.writes_every_element(0, &grid(&[64]), &[Some(64)]), "only when %flip is true");
 
+    // A condition passed as a parameter decides once the dispatch gives it.
+    let flag = kernel(
+        "",
+        "%a: memref<64xi32>, %on: i1, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  scf.if %on {\n    buffer.store %v, %a[%i] : memref<64xi32>\n  }",
+    );
+    let dispatch = |on: i64| Dispatch::new(&grid(&[64])).with_shape(0, &[Some(64)]).with_scalar(1, on);
+    assert!(!flag.writes_every_element(0, &grid(&[64]), &[Some(64)]));
+    assert!(flag.writes_every_element_in(0, &dispatch(1)));
+    assert!(flag.writes_every_element_in(0, &dispatch(-1)), "true sign-extended");
+    assert!(!flag.writes_every_element_in(0, &dispatch(0)));
+    assert_eq!(flag.written_elements_in(0, &dispatch(0)), Some(0..0));
+
     let branch = kernel(
         "",
         "%a: memref<64xi32>, %b: memref<64xi32>, %flip: i1",
@@ -423,4 +437,81 @@ fn stencils_read_neighbours_within_the_buffer() {
     assert_eq!(stencil.read_elements(0, &grid(&[16]), &[Some(64)]), Some(0..17));
     assert_eq!(stencil.written_elements(1, &grid(&[64]), &[Some(64)]), Some(1..63));
     assert!(!stencil.writes_every_element(1, &grid(&[64]), &[Some(64)]));
+}
+
+#[test]
+fn a_guard_on_data_is_not_assumed_to_hold() {
+    // The guard narrows what the loaded value may be where the store runs, but the store still
+    // runs only for some work items.
+    let positive = kernel(
+        "",
+        "%b: memref<64xi32>, %data: memref<64xi32>",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %zero = arith.constant 0 : i32\n  %d = buffer.load %data[%i] : memref<64xi32>\n  %positive = arith.cmpi sgt, %d, %zero : i32\n  scf.if %positive {\n    buffer.store %d, %b[%i] : memref<64xi32>\n  }",
+    );
+    assert!(!positive.writes_every_element(0, &grid(&[64]), &[Some(64)]));
+    // A guard on a quotient of the id bounds the id itself.
+    let rows = kernel(
+        "",
+        "%m: memref<8x8xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %c8 = arith.constant 8 : index\n  %row = arith.divui %i, %c8 : index\n  %col = arith.remui %i, %c8 : index\n  %in = arith.cmpi ult, %row, %c8 : index\n  scf.if %in {\n    buffer.store %v, %m[%row, %col] : memref<8x8xi32>\n  }",
+    );
+    assert!(rows.writes_every_element(0, &grid(&[100]), &[Some(8), Some(8)]));
+}
+
+#[test]
+fn two_calls_return_two_unknowns() {
+    // Both calls return a loaded value: bounding the second says nothing of the first.
+    let effects = kernel(
+        "kernel.helper @pick(%src: memref<64xi32>, %at: index) -> index {
+  %v = buffer.load %src[%at] : memref<64xi32>
+  %i = arith.index_cast %v : i32 to index
+  kernel.return %i : index
+}",
+        "%src: memref<64xi32>, %dst: memref<64xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %a = kernel.call @pick(%src, %i) : (memref<64xi32>, index) -> index\n  %b = kernel.call @pick(%src, %i) : (memref<64xi32>, index) -> index\n  %c10 = arith.constant 10 : index\n  %small = arith.cmpi ult, %b, %c10 : index\n  scf.if %small {\n    buffer.store %v, %dst[%a] : memref<64xi32>\n  }",
+    );
+    assert_eq!(effects.written_elements(1, &grid(&[64]), &[Some(64)]), Some(0..64));
+    // The same call's value, guarded, is bounded.
+    let same = kernel(
+        "kernel.helper @pick(%src: memref<64xi32>, %at: index) -> index {
+  %v = buffer.load %src[%at] : memref<64xi32>
+  %i = arith.index_cast %v : i32 to index
+  kernel.return %i : index
+}",
+        "%src: memref<64xi32>, %dst: memref<64xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %a = kernel.call @pick(%src, %i) : (memref<64xi32>, index) -> index\n  %c10 = arith.constant 10 : index\n  %small = arith.cmpi ult, %a, %c10 : index\n  scf.if %small {\n    buffer.store %v, %dst[%a] : memref<64xi32>\n  }",
+    );
+    assert_eq!(same.written_elements(1, &grid(&[64]), &[Some(64)]), Some(0..10));
+}
+
+#[test]
+fn huge_numbers_neither_panic_nor_claim_anything() {
+    let big = kernel(
+        "",
+        "%b: memref<?xi32>, %v: i32",
+        "workgroup(64)",
+        "  %i = kernel.global_id x\n  %huge = arith.constant 4611686018427387904 : index\n  %j = arith.muli %i, %huge : index\n  %k = arith.addi %j, %huge : index\n  %in = arith.cmpi slt, %k, %huge : index\n  scf.if %in {\n    buffer.store %v, %b[%k] : memref<?xi32>\n  }\n  buffer.store %v, %b[%j] : memref<?xi32>",
+    );
+    for grid_size in [1, 1 << 40, u64::MAX] {
+        for size in [Some(1), Some(u64::MAX), None] {
+            let grid = grid(&[grid_size, grid_size]);
+            let shape = [size];
+            let every = big.writes_every_element(0, &grid, &shape);
+            let written = big.written_elements(0, &grid, &shape);
+            assert!(!every || (grid_size == 1 && size == Some(1)), "{grid_size} {size:?}");
+            assert!(written.as_ref().is_none_or(|w| size.is_none_or(|s| w.end <= s)), "{written:?}");
+        }
+    }
+    // An `i1` sign-extends to -1: no expression is made of it.
+    let flag = kernel(
+        "",
+        "%b: memref<64xi32>, %v: i32",
+        "workgroup(64)",
+        "  %t = arith.constant true\n  %m = arith.extsi %t : i1 to i64\n  %i = arith.index_cast %m : i64 to index\n  %c1 = arith.constant 1 : index\n  %j = arith.addi %i, %c1 : index\n  buffer.store %v, %b[%j] : memref<64xi32>",
+    );
+    assert_eq!(flag.written_elements(0, &grid(&[64]), &[Some(64)]), Some(0..64));
 }

@@ -232,6 +232,8 @@ fn integer_form(ctx: &Context, op: Op, value: Value, facts: &[&ValueFacts], form
         // Casts into 64 bits keep the value: the operand's expression, when it has one, is
         // already exact (see the module documentation); zero-extension only of what is not
         // negative.
+        // An `i1` constant is 1 to the expressions but -1 sign-extended: not followed.
+        (IndexCast | ExtSI | IndexCastUI | ExtUI, _) if narrowest(ctx, op) => None,
         (IndexCast | ExtSI, [a]) if wide => Some(a.clone()),
         (IndexCastUI | ExtUI, [a]) if wide => {
             let operand = ctx.operand(op, 0);
@@ -266,6 +268,11 @@ fn integer_form(ctx: &Context, op: Op, value: Value, facts: &[&ValueFacts], form
         (Select, [_, a, b]) => a.select(b),
         _ => None,
     }
+}
+
+/// Whether `op`'s first operand is an `i1`.
+fn narrowest(ctx: &Context, op: Op) -> bool {
+    ctx.operands(op).first().is_some_and(|&v| ctx.type_kind(ctx.value_type(v)).bit_width() == Some(1))
 }
 
 /// The expression of a work-item query: everything in terms of the global id, the grid and the
@@ -313,13 +320,14 @@ impl CallBinding {
         Some(CallBinding { call, arguments, static_shapes })
     }
 
-    /// The caller's expression for a callee atom, when it differs (`None`: the atom stays).
+    /// The caller's expression for a callee atom, when it differs (`None`: the atom stays):
+    /// parameters become the arguments, the callee's unknowns this call's own.
     pub(super) fn replace(&self, atom: &Atom) -> Option<Affine> {
         match *atom {
-            Atom::Param(p) => {
-                let (value, facts) = self.arguments.get(p)?;
-                Some(form_of(facts, *value))
-            }
+            Atom::Param(p) => Some(match self.arguments.get(p) {
+                Some((value, facts)) => form_of(facts, *value),
+                None => Affine::atom(Atom::Via { call: self.call, atom: Box::new(atom.clone()) }),
+            }),
             Atom::Dim { param, dimension } => {
                 if let Some(Some(size)) = self.static_shapes.get(param).and_then(|s| s.get(dimension as usize)) {
                     return Some(Affine::constant(*size));
@@ -329,6 +337,9 @@ impl CallBinding {
                     Some([Origin::Param(p)]) => Atom::Dim { param: *p, dimension },
                     _ => Atom::CallDimension { call: self.call, param, dimension },
                 }))
+            }
+            Atom::Opaque(_) | Atom::CallDimension { .. } | Atom::Via { .. } => {
+                Some(Affine::atom(Atom::Via { call: self.call, atom: Box::new(atom.clone()) }))
             }
             _ => None,
         }
