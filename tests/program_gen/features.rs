@@ -1,0 +1,170 @@
+//! What a case exercises, by name: the list the differential test must cover (loops with a
+//! zero trip count at run time, nested loops, convergence loops, branches on runtime flags, host
+//! reads and writes, host copies, each kind of host-function effect, helpers called from
+//! several places, each kind of kernel access, atomics, born buffers, aliases, flips). The test
+//! checks that the generator keeps making each of them often.
+
+use super::ast::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The names of the features `case` exercises.
+pub fn features(case: &Case) -> BTreeSet<&'static str> {
+    let mut found = Features { case, names: BTreeSet::new(), helper_calls: BTreeMap::new() };
+    let program = &case.program;
+    found.block(&program.body, 0);
+    for helper in &program.helpers {
+        found.block(&helper.body, 0);
+    }
+    let names = &mut found.names;
+    if found.helper_calls.values().any(|&n| n >= 2) {
+        names.insert("helper called from several places");
+    }
+    let shapes: BTreeSet<&Shape> = program.buffers.iter().collect();
+    if shapes.len() >= 2 {
+        names.insert("buffers of different sizes");
+    }
+    if !program.results.is_empty() {
+        names.insert("entry results");
+    }
+    found.names
+}
+
+struct Features<'c> {
+    case: &'c Case,
+    names: BTreeSet<&'static str>,
+    helper_calls: BTreeMap<usize, usize>,
+}
+
+impl Features<'_> {
+    fn block(&mut self, block: &[Stmt], loops: usize) {
+        for stmt in block {
+            self.stmt(stmt, loops);
+        }
+    }
+
+    fn access(&mut self, access: &Access, load: bool) {
+        let var = access.index.iter().any(|i| matches!(i, IndexValue::Var(_)));
+        self.names.insert(match (load, var) {
+            (true, false) => "host load of a constant element",
+            (true, true) => "host load of a variable element",
+            (false, false) => "host store to a constant element",
+            (false, true) => "host store to a variable element",
+        });
+    }
+
+    fn cond(&mut self, cond: &Cond) {
+        self.names.insert(match cond {
+            Cond::NonZero(IndexVar::Flag(_)) => "branch on a runtime flag",
+            Cond::Probe(..) => "branch on a value the host reads",
+            _ => "branch on an index's parity",
+        });
+    }
+
+    fn dispatch(&mut self, dispatch: &Dispatch) {
+        let kernel = &self.case.program.kernels[dispatch.kernel];
+        for param in &kernel.params {
+            self.names.insert(match param.role {
+                Role::Unused => "kernel ignores a buffer",
+                Role::Read => "kernel reads",
+                Role::ReadShifted(_) => "kernel reads other work items' elements",
+                Role::Write(_) => "kernel writes",
+                Role::WriteAliased(_) => "kernel writes through a local alias",
+                Role::WriteEither { .. } => "kernel writes one of two buffers",
+                Role::ReadWrite(_) => "kernel reads and writes",
+                Role::Atomic { .. } => "kernel updates atomically",
+            });
+        }
+        let partial = match kernel.guard {
+            Guard::None => None,
+            Guard::Positive(_) => Some("kernel writes under a data-dependent guard"),
+            _ => Some("kernel writes under a guard on its id"),
+        };
+        self.names.extend(partial);
+        if kernel.stride > 1 {
+            self.names.insert("kernel with a stride");
+        }
+        if kernel.dims == 2 {
+            self.names.insert("2-D dispatch");
+        }
+        if kernel.mix_helper || kernel.store_helper {
+            self.names.insert("kernel calls a helper");
+        }
+        let extent = kernel.params.iter().map(|p| p.shape.elements()).max().unwrap_or(0);
+        if matches!(dispatch.grid[..], [GridSize::Const(g)] if kernel.dims == 1 && g * kernel.stride < extent) {
+            self.names.insert("grid smaller than a buffer");
+        }
+        if dispatch.grid.iter().any(|g| matches!(g, GridSize::VarPlus(..))) {
+            self.names.insert("grid known only at run time");
+        }
+        let distinct: BTreeSet<&BufVar> = dispatch.buffers.iter().collect();
+        if distinct.len() < dispatch.buffers.len() {
+            self.names.insert("same buffer passed twice");
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, loops: usize) {
+        match stmt {
+            Stmt::Dispatch(dispatch) => self.dispatch(dispatch),
+            Stmt::For(f) => {
+                self.names.insert("for loop");
+                if loops > 0 {
+                    self.names.insert("nested loop");
+                }
+                if let IndexValue::Var(IndexVar::Trip(k)) = f.upper {
+                    self.names.insert(match self.case.args.trips[k as usize] {
+                        0 => "loop on a trip-count argument of 0",
+                        _ => "loop on a nonzero trip-count argument",
+                    });
+                }
+                if f.carried.is_some() {
+                    self.names.insert("loop-carried buffers rotate");
+                }
+                if f.body.iter().any(|s| matches!(s, Stmt::Select { cond: Cond::Even(IndexVar::Loop(iv)) | Cond::Odd(IndexVar::Loop(iv)), .. } if *iv == f.iv)) {
+                    self.names.insert("generation flip");
+                }
+                self.block(&f.body, loops + 1);
+            }
+            Stmt::While(w) => {
+                self.names.insert("while loop on a value a kernel writes");
+                self.block(&w.body, loops + 1);
+            }
+            Stmt::If { cond, then_body, else_body } => {
+                self.cond(cond);
+                self.block(then_body, loops);
+                self.block(else_body, loops);
+            }
+            Stmt::Load { from, to } => {
+                self.access(from, true);
+                if let Sink::Store(access) = to {
+                    self.access(access, false);
+                }
+            }
+            Stmt::Store { to, .. } => self.access(to, false),
+            Stmt::Copy { .. } => {
+                self.names.insert("host copy between buffers");
+            }
+            Stmt::CallHost { func, .. } => {
+                for (_, effect) in &self.case.program.host_funcs[*func].params {
+                    self.names.insert(match effect {
+                        Effect::Read => "host function reads",
+                        Effect::Write => "host function writes",
+                        Effect::ReadWrite => "host function reads and writes",
+                        Effect::Undeclared => "host function with an undeclared effect",
+                    });
+                }
+            }
+            Stmt::CallHelper { helper, .. } => {
+                *self.helper_calls.entry(*helper).or_default() += 1;
+            }
+            Stmt::Alloc { init, .. } => {
+                self.names.insert(match init {
+                    Init::Dispatch(_) => "born buffer filled by a kernel",
+                    Init::CopyFrom(_) => "born buffer filled by a host copy",
+                });
+            }
+            Stmt::Select { .. } => {
+                self.names.insert("select between buffers");
+            }
+        }
+    }
+}

@@ -1,0 +1,848 @@
+//! Writes a [`Program`] as hat text (custom forms, as a user writes them).
+//!
+//! The program must be well formed ([`check`](super::check)). Only what `@main` reaches is
+//! written: the compute helpers it calls (transitively), the kernels they dispatch, the host
+//! functions they call, and the kernel helpers those kernels use. Callees come before callers.
+
+use super::ast::*;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+/// The hat text of `program`.
+pub fn render(program: &Program) -> String {
+    let shapes = buffer_shapes(program);
+    let mut writer = Writer { program, shapes, out: String::new(), indent: 0, next: 0, used: Used::default() };
+    writer.main();
+    let main = std::mem::take(&mut writer.out);
+    // Helpers first reached from main, then from each other (a helper calls only lower ones).
+    let mut helper_texts = Vec::new();
+    let mut done = BTreeSet::new();
+    while let Some(&helper) = writer.used.helpers.iter().rev().find(|h| !done.contains(*h)) {
+        done.insert(helper);
+        writer.helper(helper);
+        helper_texts.push((helper, std::mem::take(&mut writer.out)));
+    }
+    helper_texts.sort();
+    let kernels: Vec<usize> = writer.used.kernels.iter().copied().collect();
+    let mut kernel_texts = Vec::new();
+    for kernel in kernels {
+        writer.kernel(kernel);
+        kernel_texts.push(std::mem::take(&mut writer.out));
+    }
+    let mut text = String::new();
+    if writer.used.observe {
+        text.push_str("compute.host_func @observe(i32)\n");
+    }
+    for &func in &writer.used.host_funcs {
+        text.push_str(&host_func_declaration(func, &program.host_funcs[func]));
+    }
+    if writer.used.mix {
+        text.push_str(MIX_HELPER);
+    }
+    for shape in &writer.used.put_helpers {
+        text.push_str(&put_helper(shape));
+    }
+    for kernel in kernel_texts {
+        text.push_str(&kernel);
+    }
+    for (_, helper) in helper_texts {
+        text.push_str(&helper);
+    }
+    text.push_str(&main);
+    text
+}
+
+/// The shape of every buffer name of the program (names are unique in it).
+pub fn buffer_shapes(program: &Program) -> HashMap<BufVar, Shape> {
+    let mut shapes = HashMap::new();
+    for (k, shape) in program.buffers.iter().enumerate() {
+        shapes.insert(BufVar::Entry(k as u32), shape.clone());
+    }
+    for helper in &program.helpers {
+        for (id, shape) in &helper.params {
+            shapes.insert(BufVar::Param(*id), shape.clone());
+        }
+    }
+    let mut blocks: Vec<&[Stmt]> = program.helpers.iter().map(|h| &h.body[..]).collect();
+    blocks.push(&program.body);
+    // Definitions come before uses in program order, so one pass in that order resolves
+    // selects and carried buffers through the names they are made from.
+    fn walk(block: &[Stmt], shapes: &mut HashMap<BufVar, Shape>) {
+        for stmt in block {
+            match stmt {
+                Stmt::Alloc { var, shape, .. } => {
+                    shapes.insert(BufVar::Born(*var), shape.clone());
+                }
+                Stmt::Select { var, if_true, .. } => {
+                    if let Some(shape) = shapes.get(if_true).cloned() {
+                        shapes.insert(BufVar::Select(*var), shape);
+                    }
+                }
+                Stmt::For(f) => {
+                    if let Some(carried) = &f.carried {
+                        if let Some(shape) = shapes.get(&carried.init[0]).cloned() {
+                            for id in carried.vars {
+                                shapes.insert(BufVar::Carried(id), shape.clone());
+                            }
+                        }
+                    }
+                    walk(&f.body, shapes);
+                }
+                Stmt::While(w) => walk(&w.body, shapes),
+                Stmt::If { then_body, else_body, .. } => {
+                    walk(then_body, shapes);
+                    walk(else_body, shapes);
+                }
+                _ => {}
+            }
+        }
+    }
+    for block in blocks {
+        walk(block, &mut shapes);
+    }
+    shapes
+}
+
+/// `%b0`, `%n3`, ...
+pub fn buf_name(var: BufVar) -> String {
+    match var {
+        BufVar::Entry(k) => format!("%b{k}"),
+        BufVar::Born(id) => format!("%n{id}"),
+        BufVar::Select(id) => format!("%s{id}"),
+        BufVar::Param(id) => format!("%p{id}"),
+        BufVar::Carried(id) => format!("%x{id}"),
+    }
+}
+
+/// `%t0`, `%i2`, ...
+pub fn index_name(var: IndexVar) -> String {
+    match var {
+        IndexVar::Trip(k) => format!("%t{k}"),
+        IndexVar::Flag(k) => format!("%f{k}"),
+        IndexVar::Loop(id) => format!("%i{id}"),
+        IndexVar::While(id) => format!("%w{id}"),
+        IndexVar::Scalar(h) => format!("%z{h}"),
+    }
+}
+
+fn effect_keyword(effect: Effect) -> &'static str {
+    match effect {
+        Effect::Read => "read ",
+        Effect::Write => "write ",
+        Effect::ReadWrite => "readwrite ",
+        Effect::Undeclared => "",
+    }
+}
+
+fn host_func_declaration(index: usize, func: &HostFunc) -> String {
+    let mut params: Vec<String> =
+        func.params.iter().map(|(shape, effect)| format!("{}{}", effect_keyword(*effect), shape.memref())).collect();
+    params.push("index".to_string());
+    let result = if func.returns { " -> i32" } else { "" };
+    format!("compute.host_func @h{index}({}){result}\n", params.join(", "))
+}
+
+const MIX_HELPER: &str = "kernel.helper @mix(%a: i32, %b: i32) -> i32 {
+  %three = arith.constant 3 : i32
+  %scaled = arith.muli %a, %three : i32
+  %sum = arith.addi %scaled, %b : i32
+  kernel.return %sum : i32
+}
+";
+
+fn put_helper(shape: &Shape) -> String {
+    let indices: Vec<String> = (0..shape.rank()).map(|d| format!("%i{d}")).collect();
+    let params: Vec<String> = indices.iter().map(|i| format!("{i}: index")).collect();
+    let ty = shape.memref();
+    format!(
+        "kernel.helper @put_{}(%buf: {ty}, {}, %v: i32) {{\n  buffer.store %v, %buf[{}] : {ty}\n  kernel.return\n}}\n",
+        shape.tag(),
+        params.join(", "),
+        indices.join(", ")
+    )
+}
+
+#[derive(Default)]
+struct Used {
+    helpers: BTreeSet<usize>,
+    kernels: BTreeSet<usize>,
+    host_funcs: BTreeSet<usize>,
+    put_helpers: BTreeSet<Shape>,
+    observe: bool,
+    mix: bool,
+}
+
+struct Writer<'p> {
+    program: &'p Program,
+    shapes: HashMap<BufVar, Shape>,
+    out: String,
+    indent: usize,
+    next: u32,
+    used: Used,
+}
+
+impl Writer<'_> {
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn fresh(&mut self) -> String {
+        self.next += 1;
+        format!("%v{}", self.next)
+    }
+
+    /// Emits `name = text` for a fresh name, and returns the name.
+    fn def(&mut self, text: &str) -> String {
+        let name = self.fresh();
+        self.line(&format!("{name} = {text}"));
+        name
+    }
+
+    fn index(&mut self, value: u64) -> String {
+        self.def(&format!("arith.constant {value} : index"))
+    }
+
+    fn int(&mut self, value: i32) -> String {
+        self.def(&format!("arith.constant {value} : i32"))
+    }
+
+    fn shape(&self, var: BufVar) -> Shape {
+        self.shapes.get(&var).cloned().unwrap_or_else(|| panic!("no shape for {}", buf_name(var)))
+    }
+
+    // ----- compute code ---------------------------------------------------------------------
+
+    fn main(&mut self) {
+        let program = self.program;
+        let mut params: Vec<String> =
+            program.buffers.iter().enumerate().map(|(k, s)| format!("%b{k}: {}", s.memref())).collect();
+        params.extend((0..program.trips).map(|k| format!("%t{k}: index")));
+        params.extend((0..program.flags).map(|k| format!("%f{k}: index")));
+        params.push("%seed: i32".to_string());
+        let results = match program.results.len() {
+            0 => String::new(),
+            1 => " -> i32".to_string(),
+            n => format!(" -> ({})", vec!["i32"; n].join(", ")),
+        };
+        self.line(&format!("compute.func @main({}){results} {{", params.join(", ")));
+        self.indent += 1;
+        self.block(&program.body);
+        let values: Vec<String> = program.results.iter().map(|access| self.load(access)).collect();
+        if values.is_empty() {
+            self.line("compute.return");
+        } else {
+            let types = vec!["i32"; values.len()].join(", ");
+            self.line(&format!("compute.return {} : {types}", values.join(", ")));
+        }
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    fn helper(&mut self, index: usize) {
+        let helper = &self.program.helpers[index];
+        let mut params: Vec<String> =
+            helper.params.iter().map(|(id, shape)| format!("%p{id}: {}", shape.memref())).collect();
+        params.push(format!("%z{index}: index"));
+        self.line(&format!("compute.func @f{index}({}) {{", params.join(", ")));
+        self.indent += 1;
+        self.block(&helper.body);
+        self.line("compute.return");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// The statements of a block, then the deallocations it owes.
+    fn block(&mut self, stmts: &[Stmt]) {
+        let mut freed = Vec::new();
+        for stmt in stmts {
+            self.stmt(stmt);
+            if let Stmt::Alloc { var, dealloc: true, shape, .. } = stmt {
+                freed.push((*var, shape.clone()));
+            }
+        }
+        for (var, shape) in freed.into_iter().rev() {
+            self.line(&format!("buffer.dealloc %n{var} : {}", shape.memref()));
+        }
+    }
+
+    fn index_value(&mut self, value: IndexValue) -> String {
+        match value {
+            IndexValue::Const(k) => self.index(k),
+            IndexValue::Var(var) => index_name(var),
+        }
+    }
+
+    /// The index operands of an element access (`Var` indices reduced modulo the dimension).
+    fn indices(&mut self, access: &Access) -> String {
+        let shape = self.shape(access.buffer);
+        let mut names = Vec::new();
+        for (d, index) in access.index.iter().enumerate() {
+            names.push(match *index {
+                IndexValue::Const(k) => self.index(k),
+                IndexValue::Var(var) => {
+                    let dim = self.index(shape.0[d]);
+                    self.def(&format!("arith.remui {}, {dim} : index", index_name(var)))
+                }
+            });
+        }
+        names.join(", ")
+    }
+
+    fn load(&mut self, access: &Access) -> String {
+        let indices = self.indices(access);
+        let ty = self.shape(access.buffer).memref();
+        self.def(&format!("buffer.load {}[{indices}] : {ty}", buf_name(access.buffer)))
+    }
+
+    fn store(&mut self, value: &str, access: &Access) {
+        let indices = self.indices(access);
+        let ty = self.shape(access.buffer).memref();
+        self.line(&format!("buffer.store {value}, {}[{indices}] : {ty}", buf_name(access.buffer)));
+    }
+
+    fn cond(&mut self, cond: &Cond) -> String {
+        match cond {
+            Cond::NonZero(var) => {
+                let zero = self.index(0);
+                self.def(&format!("arith.cmpi ne, {}, {zero} : index", index_name(*var)))
+            }
+            Cond::Odd(var) | Cond::Even(var) => {
+                let two = self.index(2);
+                let rem = self.def(&format!("arith.remui {}, {two} : index", index_name(*var)));
+                let want = self.index(u64::from(matches!(cond, Cond::Odd(_))));
+                self.def(&format!("arith.cmpi eq, {rem}, {want} : index"))
+            }
+            Cond::Probe(access, threshold) => {
+                let value = self.load(access);
+                let threshold = self.int(*threshold);
+                self.def(&format!("arith.cmpi sgt, {value}, {threshold} : i32"))
+            }
+        }
+    }
+
+    fn buffers(&self, buffers: &[BufVar]) -> (Vec<String>, Vec<String>) {
+        buffers.iter().map(|b| (buf_name(*b), self.shape(*b).memref())).unzip()
+    }
+
+    fn dispatch(&mut self, dispatch: &Dispatch) {
+        self.used.kernels.insert(dispatch.kernel);
+        let grid: Vec<String> = dispatch
+            .grid
+            .iter()
+            .map(|size| match *size {
+                GridSize::Const(k) => self.index(k),
+                GridSize::VarPlus(var, k) => {
+                    let k = self.index(k);
+                    self.def(&format!("arith.addi {}, {k} : index", index_name(var)))
+                }
+            })
+            .collect();
+        let scalar = match &dispatch.scalar {
+            ScalarArg::Const(k) => self.int(*k),
+            ScalarArg::Seed => "%seed".to_string(),
+            ScalarArg::Var(var) => self.def(&format!("arith.index_cast {} : index to i32", index_name(*var))),
+            ScalarArg::Load(access) => self.load(access),
+        };
+        let (mut names, mut types) = self.buffers(&dispatch.buffers);
+        names.push(scalar);
+        types.push("i32".to_string());
+        self.line(&format!(
+            "compute.dispatch @k{}[{}]({}) : ({})",
+            dispatch.kernel,
+            grid.join(", "),
+            names.join(", "),
+            types.join(", ")
+        ));
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        match stmt {
+            Stmt::Dispatch(dispatch) => self.dispatch(dispatch),
+            Stmt::For(f) => self.for_loop(f),
+            Stmt::While(w) => self.while_loop(w),
+            Stmt::If { cond, then_body, else_body } => {
+                let cond = self.cond(cond);
+                self.line(&format!("scf.if {cond} {{"));
+                self.indent += 1;
+                self.block(then_body);
+                self.indent -= 1;
+                if else_body.is_empty() {
+                    self.line("}");
+                } else {
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.block(else_body);
+                    self.indent -= 1;
+                    self.line("}");
+                }
+            }
+            Stmt::Load { from, to } => {
+                let value = self.load(from);
+                match to {
+                    Sink::Observe => {
+                        self.used.observe = true;
+                        self.line(&format!("compute.call @observe({value}) : (i32) -> ()"));
+                    }
+                    Sink::Store(access) => self.store(&value, access),
+                }
+            }
+            Stmt::Store { value, to } => {
+                let value = match value {
+                    Value::Const(k) => self.int(*k),
+                    Value::Var(var) => self.def(&format!("arith.index_cast {} : index to i32", index_name(*var))),
+                    Value::Seed => "%seed".to_string(),
+                };
+                self.store(&value, to);
+            }
+            Stmt::Copy { from, to } => {
+                let ty = self.shape(*from).memref();
+                self.line(&format!("buffer.copy {}, {} : {ty}", buf_name(*from), buf_name(*to)));
+            }
+            Stmt::CallHost { func, buffers, scalar } => {
+                self.used.host_funcs.insert(*func);
+                let scalar = self.index_value(*scalar);
+                let (mut names, mut types) = self.buffers(buffers);
+                names.push(scalar);
+                types.push("index".to_string());
+                let call = format!("compute.call @h{func}({}) : ({})", names.join(", "), types.join(", "));
+                if self.program.host_funcs[*func].returns {
+                    let result = self.def(&format!("{call} -> i32"));
+                    self.used.observe = true;
+                    self.line(&format!("compute.call @observe({result}) : (i32) -> ()"));
+                } else {
+                    self.line(&format!("{call} -> ()"));
+                }
+            }
+            Stmt::CallHelper { helper, buffers, scalar } => {
+                self.used.helpers.insert(*helper);
+                let scalar = self.index_value(*scalar);
+                let (mut names, mut types) = self.buffers(buffers);
+                names.push(scalar);
+                types.push("index".to_string());
+                self.line(&format!("compute.call @f{helper}({}) : ({}) -> ()", names.join(", "), types.join(", ")));
+            }
+            Stmt::Alloc { var, shape, init, .. } => {
+                self.line(&format!("%n{var} = buffer.alloc() : {}", shape.memref()));
+                match init {
+                    Init::Dispatch(dispatch) => self.dispatch(dispatch),
+                    Init::CopyFrom(from) => {
+                        self.line(&format!("buffer.copy {}, %n{var} : {}", buf_name(*from), shape.memref()))
+                    }
+                }
+            }
+            Stmt::Select { var, cond, if_true, if_false } => {
+                let cond = self.cond(cond);
+                let ty = self.shape(*if_true).memref();
+                self.line(&format!(
+                    "%s{var} = arith.select {cond}, {}, {} : {ty}",
+                    buf_name(*if_true),
+                    buf_name(*if_false)
+                ));
+            }
+        }
+    }
+
+    fn for_loop(&mut self, f: &For) {
+        let lower = self.index(f.lower);
+        let upper = self.index_value(f.upper);
+        let step = self.index(f.step);
+        let head = format!("scf.for %i{} = {lower} to {upper} step {step}", f.iv);
+        match &f.carried {
+            None => {
+                self.line(&format!("{head} {{"));
+                self.indent += 1;
+                self.block(&f.body);
+            }
+            Some(carried) => {
+                let ty = self.shape(carried.init[0]).memref();
+                let [a, b] = carried.vars;
+                let result = self.fresh();
+                self.line(&format!(
+                    "{result}:2 = {head} iter_args(%x{a} = {}, %x{b} = {}) -> ({ty}, {ty}) {{",
+                    buf_name(carried.init[0]),
+                    buf_name(carried.init[1])
+                ));
+                self.indent += 1;
+                self.block(&f.body);
+                self.line(&format!("scf.yield %x{b}, %x{a} : {ty}, {ty}"));
+            }
+        }
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    fn while_loop(&mut self, w: &While) {
+        let zero = self.index(0);
+        let result = self.fresh();
+        let id = w.counter;
+        self.line(&format!("{result} = scf.while (%wb{id} = {zero}) : (index) -> index {{"));
+        self.indent += 1;
+        let value = self.load(&w.probe);
+        let threshold = self.int(w.threshold);
+        let above = self.def(&format!("arith.cmpi sgt, {value}, {threshold} : i32"));
+        let bound = self.index(w.bound);
+        let more = self.def(&format!("arith.cmpi ult, %wb{id}, {bound} : index"));
+        let go = self.def(&format!("arith.andi {above}, {more} : i1"));
+        self.line(&format!("scf.condition({go}) %wb{id} : index"));
+        self.indent -= 1;
+        self.line("} do {");
+        self.line(&format!("^bb0(%w{id}: index):"));
+        self.indent += 1;
+        self.block(&w.body);
+        let one = self.index(1);
+        let next = self.def(&format!("arith.addi %w{id}, {one} : index"));
+        self.line(&format!("scf.yield {next} : index"));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    // ----- kernels --------------------------------------------------------------------------
+
+    fn kernel(&mut self, index: usize) {
+        let kernel = &self.program.kernels[index];
+        let mut params: Vec<String> =
+            kernel.params.iter().enumerate().map(|(j, p)| format!("%q{j}: {}", p.shape.memref())).collect();
+        params.push("%sc: i32".to_string());
+        let workgroup = match kernel.dims {
+            1 => format!("{}", kernel.workgroup[0]),
+            _ => format!("{}, {}", kernel.workgroup[0], kernel.workgroup[1]),
+        };
+        self.line(&format!("kernel.func @k{index}({}) workgroup({workgroup}) {{", params.join(", ")));
+        self.indent += 1;
+        KernelWriter::new(self, kernel).body();
+        self.line("kernel.return");
+        self.indent -= 1;
+        self.line("}");
+    }
+}
+
+/// Where a parameter's element is, for one work item.
+struct Place {
+    /// In bounds (`i1`).
+    inside: String,
+    /// The indices of the element.
+    indices: Vec<String>,
+}
+
+struct KernelWriter<'w, 'p> {
+    w: &'w mut Writer<'p>,
+    kernel: &'p Kernel,
+    /// `L`, the position guards test.
+    position: String,
+    /// The work item's element as `i32`.
+    element: String,
+    /// 1-D: `e`. 2-D: `(x, y)`, the 1-D flat position and `global_size x`.
+    e: String,
+    y: String,
+    flat: String,
+    places: Vec<Place>,
+}
+
+impl<'w, 'p> KernelWriter<'w, 'p> {
+    fn new(w: &'w mut Writer<'p>, kernel: &'p Kernel) -> Self {
+        let mut writer = KernelWriter {
+            w,
+            kernel,
+            position: String::new(),
+            element: String::new(),
+            e: String::new(),
+            y: String::new(),
+            flat: String::new(),
+            places: Vec::new(),
+        };
+        writer.ids();
+        writer
+    }
+
+    fn ids(&mut self) {
+        let w = &mut *self.w;
+        if self.kernel.dims == 1 {
+            let id = w.def("kernel.global_id x");
+            let mut e = id;
+            if self.kernel.stride != 1 {
+                let stride = w.index(self.kernel.stride);
+                e = w.def(&format!("arith.muli {e}, {stride} : index"));
+            }
+            if self.kernel.offset != 0 {
+                let offset = w.index(self.kernel.offset);
+                e = w.def(&format!("arith.addi {e}, {offset} : index"));
+            }
+            self.flat = e.clone();
+            self.e = e;
+        } else {
+            self.e = w.def("kernel.global_id x");
+            self.y = w.def("kernel.global_id y");
+            let width = w.def("kernel.global_size x");
+            let row = w.def(&format!("arith.muli {}, {width} : index", self.y));
+            self.flat = w.def(&format!("arith.addi {row}, {} : index", self.e));
+        }
+        self.position = self.e.clone();
+        self.element = w.def(&format!("arith.index_cast {} : index to i32", self.flat));
+        for j in 0..self.kernel.params.len() {
+            let place = self.place(j, 0);
+            self.places.push(place);
+        }
+    }
+
+    /// Dimension `d` of parameter `j`: `buffer.dim` or a constant.
+    fn dim(&mut self, j: usize, d: usize) -> String {
+        let shape = &self.kernel.params[j].shape;
+        if self.kernel.dims_from_buffer {
+            let ty = shape.memref();
+            self.w.def(&format!("buffer.dim %q{j}, {d} : {ty}"))
+        } else {
+            self.w.index(shape.0[d])
+        }
+    }
+
+    fn below(&mut self, a: &str, b: &str) -> String {
+        self.w.def(&format!("arith.cmpi ult, {a}, {b} : index"))
+    }
+
+    fn and(&mut self, a: &str, b: &str) -> String {
+        self.w.def(&format!("arith.andi {a}, {b} : i1"))
+    }
+
+    /// The element of parameter `j` this work item touches, `shift` elements on.
+    fn place(&mut self, j: usize, shift: u64) -> Place {
+        let shape = self.kernel.params[j].shape.clone();
+        let (e, flat) = (self.e.clone(), self.flat.clone());
+        if self.kernel.dims == 2 && shape.rank() == 2 {
+            let rows = self.dim(j, 0);
+            let cols = self.dim(j, 1);
+            let x_in = self.below(&e, &cols);
+            let y_in = self.below(&self.y.clone(), &rows);
+            let inside = self.and(&x_in, &y_in);
+            let mut x = e;
+            if shift != 0 {
+                let k = self.w.index(shift);
+                let moved = self.w.def(&format!("arith.addi {x}, {k} : index"));
+                x = self.w.def(&format!("arith.remui {moved}, {cols} : index"));
+            }
+            return Place { inside, indices: vec![self.y.clone(), x] };
+        }
+        // A flat position: the element `flat` in row-major order.
+        let mut inside = match shape.rank() {
+            1 => {
+                let n = self.dim(j, 0);
+                self.below(&flat, &n)
+            }
+            _ => {
+                let total = if self.kernel.dims_from_buffer {
+                    let rows = self.dim(j, 0);
+                    let cols = self.dim(j, 1);
+                    self.w.def(&format!("arith.muli {rows}, {cols} : index"))
+                } else {
+                    self.w.index(shape.elements())
+                };
+                self.below(&flat, &total)
+            }
+        };
+        if self.kernel.dims == 2 {
+            let width = self.w.def("kernel.global_size x");
+            let x_in = self.below(&e, &width);
+            inside = self.and(&x_in, &inside);
+        }
+        let mut position = flat;
+        if shift != 0 {
+            let k = self.w.index(shift);
+            let n = self.w.index(shape.elements());
+            let moved = self.w.def(&format!("arith.addi {position}, {k} : index"));
+            position = self.w.def(&format!("arith.remui {moved}, {n} : index"));
+        }
+        let indices = match shape.rank() {
+            1 => vec![position],
+            _ => {
+                let cols = self.w.index(shape.0[1]);
+                let row = self.w.def(&format!("arith.divui {position}, {cols} : index"));
+                let col = self.w.def(&format!("arith.remui {position}, {cols} : index"));
+                vec![row, col]
+            }
+        };
+        Place { inside, indices }
+    }
+
+    /// Reads parameter `j` at `place` if in bounds, else 0.
+    fn read(&mut self, j: usize, place: &Place) -> String {
+        let ty = self.kernel.params[j].shape.memref();
+        let value = self.w.fresh();
+        self.w.line(&format!("{value} = scf.if {} -> (i32) {{", place.inside));
+        self.w.indent += 1;
+        let loaded = self.w.def(&format!("buffer.load %q{j}[{}] : {ty}", place.indices.join(", ")));
+        self.w.line(&format!("scf.yield {loaded} : i32"));
+        self.w.indent -= 1;
+        self.w.line("} else {");
+        self.w.indent += 1;
+        let zero = self.w.int(0);
+        self.w.line(&format!("scf.yield {zero} : i32"));
+        self.w.indent -= 1;
+        self.w.line("}");
+        value
+    }
+
+    /// Stores `value` to `target` (parameter `j`'s type) at parameter `j`'s place, if in bounds.
+    fn write(&mut self, j: usize, target: &str, value: &str) {
+        let shape = self.kernel.params[j].shape.clone();
+        let place = &self.places[j];
+        let (inside, indices) = (place.inside.clone(), place.indices.join(", "));
+        self.w.line(&format!("scf.if {inside} {{"));
+        self.w.indent += 1;
+        if self.kernel.store_helper {
+            self.w.used.put_helpers.insert(shape.clone());
+            let types = vec!["index"; shape.rank()].join(", ");
+            self.w.line(&format!(
+                "kernel.call @put_{}({target}, {indices}, {value}) : ({}, {types}, i32) -> ()",
+                shape.tag(),
+                shape.memref()
+            ));
+        } else {
+            self.w.line(&format!("buffer.store {value}, {target}[{indices}] : {}", shape.memref()));
+        }
+        self.w.indent -= 1;
+        self.w.line("}");
+    }
+
+    fn body(mut self) {
+        let kernel = self.kernel;
+        // The work item's condition.
+        let mut conditions = Vec::new();
+        if kernel.grid_guard {
+            let size = self.w.def("kernel.global_size x");
+            conditions.push(self.below(&self.e.clone(), &size));
+            if kernel.dims == 2 {
+                let size = self.w.def("kernel.global_size y");
+                conditions.push(self.below(&self.y.clone(), &size));
+            }
+        }
+        let position = self.position.clone();
+        let mut guard_value = None;
+        match kernel.guard {
+            Guard::None => {}
+            Guard::Below(k) => {
+                let k = self.w.index(k);
+                conditions.push(self.below(&position, &k));
+            }
+            Guard::HalfOf(j) => {
+                let n = self.dim(j, 0);
+                let two = self.w.index(2);
+                let half = self.w.def(&format!("arith.divui {n}, {two} : index"));
+                conditions.push(self.below(&position, &half));
+            }
+            Guard::Even => {
+                let two = self.w.index(2);
+                let rem = self.w.def(&format!("arith.remui {position}, {two} : index"));
+                let zero = self.w.index(0);
+                conditions.push(self.w.def(&format!("arith.cmpi eq, {rem}, {zero} : index")));
+            }
+            Guard::Positive(j) => {
+                let place = Place { inside: self.places[j].inside.clone(), indices: self.places[j].indices.clone() };
+                let value = self.read(j, &place);
+                guard_value = Some((j, value.clone()));
+                let zero = self.w.int(0);
+                conditions.push(self.w.def(&format!("arith.cmpi sgt, {value}, {zero} : i32")));
+            }
+        }
+        let mut ok: Option<String> = None;
+        for condition in conditions {
+            ok = Some(match ok {
+                None => condition,
+                Some(previous) => self.and(&previous, &condition),
+            });
+        }
+        if let Some(ok) = &ok {
+            self.w.line(&format!("scf.if {ok} {{"));
+            self.w.indent += 1;
+        }
+        // Read, combine, write.
+        let mut acc = "%sc".to_string();
+        for (j, param) in kernel.params.iter().enumerate() {
+            let value = match param.role {
+                Role::Read | Role::ReadWrite(_) => match &guard_value {
+                    Some((g, value)) if *g == j => value.clone(),
+                    _ => {
+                        let place =
+                            Place { inside: self.places[j].inside.clone(), indices: self.places[j].indices.clone() };
+                        self.read(j, &place)
+                    }
+                },
+                Role::ReadShifted(k) => {
+                    let place = self.place(j, k);
+                    self.read(j, &place)
+                }
+                _ => continue,
+            };
+            acc = self.mix(&acc, &value);
+        }
+        let five = self.w.int(5);
+        let scaled = self.w.def(&format!("arith.muli {acc}, {five} : i32"));
+        let acc = self.w.def(&format!("arith.addi {scaled}, {} : i32", self.element));
+        for (j, param) in kernel.params.iter().enumerate() {
+            let ty = param.shape.memref();
+            match param.role {
+                Role::Write(c) | Role::ReadWrite(c) => {
+                    let value = self.plus(&acc, c);
+                    self.write(j, &format!("%q{j}"), &value);
+                }
+                Role::WriteAliased(c) => {
+                    let value = self.plus(&acc, c);
+                    let inside = self.places[j].inside.clone();
+                    let alias = self.w.def(&format!("arith.select {inside}, %q{j}, %q{j} : {ty}"));
+                    self.write(j, &alias, &value);
+                }
+                Role::WriteEither { other, add } => {
+                    let value = self.plus(&acc, add);
+                    let two = self.w.index(2);
+                    let rem = self.w.def(&format!("arith.remui {position}, {two} : index"));
+                    let zero = self.w.index(0);
+                    let even = self.w.def(&format!("arith.cmpi eq, {rem}, {zero} : index"));
+                    let target = self.w.def(&format!("arith.select {even}, %q{j}, %q{other} : {ty}"));
+                    self.write(j, &target, &value);
+                }
+                Role::Atomic { kind, element } => {
+                    let indices: Vec<String> = match param.shape.rank() {
+                        1 => vec![self.w.index(element)],
+                        _ => {
+                            let cols = param.shape.0[1];
+                            vec![self.w.index(element / cols), self.w.index(element % cols)]
+                        }
+                    };
+                    self.w.def(&format!("kernel.atomic_rmw {kind} %q{j}[{}], {acc} : {ty}", indices.join(", ")));
+                }
+                Role::Unused | Role::Read | Role::ReadShifted(_) => {}
+            }
+        }
+        if ok.is_some() {
+            self.w.indent -= 1;
+            self.w.line("}");
+        }
+    }
+
+    fn plus(&mut self, value: &str, c: i32) -> String {
+        let c = self.w.int(c);
+        self.w.def(&format!("arith.addi {value}, {c} : i32"))
+    }
+
+    fn mix(&mut self, acc: &str, value: &str) -> String {
+        if self.kernel.mix_helper {
+            self.w.used.mix = true;
+            self.w.def(&format!("kernel.call @mix({acc}, {value}) : (i32, i32) -> i32"))
+        } else {
+            let three = self.w.int(3);
+            let scaled = self.w.def(&format!("arith.muli {acc}, {three} : i32"));
+            self.w.def(&format!("arith.addi {scaled}, {value} : i32"))
+        }
+    }
+}
+
+/// Writes `text` with a line-number gutter (for failure messages).
+pub fn numbered(text: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let _ = writeln!(out, "{:4} | {line}", i + 1);
+    }
+    out
+}
