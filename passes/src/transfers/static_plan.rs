@@ -1082,6 +1082,30 @@ impl<'a> Planner<'a> {
                 continue;
             };
             let all = whole(self.ctx, root);
+            // A `while` loop's second region may never run, so copies for it cannot wait on the
+            // entry edge (no guard says whether it will run): where each edge has one copy
+            // whole, a run-time flag says which at the top of the body instead.
+            let counted = self.ctx.interface::<dyn LoopLikeOpInterface>(loop_op).is_some();
+            let one_whole = |c: &Copies| c.host_flag || c.host.contains(&all) || c.device.contains(&all);
+            let same_whole = (e.host.contains(&all) && b.host.contains(&all))
+                || (e.device.contains(&all) && b.device.contains(&all));
+            if !counted && !b.host_flag && one_whole(e) && one_whole(b) && !same_whole {
+                if !e.host_flag {
+                    fixups.push(Fixup {
+                        root,
+                        direction: Direction::FromDevice,
+                        ranges: RangeSet::empty(),
+                        flagged: false,
+                        set_flag: Some(e.host.contains(&all)),
+                        why: String::new(),
+                    });
+                }
+                header.insert(
+                    root,
+                    Copies { host: e.host.intersect(&b.host), device: e.device.intersect(&b.device), host_flag: true },
+                );
+                continue;
+            }
             if b.host_flag {
                 // The back edge says which copy is whole only through the flag: the top of the
                 // body must too. What the body wants first on the device is made current on the
@@ -1451,6 +1475,13 @@ impl<'a> Planner<'a> {
             })?;
         if !settled {
             self.settle(&header, &back, after, location)?;
+        }
+        // A flagged top of the body from a back edge that is not: the back edge sets the flag.
+        for (&root, h) in &header {
+            if let Some(b) = back.get(&root).filter(|b| h.host_flag && !b.host_flag) {
+                let host_whole = b.host.contains(&whole(ctx, root));
+                self.set_flag(root, host_whole, Anchor::End(after), location);
+            }
         }
         for Fixup { root, direction, ranges, flagged, set_flag, why } in fixups {
             if let Some(value) = set_flag {
