@@ -1427,8 +1427,10 @@ impl<'a> Planner<'a> {
         for (path, c) in paths {
             let Some((anchor, guards)) = &path.copies else { continue };
             let mut from_guards = guards.clone();
+            let mut to_guards = guards.clone();
             if c.host_flag {
                 from_guards.push(Guard::FlagClear(root));
+                to_guards.push(Guard::FlagSet(root));
             }
             let reason = format!("{why}, {}", path.label);
             self.push(
@@ -1445,7 +1447,7 @@ impl<'a> Planner<'a> {
                 Direction::ToDevice,
                 to_device.minus(&c.device),
                 *anchor,
-                guards.clone(),
+                to_guards,
                 location,
                 reason,
             )?;
