@@ -50,14 +50,7 @@ pub fn insert(ctx: &mut Context, anchor: Anchor, op: Op) {
 /// An `index` constant, inserted at `anchor`.
 pub fn index_constant(ctx: &mut Context, anchor: Anchor, value: i64, location: Location) -> Value {
     let index = ctx.index_type();
-    let attribute = ctx.integer_attr(value, index);
-    let mut state = OperationState::new(ctx.op_name("arith.constant"), location);
-    let value_name = ctx.ident("value");
-    state.attributes.push((value_name, attribute));
-    state.result_types.push(index);
-    let op = ctx.create_op(state);
-    insert(ctx, anchor, op);
-    ctx.result(op, 0)
+    constant(ctx, anchor, value, index, location)
 }
 
 /// A transfer of `buffer` (the elements `range`, or all of it), inserted at `anchor`; returns

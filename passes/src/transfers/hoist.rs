@@ -26,7 +26,7 @@
 use super::aliases::BufferRoots;
 use super::dispatch::Kernels;
 use super::emit::{compare, guard, Anchor};
-use super::host_effects::{summarize, Summaries, Touches};
+use super::host_effects::{summarize_with_roots, Summaries, Touches};
 use super::insert::{host_functions, kernel_effects};
 use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
 use hat_dialects::semantics::IntPredicate;
@@ -51,10 +51,11 @@ pub struct HoistTransfers;
 impl Pass for HoistTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let effects = kernel_effects(ctx, op, state);
-        let summaries = summarize(ctx, op, &effects);
+        let (summaries, mut all_roots) = summarize_with_roots(ctx, op, &effects);
         let mut moved = 0u64;
         for function in host_functions(ctx, op) {
-            let roots = BufferRoots::of(ctx, function);
+            // Moving transfers (ops without results) leaves the roots as summarize found them.
+            let roots = all_roots.remove(&function).unwrap_or_else(|| BufferRoots::of(ctx, function));
             // Innermost loops first: `walk` is pre-order, so reversed it visits inner loops
             // before the loops around them.
             let loops: Vec<Op> = ctx

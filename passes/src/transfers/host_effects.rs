@@ -57,11 +57,8 @@ pub type Summaries = FxHashMap<Op, Vec<Touch>>;
 /// their current summaries), and when a summary grows its callers are summarised again.
 /// Summaries only grow, so this ends; visiting callees first (a depth-first post-order of the
 /// calls), most functions are summarised once.
-pub fn summarize(ctx: &Context, module: Op, kernels: &Kernels) -> Summaries {
-    summarize_with_roots(ctx, module, kernels).0
-}
-
-/// [`summarize`], also giving the buffer roots of each function it computed on the way.
+///
+/// It also gives the buffer roots of each function, computed on the way.
 pub fn summarize_with_roots(ctx: &Context, module: Op, kernels: &Kernels) -> (Summaries, FxHashMap<Op, BufferRoots>) {
     let functions = host_functions(ctx, module);
     let number: FxHashMap<Op, usize> = functions.iter().enumerate().map(|(i, &f)| (f, i)).collect();

@@ -119,6 +119,20 @@ struct Fixup {
     why: String,
 }
 
+impl Fixup {
+    /// Instead of a copy, setting the buffer's flag to `value` on the entry edge.
+    fn set_flag(root: Value, value: bool) -> Fixup {
+        Fixup {
+            root,
+            direction: Direction::FromDevice,
+            ranges: RangeSet::empty(),
+            flagged: false,
+            set_flag: Some(value),
+            why: String::new(),
+        }
+    }
+}
+
 /// What following a loop to its fixpoint gives.
 struct LoopOutcome {
     /// The state at the top of every iteration.
@@ -1091,14 +1105,7 @@ impl<'a> Planner<'a> {
                 || (e.device.contains(&all) && b.device.contains(&all));
             if !counted && !b.host_flag && one_whole(e) && one_whole(b) && !same_whole {
                 if !e.host_flag {
-                    fixups.push(Fixup {
-                        root,
-                        direction: Direction::FromDevice,
-                        ranges: RangeSet::empty(),
-                        flagged: false,
-                        set_flag: Some(e.host.contains(&all)),
-                        why: String::new(),
-                    });
+                    fixups.push(Fixup::set_flag(root, e.host.contains(&all)));
                 }
                 header.insert(
                     root,
@@ -1138,14 +1145,7 @@ impl<'a> Planner<'a> {
                     });
                 }
                 if !e.host_flag {
-                    fixups.push(Fixup {
-                        root,
-                        direction: Direction::FromDevice,
-                        ranges: RangeSet::empty(),
-                        flagged: false,
-                        set_flag: Some(entry_host_whole),
-                        why: String::new(),
-                    });
+                    fixups.push(Fixup::set_flag(root, entry_host_whole));
                 }
                 header.insert(root, Copies { host: e.host.intersect(&b.host), device, host_flag: true });
                 continue;
@@ -1359,15 +1359,14 @@ impl<'a> Planner<'a> {
         // A flag is for observers that may not come (copies placed now could be wasted) and
         // for paths that cannot take copies; when every path can and the next observer surely
         // comes, guarded copies on the paths are simpler.
-        let (want_next, observer_next) = self.wanted_after(root, op);
-        let sure = self.surely_observed(op, want_next, observer_next);
+        let (want, observer) = self.wanted_after(root, op);
+        let sure = self.surely_observed(op, want, observer);
         let all_take_copies = paths.iter().all(|(path, _)| path.copies.is_some());
-        let prefer_copies = sure && all_take_copies && want_next != Want::Nothing;
+        let prefer_copies = sure && all_take_copies && want != Want::Nothing;
         if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
                 return Ok(Copies { host, device, host_flag: true });
             }
-            let (want, _) = self.wanted_after(root, op);
             if want != Want::Nothing {
                 for (path, c) in paths {
                     if !c.host_flag {
@@ -1377,14 +1376,13 @@ impl<'a> Planner<'a> {
                 return Ok(Copies { host, device, host_flag: true });
             }
         }
-        let (want, observer) = self.wanted_after(root, op);
         let Some(side) = want.side() else { return Ok(Copies::new(host, device)) };
         // Elements current in no copy must be completed; and when the next observer surely
         // comes (it is in the block the merge is in), what it wants that some path has is
         // completed on the paths that lack it now, under their own guards, rather than later
         // on every path.
         let mut lost = all.minus(&host.union(&device));
-        if self.surely_observed(op, want, observer) {
+        if sure {
             let mut some = RangeSet::empty();
             for (_, c) in paths {
                 some = some.union(match side {
@@ -1442,15 +1440,7 @@ impl<'a> Planner<'a> {
                 location,
                 reason.clone(),
             )?;
-            self.push(
-                root,
-                Direction::ToDevice,
-                to_device.minus(&c.device),
-                *anchor,
-                to_guards,
-                location,
-                reason,
-            )?;
+            self.push(root, Direction::ToDevice, to_device.minus(&c.device), *anchor, to_guards, location, reason)?;
         }
         Ok(Copies::new(host.union(&to_host), device.union(&to_device)))
     }
