@@ -70,7 +70,7 @@ pub struct TransfersArgs {
     #[arg(long)]
     pub no_cost: bool,
     /// Generated programs in the differential check (0: no check).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 500)]
     pub check_seeds: u64,
     /// Dispatches of each program of the check.
     #[arg(long, default_value_t = 40)]
