@@ -659,13 +659,13 @@ fn strategies_give_the_reference_results_3() {
 #[ignore]
 fn survey() {
     let cases = env_number("HAT_DIFF_CASES").unwrap_or(2000);
-    // (strategy, kind) -> (count, first seed, its failure)
-    let mut classes: Vec<(String, FailureKind, u64, u64, Failure)> = Vec::new();
+    // (strategy, kind) -> (seeds, first failure)
+    let mut classes: Vec<(String, FailureKind, Vec<u64>, Failure)> = Vec::new();
     let mut note =
         |seed: u64, failure: Failure| match classes.iter_mut().find(|c| c.0 == failure.strategy && c.1 == failure.kind)
         {
-            Some(class) => class.2 += 1,
-            None => classes.push((failure.strategy.clone(), failure.kind.clone(), 1, seed, failure)),
+            Some(class) => class.2.push(seed),
+            None => classes.push((failure.strategy.clone(), failure.kind.clone(), vec![seed], failure)),
         };
     for seed in 0..cases {
         let case = case_for(seed);
@@ -686,11 +686,12 @@ fn survey() {
             }
         }
     }
-    for (strategy, kind, count, seed, _) in &classes {
-        println!("== {strategy} {kind:?}: {count} of {cases} cases; first: seed {seed}");
+    for (strategy, kind, seeds, _) in &classes {
+        let shown: Vec<String> = seeds.iter().take(40).map(u64::to_string).collect();
+        println!("== {strategy} {kind:?}: {} of {cases} cases; seeds {}", seeds.len(), shown.join(" "));
     }
-    for (_, _, _, seed, failure) in classes {
-        println!("{}", report_failure(seed, case_for(seed), failure, STRATEGIES));
+    for (_, _, seeds, failure) in classes {
+        println!("{}", report_failure(seeds[0], case_for(seeds[0]), failure, STRATEGIES));
     }
 }
 

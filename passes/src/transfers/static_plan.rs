@@ -618,9 +618,14 @@ impl<'a> Planner<'a> {
             }
         }
         for arg in args.iter() {
-            for root in self.roots_of(state, arg.value) {
+            let roots = self.roots_of(state, arg.value);
+            // Through an alias of several buffers a whole write is only a may-write of each: the
+            // one not chosen keeps its device copy, which must then be current.
+            let needs =
+                if arg.writes_all && roots.len() > 1 { arg.needs.union(&arg.written) } else { arg.needs.clone() };
+            for root in roots {
                 let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
-                self.need(state, root, Direction::ToDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
+                self.need(state, root, Direction::ToDevice, &needs, Anchor::Before(op), location, &reason)?;
             }
         }
         for arg in args.iter().filter(|a| a.writes) {
@@ -954,8 +959,11 @@ impl<'a> Planner<'a> {
                 .is_some_and(|b| (0..ctx.regions(parent).len()).any(|i| b.is_repetitive_region(ctx, parent, i)));
             if loops {
                 let inside = index.position(parent) + 1;
-                if let Some(found) = self.first_in(root, inside, parent_end, |n| ctx.parent_op(n) != Some(parent)) {
-                    return found;
+                // The next iteration's first observer; if it overwrites the buffer, the loop may
+                // exit instead, so what follows the loop decides.
+                match self.first_in(root, inside, parent_end, |n| ctx.parent_op(n) != Some(parent)) {
+                    Some(found) if found.0 != Want::Nothing => return found,
+                    _ => {}
                 }
             }
             cursor = parent;
@@ -1235,7 +1243,9 @@ impl<'a> Planner<'a> {
     }
 
     /// Runs `iteration` from the header state to a fixpoint, starting from `entry`; returns the
-    /// header state and the last iteration's result (its plan items kept).
+    /// header state and the last iteration's result (its plan items kept). A header that has
+    /// not settled after a few rounds is widened (see [`Self::widen`]) and the body planned once
+    /// more from it; the back edge then gets the copies that reach it.
     fn fixpoint(
         &mut self,
         op: Op,
@@ -1243,6 +1253,7 @@ impl<'a> Planner<'a> {
         first_op: Option<Op>,
         iteration: &mut Iteration<'_, 'a>,
     ) -> Result<LoopOutcome, Unsupported> {
+        const ROUNDS_BEFORE_WIDENING: usize = 6;
         let mut header = entry.clone();
         let mut rounds = 0;
         loop {
@@ -1251,13 +1262,56 @@ impl<'a> Planner<'a> {
             let (exit, back) = iteration(self, &mut state)?;
             let (next, fixups) = self.header(entry, &back, first_op, op);
             rounds += 1;
-            let settled = next == header;
-            if settled || rounds >= 8 {
-                return Ok(LoopOutcome { header, exit, back, fixups, settled });
+            if next == header {
+                return Ok(LoopOutcome { header, exit, back, fixups, settled: true });
             }
             self.items.truncate(mark);
+            if rounds >= ROUNDS_BEFORE_WIDENING {
+                let (widened, fixups) = self.widen(entry, &header, &next, fixups);
+                let mut state = widened.clone();
+                let (exit, back) = iteration(self, &mut state)?;
+                return Ok(LoopOutcome { header: widened, exit, back, fixups, settled: false });
+            }
             header = next;
         }
+    }
+
+    /// A header for a loop whose header state does not settle: the buffers whose state is
+    /// stable keep it (and their entry copies, `fixups` computed for `next`); the others have
+    /// the device copy whole, which the entry edge and any back edge can reach with copies to
+    /// the device alone (each element is current on the host where not on the device, or the
+    /// flag says the host copy is whole).
+    fn widen(&self, entry: &State, header: &State, next: &State, fixups: Vec<Fixup>) -> (State, Vec<Fixup>) {
+        let mut widened = State::new();
+        let mut unstable = BTreeSet::new();
+        for (&root, h) in header {
+            if next.get(&root) == Some(h) {
+                widened.insert(root, h.clone());
+                continue;
+            }
+            let all = whole(self.ctx, root);
+            unstable.insert(root);
+            widened.insert(root, Copies::new(RangeSet::empty(), all));
+        }
+        let mut kept: Vec<Fixup> = fixups.into_iter().filter(|f| !unstable.contains(&f.root)).collect();
+        for &root in &unstable {
+            let Some(e) = entry.get(&root) else { continue };
+            let ranges = whole(self.ctx, root).minus(&e.device);
+            if ranges.is_empty() {
+                continue;
+            }
+            let why =
+                self.reasons.then(|| "the loop's state does not settle: the device copy is made whole".to_string());
+            kept.push(Fixup {
+                root,
+                direction: Direction::ToDevice,
+                ranges,
+                flagged: e.host_flag,
+                set_flag: None,
+                why: why.unwrap_or_default(),
+            });
+        }
+        (widened, kept)
     }
 
     fn counted_loop(&mut self, op: Op, state: &mut State) -> Result<(), Unsupported> {
