@@ -45,7 +45,7 @@
 //! root it may be, and a write through it counts as partial.
 
 use super::aliases::{is_buffer, BufferRoots, Roots};
-use super::dispatch::{element_count, shape, Kernels};
+use super::dispatch::{element_count, shape, DispatchArg, Kernels};
 use super::emit::{self, compare, guard, index_constant, transfer, Anchor, Direction};
 use super::host_effects::{Summaries, Touch};
 use super::insert::describe_need;
@@ -117,6 +117,9 @@ struct Fixup {
     /// Instead of a copy: set the buffer's flag to this (the header state is flagged).
     set_flag: Option<bool>,
     why: String,
+    /// The first observer of the buffer in the loop, when known (a copy for one in a `while`
+    /// loop's body can wait for the body to run).
+    observer: Option<Op>,
 }
 
 impl Fixup {
@@ -128,6 +131,7 @@ impl Fixup {
             ranges: RangeSet::empty(),
             flagged: false,
             set_flag: Some(value),
+            observer: None,
             why: String::new(),
         }
     }
@@ -169,6 +173,10 @@ enum Guard {
     FlagClear(Value),
     /// The run-time flag of this buffer is set (its host copy is current everywhere).
     FlagSet(Value),
+    /// The copies this `while` loop defers to the first run of its body are not made yet.
+    Pending(Op),
+    /// They are made (the body ran).
+    Entered(Op),
 }
 
 /// The guard on a copy toward `direction` of a flagged buffer: a copy to the device is needed
@@ -187,6 +195,9 @@ enum Action {
     Transfer,
     /// Sets the buffer's run-time "host copy current" flag.
     SetFlag(bool),
+    /// Sets whether the copies this `while` loop defers to the first run of its body are still
+    /// to be made.
+    SetPending(Op, bool),
 }
 
 /// One planned transfer.
@@ -609,7 +620,14 @@ impl<'a> Planner<'a> {
         let kernel_name = kernel.and_then(|k| symbol_name(ctx, k)).unwrap_or("?").to_string();
         let location = ctx.location(op);
         let at = self.describe(location);
-        for arg in args.iter().filter(|a| a.writes) {
+        // An argument that writes one of several buffers (an alias the plan cannot resolve) is
+        // planned as the kernel strategy would plan it, through the alias itself: its elements
+        // copied in from a current host copy, and what it writes copied back right after, so
+        // that each buffer it may name keeps its state (the one written is current on both
+        // sides where it was on either).
+        let through_alias: Vec<bool> =
+            args.iter().map(|a| a.writes && self.roots_of(state, a.value).len() > 1).collect();
+        for (arg, _) in args.iter().zip(&through_alias).filter(|(a, &alias)| a.writes && !alias) {
             let roots = self.roots_of(state, arg.value);
             if !(roots.len() == 1 && arg.writes_all) {
                 for root in roots {
@@ -617,18 +635,34 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        for arg in args.iter() {
+        for (arg, &alias) in args.iter().zip(&through_alias) {
             let roots = self.roots_of(state, arg.value);
-            // Through an alias of several buffers a whole write is only a may-write of each: the
-            // one not chosen keeps its device copy, which must then be current.
-            let needs =
-                if arg.writes_all && roots.len() > 1 { arg.needs.union(&arg.written) } else { arg.needs.clone() };
+            let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
+            if alias {
+                for root in roots {
+                    self.need(state, root, Direction::FromDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
+                }
+                let needs = arg.needs.clamp(element_count(ctx, arg.value));
+                self.push(arg.value, Direction::ToDevice, needs, Anchor::Before(op), vec![], location, reason())?;
+                continue;
+            }
             for root in roots {
-                let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
-                self.need(state, root, Direction::ToDevice, &needs, Anchor::Before(op), location, &reason)?;
+                self.need(state, root, Direction::ToDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
             }
         }
-        for arg in args.iter().filter(|a| a.writes) {
+        let after = ctx
+            .next_op(op)
+            .map(Anchor::Before)
+            .ok_or_else(|| self.unsupported(op, "a dispatch that ends its block"))?;
+        for (arg, &alias) in args.iter().zip(&through_alias).filter(|(a, _)| a.writes) {
+            if alias {
+                let written = arg.written.clamp(element_count(ctx, arg.value));
+                let why = self
+                    .reasons
+                    .then(|| format!("written by @{kernel_name} at {at} through an alias of several buffers"));
+                self.push(arg.value, Direction::FromDevice, written, after, vec![], location, why.unwrap_or_default())?;
+                continue;
+            }
             let roots = self.roots_of(state, arg.value);
             let single = roots.len() == 1;
             for root in roots {
@@ -986,7 +1020,22 @@ impl<'a> Planner<'a> {
             if ctx.interface::<dyn LaunchOpInterface>(n).is_some() {
                 // A dispatch that only overwrites the whole buffer wants nothing of it.
                 let args = self.kernels.args(ctx, n);
-                let mine: Vec<_> = args.iter().filter(|a| self.may_alias(a.value, root)).collect();
+                // An argument the kernel neither reads nor writes is not observed.
+                let mine: Vec<_> =
+                    args.iter().filter(|a| (a.reads || a.writes) && self.may_alias(a.value, root)).collect();
+                if mine.is_empty() {
+                    return None;
+                }
+                // A write through an alias of several buffers is planned through the alias (see
+                // `dispatch`): it leaves each buffer's state as it was, and wants the host copy
+                // of what it reads.
+                let alias_writer = |a: &&DispatchArg| {
+                    a.writes && !matches!(self.roots.roots_ref(a.value), Roots::Known(set) if set.len() == 1)
+                };
+                if mine.iter().all(alias_writer) {
+                    return mine.iter().any(|a| !a.needs.is_empty()).then_some((Want::Host, Some(n)));
+                }
+                let mine: Vec<_> = mine.into_iter().filter(|a| !alias_writer(a)).collect();
                 let single = matches!(self.roots.roots_ref(mine.first()?.value), Roots::Known(set) if set.len() == 1);
                 let kills = single && mine.iter().all(|a| !a.reads && a.writes_all);
                 if kills && nested {
@@ -1126,7 +1175,7 @@ impl<'a> Planner<'a> {
                 // body must too. What the body wants first on the device is made current on the
                 // entry edge as for any buffer; then the entry edge sets the flag from its state
                 // (made to have one copy whole first, if it has neither).
-                let (want, _) = match first_op {
+                let (want, flag_observer) = match first_op {
                     Some(first) => self.first_use_from(root, first, loop_op),
                     None => (Want::Nothing, None),
                 };
@@ -1150,6 +1199,7 @@ impl<'a> Planner<'a> {
                         flagged: e.host_flag,
                         set_flag: None,
                         why: why.unwrap_or_default(),
+                        observer: flag_observer,
                     });
                 }
                 if !e.host_flag {
@@ -1194,6 +1244,7 @@ impl<'a> Planner<'a> {
                     flagged: e.host_flag,
                     set_flag: None,
                     why: why.clone(),
+                    observer,
                 });
             }
             if !from_device.is_empty() {
@@ -1204,6 +1255,7 @@ impl<'a> Planner<'a> {
                     flagged: e.host_flag,
                     set_flag: None,
                     why: why.clone(),
+                    observer,
                 });
             }
             header.insert(root, h);
@@ -1309,6 +1361,7 @@ impl<'a> Planner<'a> {
                 flagged: e.host_flag,
                 set_flag: None,
                 why: why.unwrap_or_default(),
+                observer: None,
             });
         }
         (widened, kept)
@@ -1329,7 +1382,7 @@ impl<'a> Planner<'a> {
         }
         let trips = trip_count(ctx, op);
         if trips != Some(0) {
-            for Fixup { root, direction, ranges, flagged, set_flag, why } in fixups {
+            for Fixup { root, direction, ranges, flagged, set_flag, why, .. } in fixups {
                 if let Some(value) = set_flag {
                     self.set_flag(root, value, Anchor::Before(op), location);
                     continue;
@@ -1512,6 +1565,7 @@ impl<'a> Planner<'a> {
         let after = self.single_block(op, 1)?;
         let location = ctx.location(op);
         let entry = state.clone();
+        let body_start = self.items.len();
         let LoopOutcome { header, exit, back, fixups, settled } =
             self.fixpoint(op, &entry, ctx.first_op(before), &mut |this, s| {
                 this.block(before, s)?;
@@ -1529,23 +1583,94 @@ impl<'a> Planner<'a> {
                 self.set_flag(root, host_whole, Anchor::End(after), location);
             }
         }
-        for Fixup { root, direction, ranges, flagged, set_flag, why } in fixups {
+        // A copy for an observer in the body (the second region, which may never run) waits for
+        // the body's first run, behind a run-time "pending" cell: on the entry edge it could be
+        // made for nothing. The first region does not touch such a buffer (its first observer is
+        // in the body), so the state there is the entry's until then.
+        let body_top = ctx.first_op(after);
+        let mut deferred: Vec<Planned> = Vec::new();
+        let mut deferred_roots: BTreeSet<Value> = BTreeSet::new();
+        for Fixup { root, direction, ranges, flagged, set_flag, why, observer } in fixups {
             if let Some(value) = set_flag {
                 self.set_flag(root, value, Anchor::Before(op), location);
                 continue;
             }
-            self.push(
-                root,
-                direction,
-                ranges,
-                Anchor::Before(op),
-                if flagged { vec![flag_guard(root, direction)] } else { vec![] },
-                location,
-                format!("{why}; hoisted out of the loop"),
-            )?;
+            let mut guards = if flagged { vec![flag_guard(root, direction)] } else { vec![] };
+            let reason = format!("{why}; hoisted out of the loop");
+            let in_body = observer.is_some_and(|o| self.is_within(o, after));
+            let header_flagged = header.get(&root).is_some_and(|h| h.host_flag);
+            match body_top {
+                Some(top) if in_body && !header_flagged && self.in_scope(root, Anchor::Before(top)) => {
+                    guards.insert(0, Guard::Pending(op));
+                    deferred_roots.insert(root);
+                    let mark = self.items.len();
+                    self.push(root, direction, ranges, Anchor::Before(top), guards, location, reason)?;
+                    deferred.extend(self.items.drain(mark..));
+                }
+                _ => self.push(root, direction, ranges, Anchor::Before(op), guards, location, reason)?,
+            }
         }
-        *state = exit.into_iter().filter(|(root, _)| entry.contains_key(root)).collect();
+        let mut exit: State = exit.into_iter().filter(|(root, _)| entry.contains_key(root)).collect();
+        if let (Some(top), false) = (body_top, deferred_roots.is_empty()) {
+            self.items.push(Planned {
+                anchor: Anchor::Before(op),
+                guards: vec![],
+                action: Action::SetPending(op, true),
+                direction: Direction::ToDevice,
+                buffer: *deferred_roots.first().expect("not empty"),
+                ranges: RangeSet::empty(),
+                element: None,
+                location,
+                reason: String::new(),
+            });
+            deferred.push(Planned {
+                anchor: Anchor::Before(top),
+                guards: vec![Guard::Pending(op)],
+                action: Action::SetPending(op, false),
+                direction: Direction::ToDevice,
+                buffer: *deferred_roots.first().expect("not empty"),
+                ranges: RangeSet::empty(),
+                element: None,
+                location,
+                reason: String::new(),
+            });
+            // Before what the body's plan put at its top.
+            self.items.splice(body_start..body_start, deferred);
+            // After the loop the buffer is as on entry if the body never ran.
+            let after_loop = ctx
+                .next_op(op)
+                .map(Anchor::Before)
+                .ok_or_else(|| self.unsupported(op, "a loop that ends its block"))?;
+            for &root in &deferred_roots {
+                let (Some(e), Some(x)) = (entry.get(&root), exit.get(&root).cloned()) else { continue };
+                let not_entered = PathEnd {
+                    copies: Some((after_loop, vec![Guard::Pending(op)])),
+                    flag: Anchor::Before(op),
+                    label: "when the body did not run",
+                };
+                let entered = PathEnd {
+                    copies: Some((after_loop, vec![Guard::Entered(op)])),
+                    flag: Anchor::End(after),
+                    label: "when the body ran",
+                };
+                let merged = self.merge_paths(root, op, "the loop", &[(not_entered, e), (entered, &x)])?;
+                exit.insert(root, merged);
+            }
+        }
+        *state = exit;
         Ok(())
+    }
+
+    /// Whether `op` is nested (at any depth) in `block`.
+    fn is_within(&self, op: Op, block: Block) -> bool {
+        let mut cursor = Some(op);
+        while let Some(current) = cursor {
+            if self.ctx.parent_block(current) == Some(block) {
+                return true;
+            }
+            cursor = self.ctx.parent_op(current);
+        }
+        false
     }
 
     fn branch(&mut self, op: Op, state: &mut State) -> Result<(), Unsupported> {
@@ -1596,7 +1721,8 @@ impl<'a> Planner<'a> {
 /// Inserts the planned transfers; returns how many went each way (to the device, from it).
 pub fn emit(ctx: &mut Context, plan: &Plan, reasons: bool) -> [u64; 2] {
     let mut counts = [0u64; 2];
-    let mut emitter = Emitter { plan, guards: FxHashMap::default(), flags: FxHashMap::default() };
+    let mut emitter =
+        Emitter { plan, guards: FxHashMap::default(), flags: FxHashMap::default(), pending: FxHashMap::default() };
     // The value each flag was last set to at each place: setting it again there is a no-op.
     let mut flag_values: FxHashMap<(Anchor, Vec<Guard>, Value), bool> = FxHashMap::default();
     for item in &plan.items {
@@ -1606,8 +1732,12 @@ pub fn emit(ctx: &mut Context, plan: &Plan, reasons: bool) -> [u64; 2] {
             }
         }
         let anchor = emitter.guarded(ctx, item.anchor, &item.guards, item.location);
-        if let Action::SetFlag(value) = item.action {
-            let cell = emitter.flag(ctx, item.buffer);
+        if let Action::SetFlag(_) | Action::SetPending(..) = item.action {
+            let (cell, value) = match item.action {
+                Action::SetPending(looped, value) => (emitter.pending_cell(ctx, looped), value),
+                Action::SetFlag(value) => (emitter.flag(ctx, item.buffer), value),
+                Action::Transfer => unreachable!("matched above"),
+            };
             let i1 = ctx.integer_type(1);
             let constant = emit::constant(ctx, anchor, i64::from(value), i1, item.location);
             let zero = index_constant(ctx, anchor, 0, item.location);
@@ -1637,6 +1767,8 @@ struct Emitter<'p> {
     plan: &'p Plan,
     guards: FxHashMap<(Anchor, Vec<Guard>), Block>,
     flags: FxHashMap<Value, Value>,
+    /// The "deferred copies pending" cell of each `while` loop that has one.
+    pending: FxHashMap<Op, Value>,
 }
 
 impl Emitter<'_> {
@@ -1646,6 +1778,23 @@ impl Emitter<'_> {
         if let Some(&cell) = self.flags.get(&root) {
             return cell;
         }
+        let cell = self.new_cell(ctx);
+        self.flags.insert(root, cell);
+        cell
+    }
+
+    /// The cell that says whether `looped`'s deferred copies are still to be made.
+    fn pending_cell(&mut self, ctx: &mut Context, looped: Op) -> Value {
+        if let Some(&cell) = self.pending.get(&looped) {
+            return cell;
+        }
+        let cell = self.new_cell(ctx);
+        self.pending.insert(looped, cell);
+        cell
+    }
+
+    /// A one-element `i1` buffer allocated at the start of the function.
+    fn new_cell(&mut self, ctx: &mut Context) -> Value {
         let body = ctx
             .interface::<dyn CallableOpInterface>(self.plan.function)
             .and_then(|c| c.body(ctx, self.plan.function))
@@ -1653,9 +1802,7 @@ impl Emitter<'_> {
         let block = ctx.region_blocks(body)[0];
         let first = ctx.first_op(block).expect("a function body ends in a return");
         let location = ctx.location(self.plan.function);
-        let cell = emit::flag_cell(ctx, Anchor::Before(first), location);
-        self.flags.insert(root, cell);
-        cell
+        emit::flag_cell(ctx, Anchor::Before(first), location)
     }
 
     /// The anchor inside the chain of `guards` at `anchor` (built on first use).
@@ -1676,12 +1823,16 @@ impl Emitter<'_> {
                     let upper = looping.upper_bound(ctx, looped).expect("a counted loop has bounds");
                     compare(ctx, current, predicate, lower, upper, location)
                 }
-                Guard::FlagClear(root) | Guard::FlagSet(root) => {
-                    let cell = self.flag(ctx, root);
+                Guard::FlagClear(_) | Guard::FlagSet(_) | Guard::Pending(_) | Guard::Entered(_) => {
+                    let cell = match guards[depth] {
+                        Guard::FlagClear(root) | Guard::FlagSet(root) => self.flag(ctx, root),
+                        Guard::Pending(looped) | Guard::Entered(looped) => self.pending_cell(ctx, looped),
+                        _ => unreachable!("matched above"),
+                    };
                     let zero = index_constant(ctx, current, 0, location);
                     let value = emit::load(ctx, current, cell, zero, location);
                     let i1 = ctx.integer_type(1);
-                    let wanted = i64::from(matches!(guards[depth], Guard::FlagSet(_)));
+                    let wanted = i64::from(matches!(guards[depth], Guard::FlagSet(_) | Guard::Pending(_)));
                     let expected = emit::constant(ctx, current, wanted, i1, location);
                     compare(ctx, current, IntPredicate::Eq, value, expected, location)
                 }
