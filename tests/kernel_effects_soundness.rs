@@ -4,8 +4,11 @@
 //! at indices drawn from a small grammar (affine in the global, local and group ids and a loop
 //! variable; divisions, remainders, clamps; indices read from data), under random guards (on
 //! ids, on buffer dimensions, on loaded data), possibly inside a counted loop, possibly through
-//! a helper; and a random grid and workgroup size. The case runs on the CPU backend, whose fresh
-//! device memory holds a poison pattern:
+//! a helper; and a random grid and workgroup size — often a grid that is not a multiple of the
+//! workgroup size, whose last workgroup has work items past the grid, which must touch no buffer
+//! (docs/lowering.md, "Which work items exist"), and sometimes a barrier, with which those work
+//! items run, their buffer accesses skipped. The case runs on the CPU backend, whose fresh device
+//! memory holds a poison pattern:
 //!
 //! - `%src` gets real values only inside the range the analysis says the kernel may read, and
 //!   keeps poison elsewhere: a stored value of poison + 1 means a read outside that range;
@@ -84,6 +87,8 @@ struct Case {
     read: Vec<Index>,
     write: Vec<Index>,
     through_helper: bool,
+    /// A `kernel.barrier` first: work items past the grid then run (as padding).
+    barrier: bool,
 }
 
 fn variable() -> impl Strategy<Value = Variable> {
@@ -148,14 +153,23 @@ fn shape() -> impl Strategy<Value = Vec<usize>> {
 fn case() -> impl Strategy<Value = Case> {
     let workgroup = (prop_oneof![Just(1u64), Just(2), Just(4), Just(8)], prop_oneof![Just(1u64), Just(2), Just(4)]);
     let random_grid = prop::option::weighted(0.5, [0u64..=14, 0u64..=14]);
-    (shape(), shape(), random_grid, workgroup)
-        .prop_flat_map(|(src_shape, dst_shape, grid, (wx, wy))| {
+    (shape(), shape(), random_grid, workgroup, prop::bool::weighted(0.3))
+        .prop_flat_map(|(src_shape, dst_shape, grid, (wx, wy), partial)| {
             let workgroup = [wx, wy];
             // Half the grids are shaped like %dst (x along a row).
-            let grid = grid.unwrap_or_else(|| {
+            let mut grid = grid.unwrap_or_else(|| {
                 let mut shape = dst_shape.iter().rev().map(|&d| d as u64);
                 [shape.next().unwrap_or(1), shape.next().unwrap_or(1)]
             });
+            // Some end one work item short of whole workgroups: the last workgroup of each
+            // dimension whose workgroups hold several work items is partial.
+            if partial {
+                for d in 0..2 {
+                    if workgroup[d] > 1 {
+                        grid[d] = grid[d].max(1).next_multiple_of(workgroup[d]) - 1;
+                    }
+                }
+            }
             let guards = prop::collection::vec(comparison(), 0..=2);
             let grid = Just(grid);
             let for_loop = prop::option::of((0i64..=2, 0i64..=5, 1i64..=2));
@@ -171,6 +185,7 @@ fn case() -> impl Strategy<Value = Case> {
                 read,
                 write,
                 (prop::bool::weighted(0.3), prop::bool::weighted(0.6), prop::bool::weighted(0.6)),
+                prop::bool::weighted(0.25),
             )
         })
         .prop_map(
@@ -183,6 +198,7 @@ fn case() -> impl Strategy<Value = Case> {
                 read,
                 write,
                 (through_helper, read_in_bounds, write_in_bounds),
+                barrier,
             )| Case {
                 src_shape,
                 dst_shape,
@@ -197,6 +213,7 @@ fn case() -> impl Strategy<Value = Case> {
                 read,
                 write,
                 through_helper,
+                barrier,
             },
         )
 }
@@ -306,6 +323,9 @@ fn kernel_text(case: &Case) -> String {
         ["%x = kernel.global_id x", "%y = kernel.global_id y", "%lx = kernel.local_id x", "%gx = kernel.group_id x"]
     {
         e.line(line);
+    }
+    if case.barrier {
+        e.line("kernel.barrier");
     }
     let mut conditions = Vec::new();
     for guard in &case.guards {
@@ -508,6 +528,7 @@ fn wrong_claims_are_caught() {
         read: vec![at_x.clone()],
         write: vec![at_x],
         through_helper: false,
+        barrier: false,
     };
     let truth = claims(&case);
     assert_eq!((truth.read.clone(), truth.written.clone(), truth.every), (Some(0..4), Some(0..4), false));
@@ -518,4 +539,37 @@ fn wrong_claims_are_caught() {
     assert!(judge(&narrower_read, &run(&case, &narrower_read.read)).unwrap_err().contains("read outside"));
     let every = Claims { every: true, ..truth };
     assert!(judge(&every, &run(&case, &every.read)).unwrap_err().contains("not written"));
+}
+
+/// A grid of 6 in workgroups of 4, writing `%dst[x]` of 8 elements unguarded: the analysis
+/// claims elements 0..6, not every element, and the CPU backend's work items 6 and 7 (past the
+/// grid, in the last workgroup) write nothing, with or without a barrier (with one they run, as
+/// padding, and their load of `%src` gives zero instead of reading poison past the read range).
+#[test]
+fn work_items_past_the_grid_touch_no_buffer() {
+    let at_x = Index::Affine { variable: Variable::X, coefficient: 1, offset: 0 };
+    for barrier in [false, true] {
+        let case = Case {
+            src_shape: vec![8],
+            dst_shape: vec![8],
+            grid: [6, 1],
+            workgroup: [4, 1],
+            guards: Vec::new(),
+            any: false,
+            for_loop: None,
+            data_guard: None,
+            read_in_bounds: false,
+            write_in_bounds: false,
+            read: vec![at_x.clone()],
+            write: vec![at_x.clone()],
+            through_helper: false,
+            barrier,
+        };
+        let claims = claims(&case);
+        assert_eq!((claims.read.clone(), claims.written.clone(), claims.every), (Some(0..6), Some(0..6), false));
+        let run = run(&case, &claims.read);
+        assert!(run.succeeded);
+        assert_eq!(&run.values[6..], &[POISON, POISON], "barrier {barrier}");
+        assert_eq!(judge(&claims, &run), Ok(()));
+    }
 }
