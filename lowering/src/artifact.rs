@@ -50,7 +50,7 @@ pub struct EntryPoint {
     /// Where scalars and sizes go in the push constants.
     pub push_constants: PushConstantLayout,
     /// Whether the kernel reaches a workgroup barrier (then work items past the grid run
-    /// too, without effects on buffers: see the crate docs).
+    /// too, without accesses to buffers: see the crate docs).
     pub has_barrier: bool,
     /// Bytes of workgroup memory the kernel allocates.
     pub workgroup_memory_bytes: u32,

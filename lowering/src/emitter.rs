@@ -34,7 +34,7 @@ impl Emitter {
         b.capability(spirv::Capability::Shader);
         let glsl = b.ext_inst_import("GLSL.std.450");
         b.memory_model(spirv::AddressingModel::Logical, spirv::MemoryModel::GLSL450);
-        Emitter {
+        let mut emitter = Emitter {
             b,
             glsl,
             constants: FxHashMap::default(),
@@ -44,7 +44,13 @@ impl Emitter {
             extensions: Vec::new(),
             decorated: Vec::new(),
             index_bits,
+        };
+        // A 64-bit `index` appears wherever indices do (constants, ids, sizes), not only where a
+        // value's type is checked; lower_module has checked that the device has shaderInt64.
+        if index_bits == 64 {
+            emitter.capability(spirv::Capability::Int64);
         }
+        emitter
     }
 
     /// Declares a capability once.

@@ -4,8 +4,8 @@
 //! The entry point computes whether its work item is inside the grid (every global id below
 //! the grid size in the push constants). A kernel without a barrier returns at once when it is
 //! not; a kernel that reaches a barrier cannot (every work item of a workgroup must reach each
-//! barrier), so its work items past the grid run the kernel with every store and atomic on a
-//! storage buffer skipped. Either way, exactly the work items inside the grid have effects on
+//! barrier), so its work items past the grid run the kernel with every load, store and atomic on
+//! a storage buffer skipped (a skipped load or atomic gives zero). Either way, exactly the work items inside the grid have effects on
 //! buffers, as the kernel analyses assume.
 
 use crate::artifact::{BufferBinding, DimSlot, EntryPoint, PushConstantLayout, ScalarEncoding, ScalarSlot};
@@ -303,7 +303,7 @@ impl FunctionEmitter<'_> {
         let in_grid = self.compute_in_grid()?;
         if self.k.has_barrier {
             // Every work item runs (a barrier waits for the whole workgroup); those past the
-            // grid skip their stores and atomics on buffers.
+            // grid skip their loads, stores and atomics on buffers.
             self.in_grid = Some(in_grid);
             let terminator = self.ops(block)?;
             self.check_return(terminator)?;

@@ -47,11 +47,12 @@
 //!   ids below the grid). The runtime dispatches `ceil(grid / workgroup size)` workgroups, so the
 //!   last workgroup of a dimension may reach past the grid: in a kernel without a barrier those
 //!   work items return at once; in a kernel that reaches a barrier they must run (a barrier
-//!   waits for the whole workgroup), so they run with every store and atomic on a storage buffer
-//!   skipped, and take part only in barriers and workgroup memory. `kernel.global_size` is the
-//!   grid, `kernel.num_groups` the number of workgroups dispatched, `kernel.local_size` the
-//!   workgroup size. (Today the CPU backend runs the last workgroup whole, effects included:
-//!   the two agree on every kernel that guards its accesses with `id < size`.)
+//!   waits for the whole workgroup), so they run with every load, store and atomic on a storage
+//!   buffer skipped (a skipped load or atomic gives zero), and take part only in barriers and
+//!   workgroup memory. `kernel.global_size` is the grid, `kernel.num_groups` the number of
+//!   workgroups dispatched, `kernel.local_size` the workgroup size. The CPU backend runs the
+//!   same work items the same way, and the kernel-effects analysis counts the accesses of the
+//!   work items inside the grid only.
 //! - **Undefined results** of `arith` are given hat's values where SPIR-V would leave them
 //!   undefined (see `scalar.rs`): division by zero gives the dividend instead of a trap, which
 //!   the device cannot report.

@@ -364,12 +364,14 @@ impl FunctionEmitter<'_> {
     }
 
     /// Runs `effect` only for work items inside the grid when `leaf` is a storage buffer and the
-    /// kernel has a barrier (work items past the grid then run, but must leave buffers alone);
-    /// a skipped effect's result is `skipped`.
+    /// kernel has a barrier (work items past the grid then run, but must leave buffers alone:
+    /// no store, no atomic, and no load, which could be out of bounds and whose value must not
+    /// depend on elements the kernel-effects analysis does not count as read); a skipped
+    /// effect's result, of kind `result`, is zero (as on the CPU backend).
     fn in_grid_only(
         &mut self,
         leaf: u32,
-        result: Option<(Word, Word)>,
+        result: Option<Kind>,
         effect: impl FnOnce(&mut Self) -> Result<Option<Word>, Failed>,
     ) -> Result<Option<Word>, Failed> {
         let guard = self.in_grid.filter(|_| self.k.leaves[leaf as usize].class == StorageClass::StorageBuffer);
@@ -385,7 +387,8 @@ impl FunctionEmitter<'_> {
         self.e.b.branch(merge)?;
         self.start_block(merge)?;
         match (result, value) {
-            (Some((ty, skipped)), Some(value)) => {
+            (Some(kind), Some(value)) => {
+                let (ty, skipped) = (self.kind_type(kind), self.zero(kind));
                 Ok(Some(self.e.b.phi(ty, None, [(value, then_end), (skipped, before)])?))
             }
             _ => Ok(None),
@@ -402,8 +405,9 @@ impl FunctionEmitter<'_> {
         let indices = self.indices(op, load.indices(ctx))?;
         let kind = self.kind(op, ctx.value_type(ctx.result(op, 0)))?;
         let ty = self.kind_type(kind);
-        let value =
-            self.with_leaf(op, &buffer, Some(ty), |this, leaf| Ok(Some(this.load_leaf(leaf, &indices, kind)?)))?;
+        let value = self.with_leaf(op, &buffer, Some(ty), |this, leaf| {
+            this.in_grid_only(leaf, Some(kind), |this| Ok(Some(this.load_leaf(leaf, &indices, kind)?)))
+        })?;
         let value = value.ok_or(Failed::Builder("a load without a value".to_string()))?;
         self.define_result(op, Lowered::Scalar(value))
     }
@@ -479,9 +483,8 @@ impl FunctionEmitter<'_> {
             }
         }
         let ty = self.kind_type(kind);
-        let zero = self.zero(kind);
         let result = self.with_leaf(op, &buffer, Some(ty), |this, leaf| {
-            this.in_grid_only(leaf, Some((ty, zero)), |this| this.atomic_leaf(op, &name, leaf, &indices, value, kind))
+            this.in_grid_only(leaf, Some(kind), |this| this.atomic_leaf(op, &name, leaf, &indices, value, kind))
         })?;
         let result = result.ok_or(Failed::Builder("an atomic without a value".to_string()))?;
         self.define_result(op, Lowered::Scalar(result))

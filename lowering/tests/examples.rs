@@ -1,6 +1,7 @@
 //! Every kernel of every example program (examples/*.hat) lowers to a module that passes the
 //! validator; the disassembly and the entry points' artifacts are snapshotted, one file per
-//! example. When the `spirv-val` tool is installed, it checks every module too.
+//! example. When the `spirv-val` tool is installed, it checks every module too. The modules are
+//! deterministic: lowering an example again, in a fresh context, gives the same words.
 
 mod support;
 
@@ -81,5 +82,24 @@ fn every_example_kernel_lowers_and_validates() {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let described = describe(&path);
         insta::assert_snapshot!(name, described);
+    }
+}
+
+/// The words of `path`'s module, lowered in a fresh context.
+fn words(path: &Path) -> Vec<u32> {
+    let text = std::fs::read_to_string(path).expect("readable example");
+    let mut ctx = hat_dialects::context();
+    let module = hat_ir::parse_source(&mut ctx, "example.hat", &text).expect("the example parses");
+    let verified = hat_ir::verify_module(&ctx, module).expect("the example verifies");
+    lower_module(&ctx, verified, &LoweringOptions::default()).expect("the example lowers").words
+}
+
+#[test]
+fn lowering_is_deterministic() {
+    for path in examples() {
+        let first = words(&path);
+        for _ in 0..3 {
+            assert_eq!(words(&path), first, "{}", path.display());
+        }
     }
 }

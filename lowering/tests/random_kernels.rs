@@ -1,7 +1,11 @@
 //! Random kernels (arithmetic of every type, casts, comparisons, nested `scf.if`/`scf.for`/
 //! `scf.while` with results, loads, stores, atomics, buffers chosen at run time, barriers,
-//! helper calls) always lower to a module that the validator accepts. A program is built from a
-//! list of random bytes, each choosing the next construct, so proptest shrinks it well.
+//! helper calls) always lower, with the defaults and with every feature and a 64-bit `index`, to
+//! a module that the validator accepts (the one compiled into the lowering, and `spirv-val` when
+//! it is installed). `tests/lowering_generated_kernels.rs` at the workspace root lowers the
+//! kernel-effects test's random kernels (index patterns, 2-D buffers and workgroups, helpers
+//! taking buffers) the same way. A program is built from a list of random bytes, each choosing
+//! the next construct, so proptest shrinks it well.
 
 mod support;
 
@@ -269,8 +273,17 @@ proptest! {
     #[test]
     fn random_kernels_lower_to_valid_modules(choices in proptest::collection::vec(any::<u8>(), 0..120), barrier in any::<bool>()) {
         let text = kernel(&choices, barrier);
-        let spirv = support::lower_with(&text, &hat_lowering::LoweringOptions::default());
-        prop_assert!(spirv.is_ok(), "{}\n{}", spirv.err().unwrap_or_default(), text);
+        let wide = hat_lowering::LoweringOptions {
+            features: hat_lowering::DeviceFeatures::all(),
+            index_width: hat_lowering::IndexWidth::Bits64,
+            ..Default::default()
+        };
+        for options in [hat_lowering::LoweringOptions::default(), wide] {
+            let spirv = support::lower_with(&text, &options);
+            prop_assert!(spirv.is_ok(), "{}\n{}", spirv.as_ref().err().cloned().unwrap_or_default(), text);
+            // The command-line validator too, when it is installed (it panics with its message).
+            support::spirv_val(&spirv.expect("lowered").words);
+        }
     }
 }
 

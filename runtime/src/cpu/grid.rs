@@ -4,8 +4,8 @@
 //! The backend interprets every work item, at some millions per second on all cores, so a grid of
 //! 2^40 work items would run for days. A dispatch of more than the backend's limit of work items
 //! ([`super::DEFAULT_MAX_WORK_ITEMS`] unless set otherwise), counting the work items of the last,
-//! partial workgroup in each dimension, which run too, is refused before anything runs, as is a
-//! grid whose size does not fit in 64 bits. The executor checks the grid first and reports the
+//! partial workgroup in each dimension (which run as padding in a kernel with barriers), is
+//! refused before anything runs, as is a grid whose size does not fit in 64 bits. The executor checks the grid first and reports the
 //! dispatch's location; this check protects callers that drive the backend directly.
 
 use crate::error::RuntimeError;
@@ -44,7 +44,7 @@ pub(crate) fn workgroups(
     if items > limit {
         return Err(too_large(format!("has {items} work items")));
     }
-    // The partial workgroups run whole: count what runs.
+    // The partial workgroups may run whole (as padding past the grid): count what may run.
     let running = (0..3).try_fold(1u64, |a, d| a.checked_mul(count[d].checked_mul(workgroup[d])?));
     match running {
         Some(running) if running <= limit => {}

@@ -6,6 +6,15 @@
 //! at). Nothing lives on the Rust stack between instructions, so a work item can stop at a
 //! `kernel.barrier` and be resumed later: a workgroup with barriers runs its work items in
 //! lockstep, each up to the next barrier (or the end), round after round ([`run_group`]).
+//!
+//! Which work items exist: exactly those whose global id is below the grid in every dimension
+//! (docs/lowering.md, "Which work items exist"). The last workgroup of a dimension may reach past
+//! the grid. Without a barrier its work items past the grid do not run. With one they must (a
+//! barrier waits for the whole workgroup, as on a GPU): they run as *padding* items, which take
+//! part in barriers and workgroup memory but leave the kernel's buffer arguments alone — their
+//! stores and atomics on them are skipped, their loads and atomics give zero — so that only the
+//! work items inside the grid touch buffers, as the kernel-effects analysis and the SPIR-V
+//! lowering assume.
 
 use super::compile::{Edge, Inst, Program, Slot, Target, MAX_CALL_DEPTH};
 use super::memory::Memory;
@@ -59,6 +68,9 @@ pub(crate) struct Item {
     scratch: Vec<Scalar>,
     pub local: [u64; 3],
     pub global: [u64; 3],
+    /// Whether the work item is past the grid (it runs only to reach barriers: see the module
+    /// documentation).
+    pub padding: bool,
     /// Where it waits, after [`Stop::Barrier`].
     pub barrier: Location,
 }
@@ -72,14 +84,16 @@ impl Default for Item {
             scratch: Vec::new(),
             local: [0; 3],
             global: [0; 3],
+            padding: false,
             barrier: Location::UNKNOWN,
         }
     }
 }
 
 impl Item {
-    /// Resets the item to the start of the kernel with the given parameter values.
-    pub fn start(&mut self, program: &Program, params: &[Scalar], local: [u64; 3], global: [u64; 3]) {
+    /// Resets the item to the start of the kernel with the given parameter values (`padding`:
+    /// past the grid).
+    pub fn start(&mut self, program: &Program, params: &[Scalar], local: [u64; 3], global: [u64; 3], padding: bool) {
         let entry = &program.functions[0];
         self.slots.clear();
         self.slots.resize(entry.slots as usize, Scalar::Int(0));
@@ -89,6 +103,16 @@ impl Item {
         self.frames.push(Frame { block: entry.body, pc: 0, base: 0, function: true });
         self.local = local;
         self.global = global;
+        self.padding = padding;
+    }
+
+    /// Whether an access through `handle` is skipped: the item is padding and the handle names
+    /// one of the kernel's buffer arguments (which come before the workgroup's local buffers).
+    #[inline]
+    fn skips(&self, env: &Env<'_>, handle: Scalar) -> bool {
+        self.padding
+            && usize::try_from(handle.as_i64())
+                .is_ok_and(|h| h < env.buffers.len().saturating_sub(env.program.locals.len()))
     }
 
     /// The control stack's positions, to compare where work items wait.
@@ -223,12 +247,21 @@ impl Item {
                 }
                 Inst::Load { dst, buffer, indices, location } => {
                     let memory = self.buffer(env, slot!(*buffer))?;
+                    if self.skips(env, slot!(*buffer)) {
+                        slot!(*dst) = eval::from_bits(0, memory.element);
+                        pc += 1;
+                        continue;
+                    }
                     let index = self.flat(env, memory, indices, base, *location)?;
                     slot!(*dst) = memory.load(index);
                     pc += 1;
                 }
                 Inst::Store { value, buffer, indices, location } => {
                     let memory = self.buffer(env, slot!(*buffer))?;
+                    if self.skips(env, slot!(*buffer)) {
+                        pc += 1;
+                        continue;
+                    }
                     let index = self.flat(env, memory, indices, base, *location)?;
                     memory.store(index, slot!(*value));
                     pc += 1;
@@ -245,6 +278,11 @@ impl Item {
                 }
                 Inst::Atomic { dst, op, buffer, indices, value, location } => {
                     let memory = self.buffer(env, slot!(*buffer))?;
+                    if self.skips(env, slot!(*buffer)) {
+                        slot!(*dst) = eval::from_bits(0, memory.element);
+                        pc += 1;
+                        continue;
+                    }
                     let index = self.flat(env, memory, indices, base, *location)?;
                     let element = memory.element;
                     let operand = eval::normalize(slot!(*value), element);
@@ -413,15 +451,18 @@ impl Item {
 }
 
 /// Runs one workgroup: every work item of it, in order (x fastest), to the end. Without
-/// barriers, one item state (`items[0]`) is reused for each work item in turn; with barriers,
-/// all work items run in lockstep, each up to the next barrier, and every round checks that they
-/// all wait at the same barrier (same control stack: same op, same enclosing regions and calls)
-/// or all finished — anything else is a non-uniform barrier, reported as an error.
+/// barriers, one item state (`items[0]`) is reused for each work item inside the grid in turn
+/// (those past it do not exist); with barriers, all work items run in lockstep, those past the
+/// grid as padding (see the module documentation), each up to the next barrier, and every round
+/// checks that they all wait at the same barrier (same control stack: same op, same enclosing
+/// regions and calls) or all finished — anything else is a non-uniform barrier, reported as an
+/// error.
 pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>) -> Result<(), RuntimeError> {
     let program = env.program;
     let [wx, wy, wz] = program.workgroup;
     let group = env.group;
     let global = |local: [u64; 3]| [0, 1, 2].map(|d| group[d] * program.workgroup[d] + local[d]);
+    let past_grid = |global: [u64; 3]| (0..3).any(|d| global[d] >= env.grid[d]);
     let locals = (0..wz).flat_map(|z| (0..wy).flat_map(move |y| (0..wx).map(move |x| [x, y, z])));
     if !program.has_barrier {
         if items.is_empty() {
@@ -429,7 +470,11 @@ pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>)
         }
         let item = &mut items[0];
         for local in locals {
-            item.start(program, params, local, global(local));
+            let global = global(local);
+            if past_grid(global) {
+                continue;
+            }
+            item.start(program, params, local, global, false);
             if item.run(env)? == Stop::Barrier {
                 return Err(item.internal(env, "a kernel without barriers stopped at one"));
             }
@@ -442,7 +487,8 @@ pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>)
     }
     let items = &mut items[..count];
     for (item, local) in items.iter_mut().zip(locals) {
-        item.start(program, params, local, global(local));
+        let global = global(local);
+        item.start(program, params, local, global, past_grid(global));
     }
     loop {
         let mut waiting = 0;

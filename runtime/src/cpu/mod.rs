@@ -17,10 +17,11 @@
 //!   name or hash lookup happens at run time.
 //! - **Grid.** The grid of a dispatch is the number of work items per dimension. The workgroup
 //!   size is the kernel's `workgroup_size` ([`DEFAULT_WORKGROUP_SIZE`], 64 × 1 × 1, when absent);
-//!   the number of workgroups is `ceil(grid / workgroup size)` per dimension. As on a GPU, every
-//!   work item of the last, partial workgroup runs too: `kernel.global_id` can reach past the grid
-//!   (up to the workgroup-size multiple), and kernels guard their accesses (`scf.if %i < %n`).
-//!   `kernel.global_size` is the grid itself. A dispatch may have at most
+//!   the number of workgroups is `ceil(grid / workgroup size)` per dimension. The work items that
+//!   exist are exactly those below the grid: in the last, partial workgroup those past the grid
+//!   do not run, or, in a kernel that reaches a barrier, run only to take part in barriers and
+//!   workgroup memory, leaving buffers alone (see `interp.rs`; docs/lowering.md says the same of
+//!   the device). `kernel.global_size` is the grid itself. A dispatch may have at most
 //!   [`DEFAULT_MAX_WORK_ITEMS`] work items (2^32; [`CpuBackend::set_max_work_items`] changes
 //!   it): the executor refuses a larger grid with the dispatch's location, since this backend
 //!   runs every work item in turn and a grid of 2^40 would run for hours.

@@ -177,16 +177,17 @@ kernel.func @coords(%out: memref<13x20xi32>, %info: memref<8x7xindex>) workgroup
     %vi = arith.index_cast %v : index to i32
     buffer.store %vi, %out[%y, %x] : memref<13x20xi32>
   }
-  // The work item of the last group (2, 3) at local (7, 3) records the ids and sizes.
+  // The last work item of the grid, in the last group (2, 3) at local (3, 0), records the ids
+  // and sizes (the items past the grid, up to local (7, 3), do not exist).
   %lx = kernel.local_id x
   %ly = kernel.local_id y
   %gx = kernel.group_id x
   %gy = kernel.group_id y
-  %c7 = arith.constant 7 : index
+  %zero = arith.constant 0 : index
   %c3 = arith.constant 3 : index
   %c2 = arith.constant 2 : index
-  %a = arith.cmpi eq, %lx, %c7 : index
-  %b = arith.cmpi eq, %ly, %c3 : index
+  %a = arith.cmpi eq, %lx, %c3 : index
+  %b = arith.cmpi eq, %ly, %zero : index
   %c = arith.cmpi eq, %gx, %c2 : index
   %d = arith.cmpi eq, %gy, %c3 : index
   %ab = arith.andi %a, %b : i1
@@ -233,8 +234,8 @@ kernel.func @coords(%out: memref<13x20xi32>, %info: memref<8x7xindex>) workgroup
     }
     let info: Vec<i64> = f.bytes(info).chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
     let row = |r: usize| info[r * 7..r * 7 + 3].to_vec();
-    // Work items past the grid run: global id (23, 15) in a 20 x 13 grid.
-    assert_eq!(row(0), vec![23, 15, 0]);
+    // The last work item: global id (19, 12) in a 20 x 13 grid.
+    assert_eq!(row(0), vec![19, 12, 0]);
     assert_eq!(row(1), vec![20, 13, 1]);
     assert_eq!(row(2), vec![8, 4, 1]);
     assert_eq!(row(3), vec![3, 4, 1]);
@@ -253,12 +254,12 @@ kernel.func @count(%n: memref<1xi32>) {
     let mut f = Fixture::new(text);
     assert_eq!(f.backend.workgroup_size(f.kernel("count")), Some(DEFAULT_WORKGROUP_SIZE));
     let n = f.upload_i32(&[1], &[0]);
-    // 65 work items: two groups of 64, all of whose items run.
+    // 65 work items: two groups of 64, of which only the 65 inside the grid exist.
     f.run("count", [65, 1, 1], &[Buffer(n)]);
-    assert_eq!(f.download_i32(n), vec![128]);
+    assert_eq!(f.download_i32(n), vec![65]);
     f.run("count", [0, 1, 1], &[Buffer(n)]);
     f.run("count", [10, 0, 1], &[Buffer(n)]);
-    assert_eq!(f.download_i32(n), vec![128]);
+    assert_eq!(f.download_i32(n), vec![65]);
 }
 
 const WORKGROUP_MEMORY: &str = r#"

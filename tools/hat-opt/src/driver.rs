@@ -45,6 +45,7 @@ pub fn run(
         }
         false => None,
     };
+    options.emit.check(options.split_input_file, options.output.as_os_str() == "-")?;
     // Build the pipeline once up front, so that a bad pipeline is reported before any input is read.
     build_pass_manager(options, registry, pass_flags, plan.as_ref())?;
     let (name, bytes) = read_input(&options.input)?;
@@ -190,8 +191,19 @@ fn process_chunk(
             if options.view_op_graph {
                 eprint!("{}", op_graph(&ctx, module));
             }
+            if options.emit.lowers() {
+                let started = Instant::now();
+                match crate::emit::emit(&ctx, module, &options.emit, output.sink(stdout)) {
+                    Ok(()) => {}
+                    Err(crate::emit::EmitError::Diagnostics(emitted)) => {
+                        diagnostics.extend(emitted);
+                        succeeded = false;
+                    }
+                    Err(crate::emit::EmitError::Output(message)) => return Err(message),
+                }
+                report.add_time("Output", started.elapsed());
             // With --run the IR goes only to an `-o FILE`; the run's summary goes to stdout.
-            if !options.run.running() || options.output.as_os_str() != "-" {
+            } else if !options.run.running() || options.output.as_os_str() != "-" {
                 let started = Instant::now();
                 let print_options = PrintOptions {
                     generic: options.print_generic,

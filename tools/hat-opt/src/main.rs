@@ -1,11 +1,13 @@
 //! `hat-opt`: parse a `.hat` file, verify it, run a pass pipeline, and print it — following
-//! `mlir-opt`'s conventions — or, with `--run`, execute it (see `run.rs`).
+//! `mlir-opt`'s conventions — or, with `--run`, execute it (see `run.rs`), or, with
+//! `--emit=spirv|spirv-asm`, lower its kernels to SPIR-V (see `emit.rs`).
 //!
 //! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`, or a
 //! bad command line).
 
 mod args;
 mod driver;
+mod emit;
 mod report;
 mod run;
 mod strategy;
@@ -111,6 +113,9 @@ pub struct Options {
     /// `--run` and its options.
     #[command(flatten)]
     pub run: run::RunOptions,
+    /// `--emit` and its options.
+    #[command(flatten)]
+    pub emit: emit::EmitOptions,
 }
 
 /// A pass given as its own flag (`--cse`, `--canonicalize=max-iterations=3`), or a named

@@ -2,10 +2,11 @@
 //! arguments ([`Dispatch`]), and how an access's symbolic expressions become concrete under it
 //! ([`Resolved`]).
 //!
-//! Which work items run: every id below the grid in each dimension surely runs; as on a GPU,
-//! the last workgroup of each dimension runs whole, so ids up to the grid rounded up to the
-//! workgroup size run too (kernels guard their accesses). When the kernel's workgroup size is
-//! not known, the running ids are bounded by nothing but 0.
+//! Which work items run: exactly the ids below the grid in each dimension (docs/lowering.md,
+//! "Which work items exist"). The last workgroup of a dimension may reach past the grid, but its
+//! work items there touch no buffer: they do not run, or (in a kernel with barriers) run with
+//! every access to a buffer skipped. So accesses are bounded by the grid, whatever the workgroup
+//! size; where a grid size is not known, the ids are bounded by nothing but 0.
 
 use super::affine::{Affine, Atom};
 use super::guard::Guard;
@@ -120,17 +121,14 @@ impl Query<'_> {
         Resolved { extent, guards, loops, exact }
     }
 
-    /// The environment of the work items that may run: ids from 0 to the grid rounded up to
-    /// whole workgroups.
+    /// The environment of the work items that may touch buffers: ids below the grid (unbounded
+    /// above in a dimension whose size is not known).
     pub(super) fn running(&self) -> Environment {
         let mut env = Environment::default();
         for d in 0..3u8 {
-            let size = self.dispatch.grid_size(d as usize);
-            let workgroup = self.workgroup.map(|w| w[d as usize].max(1));
-            let high = match (size, workgroup) {
-                (Some(0), _) => -1,
-                (Some(n), Some(w)) => n.div_ceil(w) as i128 * w as i128 - 1,
-                _ => INFINITY,
+            let high = match self.dispatch.grid_size(d as usize) {
+                Some(n) => n as i128 - 1,
+                None => INFINITY,
             };
             env.set(Atom::Id(d), Interval::new(0, high));
         }

@@ -17,9 +17,10 @@
 //! Every answer errs on the safe side: an access the analysis cannot follow reads and writes
 //! anything of every buffer it may reach; element ranges over-approximate ([`None`] when
 //! unknown); a full write is claimed only when proved. Workgroup memory is never a parameter.
-//! The work items of a dispatch are those of whole workgroups: ids past the grid, up to the next
-//! multiple of the workgroup size, run too, so an unguarded access reaches past the grid (and a
-//! kernel without a `workgroup_size` has no known bound there).
+//! The work items of a dispatch that touch buffers are exactly those whose ids are below the
+//! grid (docs/lowering.md, "Which work items exist": those of the last, partial workgroup past
+//! the grid do nothing observable), so an unguarded access is bounded by the grid, and a full
+//! write must be made by the work items below it.
 
 mod affine;
 mod coverage;

@@ -51,8 +51,9 @@ fn examples_squares_fill_and_masked_fill() {
     assert!(squares.writes_every_element(0, &grid(&[64]), &[Some(64)]));
     assert!(!squares.writes_every_element(0, &grid(&[32]), &[Some(64)]), "a partial grid");
     assert!(!squares.writes_every_element(0, &[None], &[Some(64)]), "an unknown grid");
-    // Grid 32 runs one workgroup of 64: ids 32..63 run and pass the guard (i < 64).
-    assert_eq!(squares.read_elements(0, &grid(&[32]), &[Some(64)]), Some(0..64));
+    // Grid 32 in one workgroup of 64: ids 32..63 would pass the guard (i < 64), but only the
+    // ids below the grid exist.
+    assert_eq!(squares.read_elements(0, &grid(&[32]), &[Some(64)]), Some(0..32));
 
     let fill = effects_in(include_str!("../../../../examples/02-fill.hat"), "fill_ramp");
     assert_eq!(access(&fill, 0), (false, true, false));
@@ -81,8 +82,9 @@ fn example_life_in_two_dimensions() {
     assert!(!life.writes_every_element(1, &grid(&[16]), &shape), "one row only");
     assert_eq!(life.read_elements(0, &grid(&[16, 16]), &shape), Some(0..256));
     assert_eq!(life.written_elements(1, &grid(&[16, 16]), &shape), Some(0..256));
-    // Workgroups of 8 x 8: a 4 x 4 grid still runs ids 0..7 in each dimension.
-    assert_eq!(life.written_elements(1, &grid(&[4, 4]), &shape), Some(0..(7 * 16 + 8)));
+    // Workgroups of 8 x 8: a 4 x 4 grid runs ids 0..3 in each dimension only (the other work
+    // items of its one workgroup do not exist).
+    assert_eq!(life.written_elements(1, &grid(&[4, 4]), &shape), Some(0..(3 * 16 + 4)));
 }
 
 #[test]
@@ -167,6 +169,36 @@ fn grids_larger_than_the_buffer() {
     assert!(guarded.writes_every_element(0, &grid(&[64, 3]), &[Some(64)]), "a 2-D grid over a 1-D buffer");
     assert!(!guarded.writes_every_element(0, &grid(&[64, 0]), &[Some(64)]), "no work item at all");
     assert_eq!(guarded.written_elements(0, &grid(&[0]), &[Some(64)]), Some(0..0));
+}
+
+/// The work items that exist are exactly those below the grid (docs/lowering.md): those of the
+/// last, partial workgroup past the grid touch no buffer, so ranges end at the grid, and a store
+/// pattern that only they would complete is not a full write.
+#[test]
+fn only_the_work_items_below_the_grid_exist() {
+    let unguarded = |workgroup: &str, shape: &str, indices: &str| {
+        kernel(
+            "",
+            &format!("%b: memref<{shape}xi32>, %v: i32"),
+            workgroup,
+            &format!("  %x = kernel.global_id x\n  %y = kernel.global_id y\n  buffer.store %v, %b[{indices}] : memref<{shape}xi32>"),
+        )
+    };
+    // Grid 6 in workgroups of 4: ids 6 and 7 of the second workgroup would write the last two
+    // elements, but do not exist.
+    let row = unguarded("workgroup(4)", "8", "%x");
+    assert!(!row.writes_every_element(0, &grid(&[6]), &[Some(8)]), "only padding items would complete it");
+    assert_eq!(row.written_elements(0, &grid(&[6]), &[Some(8)]), Some(0..6));
+    assert!(row.writes_every_element(0, &grid(&[8]), &[Some(8)]));
+    assert!(row.writes_every_element(0, &grid(&[7, 1]), &[Some(7)]), "a buffer the grid covers exactly");
+    // Without a workgroup size the bound is the grid just the same.
+    let default = unguarded("", "8", "%x");
+    assert_eq!(default.written_elements(0, &grid(&[6]), &[Some(8)]), Some(0..6));
+    // Two dimensions, each partial: rows 0..2 and columns 0..4 of an 8 x 8 buffer.
+    let tile = unguarded("workgroup(4, 4)", "8x8", "%y, %x");
+    assert_eq!(tile.written_elements(0, &grid(&[5, 3]), &[Some(8), Some(8)]), Some(0..(2 * 8 + 5)));
+    assert!(!tile.writes_every_element(0, &grid(&[8, 7]), &[Some(8), Some(8)]), "row 7 only by padding items");
+    assert!(tile.writes_every_element(0, &grid(&[8, 8]), &[Some(8), Some(8)]));
 }
 
 #[test]
@@ -391,7 +423,7 @@ fn atomics_are_read_write_and_data_indices_go_anywhere() {
     assert_eq!(access(&histogram, 1), (true, true, true));
     assert!(!histogram.writes_every_element(1, &grid(&[64]), &[Some(16)]));
     assert_eq!(histogram.written_elements(1, &grid(&[64]), &[Some(16)]), Some(0..16));
-    assert_eq!(histogram.read_elements(0, &grid(&[32]), &[Some(64)]), Some(0..64), "a whole workgroup runs");
+    assert_eq!(histogram.read_elements(0, &grid(&[32]), &[Some(64)]), Some(0..32), "only ids below the grid");
 }
 
 #[test]
