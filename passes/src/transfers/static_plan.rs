@@ -627,14 +627,10 @@ impl<'a> Planner<'a> {
         // sides where it was on either).
         let through_alias: Vec<bool> =
             args.iter().map(|a| a.writes && self.roots_of(state, a.value).len() > 1).collect();
-        for (arg, _) in args.iter().zip(&through_alias).filter(|(a, &alias)| a.writes && !alias) {
-            let roots = self.roots_of(state, arg.value);
-            if !(roots.len() == 1 && arg.writes_all) {
-                for root in roots {
-                    self.resolve(state, root, Direction::ToDevice, Anchor::Before(op), location)?;
-                }
-            }
-        }
+        // A partial write to a flagged buffer keeps the flag: what it needs is copied in where
+        // the flag says the host copy is the whole one, and what it writes copied back there
+        // right after, so that the flag still tells which copy is whole.
+        let flagged_before: BTreeSet<Value> = state.iter().filter(|(_, c)| c.host_flag).map(|(&r, _)| r).collect();
         for (arg, &alias) in args.iter().zip(&through_alias) {
             let roots = self.roots_of(state, arg.value);
             let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
@@ -670,11 +666,24 @@ impl<'a> Planner<'a> {
                 if single && arg.writes_all {
                     copies.device = whole(ctx, root);
                     copies.host = RangeSet::empty();
-                } else {
-                    copies.host = copies.host.minus(&arg.written);
-                }
-                if !arg.written.is_empty() {
                     copies.host_flag = false;
+                    continue;
+                }
+                copies.host = copies.host.minus(&arg.written);
+                if flagged_before.contains(&root) && copies.host_flag {
+                    let written = arg.written.clamp(element_count(ctx, root));
+                    let why = self.reasons.then(|| {
+                        format!("written by @{kernel_name} at {at}; the flag says the host copy is the whole one")
+                    });
+                    self.push(
+                        root,
+                        Direction::FromDevice,
+                        written,
+                        after,
+                        vec![Guard::FlagSet(root)],
+                        location,
+                        why.unwrap_or_default(),
+                    )?;
                 }
             }
         }
@@ -1226,7 +1235,14 @@ impl<'a> Planner<'a> {
                 }
                 Want::Nothing => {}
             }
-            if want != Want::Nothing {
+            if want == Want::Host {
+                // Elements current in neither copy of the header are kept on the host, where
+                // the first observer wants them: the entry edge copies back what it lacks, the
+                // back edge (`settle`) what the body left only on the device.
+                let lost = whole(self.ctx, root).minus(&h.host.union(&h.device));
+                h.host = h.host.union(&lost);
+                from_device = from_device.union(&lost.minus(&e.host));
+            } else if want != Want::Nothing {
                 let lost = whole(self.ctx, root).minus(&h.host.union(&h.device));
                 let on_device = lost.intersect(&b.device);
                 let on_host = lost.minus(&on_device);
@@ -1377,9 +1393,25 @@ impl<'a> Planner<'a> {
                 this.block(body, s)?;
                 Ok((s.clone(), s.clone()))
             })?;
-        if !settled {
-            self.settle(&header, &back, body, location)?;
-        }
+        // The back edge brings what the header needs that the body's end lacks (a header that
+        // did not settle, or elements the header keeps on the host that the body left only on
+        // the device); after that copy the back edge has both.
+        let _ = settled;
+        self.settle(&header, &back, body, location)?;
+        let back: State = back
+            .into_iter()
+            .map(|(root, b)| {
+                let settled = match header.get(&root) {
+                    Some(h) => Copies {
+                        host: b.host.union(&h.host),
+                        device: b.device.union(&h.device),
+                        host_flag: b.host_flag,
+                    },
+                    None => b,
+                };
+                (root, settled)
+            })
+            .collect();
         let trips = trip_count(ctx, op);
         if trips != Some(0) {
             for Fixup { root, direction, ranges, flagged, set_flag, why, .. } in fixups {
@@ -1573,9 +1605,8 @@ impl<'a> Planner<'a> {
                 this.block(after, s)?;
                 Ok((exit, s.clone()))
             })?;
-        if !settled {
-            self.settle(&header, &back, after, location)?;
-        }
+        let _ = settled;
+        self.settle(&header, &back, after, location)?;
         // A flagged top of the body from a back edge that is not: the back edge sets the flag.
         for (&root, h) in &header {
             if let Some(b) = back.get(&root).filter(|b| h.host_flag && !b.host_flag) {
@@ -1598,9 +1629,8 @@ impl<'a> Planner<'a> {
             let mut guards = if flagged { vec![flag_guard(root, direction)] } else { vec![] };
             let reason = format!("{why}; hoisted out of the loop");
             let in_body = observer.is_some_and(|o| self.is_within(o, after));
-            let header_flagged = header.get(&root).is_some_and(|h| h.host_flag);
             match body_top {
-                Some(top) if in_body && !header_flagged && self.in_scope(root, Anchor::Before(top)) => {
+                Some(top) if in_body && self.in_scope(root, Anchor::Before(top)) => {
                     guards.insert(0, Guard::Pending(op));
                     deferred_roots.insert(root);
                     let mark = self.items.len();
