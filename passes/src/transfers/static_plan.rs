@@ -339,6 +339,7 @@ pub fn plan(
         items: Vec::new(),
         touched: FxHashMap::default(),
         memo: FxHashMap::default(),
+        loops: 0,
     };
     let mut state: State = params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
     planner.block(*entry, &mut state)?;
@@ -360,6 +361,9 @@ struct Planner<'a> {
     uses: UseIndex,
     /// What each construct was last given, gave back and planned (see [`Planner::on_touched`]).
     memo: FxHashMap<Op, (State, State, Vec<Planned>)>,
+    /// How many loop bodies are being planned around the current op: only a construct inside
+    /// one can be planned again, so only those are memoized.
+    loops: u32,
 }
 
 fn whole(ctx: &Context, buffer: Value) -> RangeSet {
@@ -575,6 +579,11 @@ impl<'a> Planner<'a> {
                 state.extend(output.clone());
                 return Ok(());
             }
+        }
+        if self.loops == 0 {
+            let result = construct(self, op, &mut inner);
+            state.extend(inner);
+            return result;
         }
         let input = inner.clone();
         let mark = self.items.len();
@@ -1315,6 +1324,20 @@ impl<'a> Planner<'a> {
     /// not settled after a few rounds is widened (see [`Self::widen`]) and the body planned once
     /// more from it; the back edge then gets the copies that reach it.
     fn fixpoint(
+        &mut self,
+        op: Op,
+        entry: &State,
+        first_op: Option<Op>,
+        iteration: &mut Iteration<'_, 'a>,
+    ) -> Result<LoopOutcome, Unsupported> {
+        self.loops += 1;
+        let outcome = self.iterate(op, entry, first_op, iteration);
+        self.loops -= 1;
+        outcome
+    }
+
+    /// [`Self::fixpoint`]'s rounds.
+    fn iterate(
         &mut self,
         op: Op,
         entry: &State,
