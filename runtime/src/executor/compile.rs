@@ -55,8 +55,19 @@ pub(crate) struct Functions {
     pub ops: Vec<Op>,
     pub compiled: Vec<Option<std::rc::Rc<Function>>>,
     index: FxHashMap<Op, u32>,
-    pub kernels: Vec<(Op, Option<crate::backend::KernelHandle>)>,
+    pub kernels: Vec<(Op, Option<std::rc::Rc<CompiledKernel>>)>,
     kernel_index: FxHashMap<Op, u32>,
+    /// The module lowered to SPIR-V, once a backend that wants it compiled a kernel.
+    pub spirv: Option<std::sync::Arc<hat_lowering::SpirvModule>>,
+}
+
+/// A kernel the backend compiled, and how it uses each of its parameters.
+#[derive(Debug)]
+pub(crate) struct CompiledKernel {
+    pub handle: crate::backend::KernelHandle,
+    /// By parameter: whether the kernel may read it, and may write it (both, unless the lowering
+    /// knows better).
+    pub access: Vec<(bool, bool)>,
 }
 
 impl Functions {
@@ -70,6 +81,7 @@ impl Functions {
             index: FxHashMap::default(),
             kernels: Vec::new(),
             kernel_index: FxHashMap::default(),
+            spirv: None,
         }
     }
 
