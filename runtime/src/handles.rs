@@ -72,6 +72,18 @@ impl<T> HandleTable<T> {
         self.slots.iter().filter_map(|s| s.value.as_ref())
     }
 
+    /// Takes every object out (their handles go stale).
+    pub fn take_all(&mut self) -> Vec<T> {
+        let indices: Vec<(u32, u32)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.value.is_some())
+            .map(|(i, s)| (i as u32, s.generation))
+            .collect();
+        indices.into_iter().filter_map(|(index, generation)| self.remove(index, generation)).collect()
+    }
+
     /// How many objects are in the table.
     pub fn len(&self) -> usize {
         self.values().count()
