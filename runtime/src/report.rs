@@ -89,6 +89,8 @@ pub struct RunReport {
     pub mode: String,
     /// The backend's name.
     pub backend: String,
+    /// The device it ran on, in words ([`crate::Backend::device_name`]).
+    pub device: String,
     /// All copies to the device.
     pub to_device: TransferCount,
     /// All copies from the device.
@@ -144,7 +146,7 @@ impl RunReport {
     /// The report as one JSON object:
     ///
     /// ```json
-    /// {"mode": "reference", "backend": "cpu",
+    /// {"mode": "reference", "backend": "cpu", "device": "the CPU reference backend (an interpreter)",
     ///  "transfers": {"to_device": {"count": 1, "bytes": 256}, "from_device": {"count": 1, "bytes": 256},
     ///                "per_buffer": [{"name": "data", "to_device": {...}, "from_device": {...},
     ///                                "host_copy": true, "device_copy": true}]},
@@ -178,6 +180,7 @@ impl RunReport {
         json!({
             "mode": self.mode,
             "backend": self.backend,
+            "device": self.device,
             "transfers": {
                 "to_device": self.to_device.to_json(),
                 "from_device": self.from_device.to_json(),
@@ -273,9 +276,9 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    pub(crate) fn new(mode: &str, backend: &str) -> Self {
+    pub(crate) fn new(mode: &str, backend: &str, device: String) -> Self {
         Recorder {
-            report: RunReport { mode: mode.to_string(), backend: backend.to_string(), ..RunReport::default() },
+            report: RunReport { mode: mode.to_string(), backend: backend.to_string(), device, ..RunReport::default() },
             live_device_bytes: 0,
         }
     }
@@ -415,7 +418,7 @@ mod tests {
 
     #[test]
     fn json_has_the_required_shape() {
-        let mut recorder = Recorder::new("reference", "test");
+        let mut recorder = Recorder::new("reference", "test", "a test".into());
         let data = recorder.buffer_slot("data");
         recorder.transfer(data, Direction::ToDevice, 256, Duration::from_micros(3));
         recorder.transfer(data, Direction::FromDevice, 256, Duration::from_micros(3));
@@ -456,7 +459,7 @@ compute.func @main(%data: memref<8xi32>) {
 }
 "#;
         let module = hat_ir::parse_source(&mut ctx, "hooks.hat", text).expect("parses");
-        let mut recorder = Recorder::new("reference", "test");
+        let mut recorder = Recorder::new("reference", "test", "a test".into());
         let mut others = 0;
         for op in ctx.walk(module) {
             match HostHook::of(&ctx, op) {

@@ -191,7 +191,7 @@ pub(super) struct Interpreter<'e, 'a> {
 impl<'e, 'a> Interpreter<'e, 'a> {
     /// A run of `ex`, its buffers tracked by `tracker` if given.
     pub(super) fn new(ex: &'e mut Executor<'a>, tracker: Option<Tracker>) -> Self {
-        let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name());
+        let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name(), ex.backend.device_name());
         Interpreter {
             ctx: ex.module.ctx(),
             ex,

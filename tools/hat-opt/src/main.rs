@@ -5,6 +5,7 @@
 //! bad command line).
 
 mod args;
+mod backend_choice;
 mod driver;
 mod report;
 mod run;
