@@ -36,7 +36,7 @@ use hat_ir::{parse_source, verify_module, Context, Op};
 use hat_runtime::{
     entry_parameters, ArgEffect, ArgValue, Backend, BufferLayout, Command, CpuBackend, DeviceBuffer, DispatchTime,
     ElementType, Executor, ExecutorOptions, Fence, HostArg, HostBuffer, HostCall, KernelArg, KernelArtifact,
-    KernelFormat, KernelHandle, ParameterKind, RunOutput, RuntimeError, Scalar, TransferMode,
+    KernelHandle, LoweredModule, ParameterKind, RunOutput, RuntimeError, Scalar, TransferMode,
 };
 use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
 use program_gen::ast::Case;
@@ -45,6 +45,7 @@ use program_gen::{generate_case, render, Config};
 use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A validated Vulkan backend, or `None` (printed) without a device.
@@ -282,8 +283,8 @@ impl Backend for Watched {
     fn name(&self) -> &str {
         self.cpu.name()
     }
-    fn kernel_format(&self) -> KernelFormat {
-        self.cpu.kernel_format()
+    fn lower(&mut self, module: hat_ir::Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
+        self.cpu.lower(module)
     }
     fn max_work_items(&self) -> u64 {
         self.cpu.max_work_items()

@@ -3,20 +3,22 @@
 use crate::errors::vk_error;
 use crate::frames::{Barrier, Frame, Hazards, Landing, Stage, QUERIES_PER_POOL};
 use crate::gpu::{DeviceDescription, Gpu};
-use crate::kernels::{Bound, Kernels};
+use crate::kernels::{Bound, Kernels, SpirvLowered};
 use crate::memory::{check_size, Block, DeviceMemory, Ring, RingState};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
+use hat_ir::Verified;
 use hat_lowering::{ScalarEncoding, StoredElement};
 use hat_runtime::{
     Backend, BufferLayout, Command, DeviceBuffer, DispatchTime, ElementType, Fence, HandleTable, KernelArg,
-    KernelArtifact, KernelFormat, KernelHandle, RuntimeError, Scalar,
+    KernelArtifact, KernelHandle, LoweredModule, RuntimeError, Scalar,
 };
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How to open a [`VulkanBackend`].
@@ -511,8 +513,11 @@ impl Backend for VulkanBackend {
         self.gpu.description.name.clone()
     }
 
-    fn kernel_format(&self) -> KernelFormat {
-        KernelFormat::Spirv(self.gpu.lowering_options())
+    fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
+        let options = self.gpu.lowering_options();
+        hat_lowering::lower_module(module.ctx(), module, &options)
+            .map(|module| Some(Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>))
+            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
     }
 
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
@@ -552,12 +557,19 @@ impl Backend for VulkanBackend {
     }
 
     fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
-        let spirv = kernel.spirv.as_ref().ok_or_else(|| RuntimeError::Unsupported {
+        let unsupported = |message: String| RuntimeError::Unsupported {
             op: kernel.ir.ctx().name_str(kernel.ir.op()).to_string(),
-            message: "the Vulkan backend runs kernels lowered to SPIR-V, and this artifact has none".into(),
+            message,
             location: kernel.location,
+        };
+        let module = kernel.lowered_as::<SpirvLowered>().ok_or_else(|| {
+            unsupported("the Vulkan backend runs kernels it lowered to SPIR-V, and this artifact has none".into())
         })?;
-        let index = self.kernels.compile(&self.gpu.device, &spirv.module, &spirv.entry)?;
+        let entry = module
+            .0
+            .entry_point(&kernel.name)
+            .ok_or_else(|| unsupported(format!("the SPIR-V module has no entry point '{}'", kernel.name)))?;
+        let index = self.kernels.compile(&self.gpu.device, &module.0, entry)?;
         Ok(KernelHandle::new(index))
     }
 

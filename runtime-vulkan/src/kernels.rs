@@ -17,6 +17,28 @@ use smallvec::SmallVec;
 use std::ffi::CString;
 use std::hash::{Hash, Hasher};
 
+/// A module lowered for the device, as the executor hands it back in each kernel's artifact.
+#[derive(Debug)]
+pub struct SpirvLowered(pub SpirvModule);
+
+impl hat_runtime::LoweredModule for SpirvLowered {
+    fn parameter_access(&self, kernel: &str) -> Option<Vec<(bool, bool)>> {
+        let entry = self.0.entry_points.iter().find(|e| e.name == kernel)?;
+        let count = entry.bindings.len() + entry.push_constants.scalars.len();
+        let mut access = vec![(false, false); count];
+        for binding in &entry.bindings {
+            if let Some(slot) = access.get_mut(binding.parameter) {
+                *slot = (binding.access.read, binding.access.write);
+            }
+        }
+        Some(access)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// A compiled kernel.
 pub(crate) struct Kernel {
     pub pipeline: vk::Pipeline,

@@ -14,7 +14,7 @@
 //!   index of [`list_devices`] or a part of a name), else a hardware device before a CPU one,
 //!   then the most device-local memory. Every optional feature the lowering can use that the
 //!   device has is enabled, and the lowering is told exactly those and the device's limits
-//!   ([`hat_runtime::KernelFormat::Spirv`]): a kernel that needs a feature the device lacks is
+//!   ([`hat_runtime::Backend::lower`]): a kernel that needs a feature the device lacks is
 //!   [`hat_runtime::RuntimeError::KernelLowering`] naming the feature. `index` is 32 bits on the
 //!   device (docs/lowering.md): grid sizes, `index` arguments and dynamic sizes of 2^31 or more
 //!   are refused at the dispatch.
@@ -45,3 +45,4 @@ mod validation;
 
 pub use backend::{VulkanBackend, VulkanOptions};
 pub use gpu::{list_devices, DeviceDescription};
+pub use kernels::SpirvLowered;

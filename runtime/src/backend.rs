@@ -27,10 +27,10 @@
 //!   another backend) is an error ([`RuntimeError::StaleHandle`]), never another buffer.
 //!   [`free`](Backend::free) may come while recorded commands still use the buffer: the backend
 //!   keeps the memory until they are done.
-//! - **Kernels** come as the lowering's artifact ([`KernelArtifact`]): the form
-//!   [`kernel_format`](Backend::kernel_format) asks for (SPIR-V lowered for the device's
-//!   features and limits, or the verified IR alone), compiled once by
-//!   [`compile`](Backend::compile).
+//! - **Kernels** come as the lowering's artifact ([`KernelArtifact`]): the executor asks the
+//!   backend to [`lower`](Backend::lower) the module once (a GPU backend runs the SPIR-V
+//!   lowering with its device's features and limits; an interpreter lowers nothing), then hands
+//!   each kernel's entry point, with its verified IR, to [`compile`](Backend::compile).
 //!
 //! The provided methods [`copy_to_device`](Backend::copy_to_device),
 //! [`copy_from_device`](Backend::copy_from_device), [`dispatch`](Backend::dispatch),
@@ -39,10 +39,11 @@
 //! each waits for what was recorded before, records one command, submits and waits. The
 //! executor never uses them.
 
-use crate::artifact::{KernelArtifact, KernelFormat};
+use crate::artifact::{KernelArtifact, LoweredModule};
 use crate::error::RuntimeError;
 use crate::value::{BufferLayout, ElementType, Scalar};
 use hat_ir::Verified;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A buffer in device memory: an opaque handle minted by the backend that allocated it. The
@@ -154,10 +155,15 @@ pub trait Backend {
         self.name().to_string()
     }
 
-    /// The form [`compile`](Self::compile) wants kernels in. By default the verified IR alone
-    /// (an interpreter, or a vendor compiler of hat IR).
-    fn kernel_format(&self) -> KernelFormat {
-        KernelFormat::Ir
+    /// Lowers the kernels of the verified `module` for this device, once per module: the Vulkan
+    /// backend calls `hat_lowering::lower_module` with its device's features and limits (a kernel
+    /// the lowering rejects is [`RuntimeError::KernelLowering`]: see
+    /// [`crate::artifact::lowering_error`]). `None` (the default): the backend compiles kernels
+    /// from their verified IR alone (an interpreter, or a vendor compiler of hat IR), and no
+    /// lowering runs.
+    fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
+        let _ = module;
+        Ok(None)
     }
 
     /// The most work items one dispatch may have (the product of the grid's sizes). The executor
@@ -176,8 +182,8 @@ pub trait Backend {
     /// still run on it.
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError>;
 
-    /// Prepares a kernel for dispatch, from the artifact in the form
-    /// [`kernel_format`](Self::kernel_format) asked for.
+    /// Prepares a kernel for dispatch, from its artifact (with its entry point in the module
+    /// [`lower`](Self::lower) gave, if it gave one).
     fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError>;
 
     /// Records a copy of `data` into the buffer at byte `offset`, after the commands `after`.
@@ -257,10 +263,11 @@ pub trait Backend {
         self.synchronize().map(drop)
     }
 
-    /// Compiles the kernel `kernel.op()` of a verified module (lowered first when the backend
-    /// wants SPIR-V: see [`KernelArtifact::from_ir`]).
+    /// Compiles the kernel `kernel.op()` of a verified module (the kernel lowered on its own
+    /// first, when the backend lowers).
     fn compile_kernel(&mut self, kernel: Verified<'_>) -> Result<KernelHandle, RuntimeError> {
-        let artifact = KernelArtifact::from_ir(kernel, &self.kernel_format())?;
+        let module = self.lower(kernel)?;
+        let artifact = KernelArtifact::new(kernel, module.as_ref());
         self.compile(&artifact)
     }
 }

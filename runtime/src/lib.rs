@@ -15,7 +15,7 @@ pub mod handles;
 pub mod report;
 pub mod value;
 
-pub use artifact::{KernelArtifact, KernelFormat, SpirvKernel};
+pub use artifact::{KernelArtifact, LoweredModule};
 pub use backend::{Backend, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
 pub use cpu::CpuBackend;
 pub use error::RuntimeError;
@@ -25,6 +25,5 @@ pub use executor::{
     TransferMode,
 };
 pub use handles::HandleTable;
-pub use hat_lowering;
 pub use report::{BufferTransfers, RunReport, TransferCount};
 pub use value::{BufferLayout, ElementType, Scalar};

@@ -8,7 +8,7 @@
 //!   on different threads share buffers without undefined behaviour, and `kernel.atomic_rmw` is
 //!   a compare-and-swap loop on one element, atomic across workgroups.
 //! - **Compilation.** [`Backend::compile`] takes the kernel's verified IR from the artifact
-//!   (it asks for [`KernelFormat::Ir`]: the oracle does not depend on the SPIR-V lowering; see
+//!   (it lowers nothing: the oracle does not depend on the SPIR-V lowering; see
 //!   [`crate::artifact`]) and turns the kernel (a `kernel.func`, or any callable with a body
 //!   and the `DEVICE_CODE` trait) and every device function it calls
 //!   (looked up in the enclosing symbol tables, transitively) into an owned program: values
@@ -59,7 +59,7 @@ mod tests;
 
 pub use compile::DEFAULT_WORKGROUP_SIZE;
 
-use crate::artifact::{KernelArtifact, KernelFormat};
+use crate::artifact::KernelArtifact;
 use crate::backend::{Backend, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::eval::{self, type_name};
@@ -295,10 +295,6 @@ impl Backend for CpuBackend {
 
     fn device_name(&self) -> String {
         "the CPU reference backend (an interpreter)".to_string()
-    }
-
-    fn kernel_format(&self) -> KernelFormat {
-        KernelFormat::Ir
     }
 
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {

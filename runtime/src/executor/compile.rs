@@ -57,8 +57,9 @@ pub(crate) struct Functions {
     index: FxHashMap<Op, u32>,
     pub kernels: Vec<(Op, Option<std::rc::Rc<CompiledKernel>>)>,
     kernel_index: FxHashMap<Op, u32>,
-    /// The module lowered to SPIR-V, once a backend that wants it compiled a kernel.
-    pub spirv: Option<std::sync::Arc<hat_lowering::SpirvModule>>,
+    /// What the backend's [`lower`](crate::Backend::lower) gave for the module, once asked
+    /// (on the first dispatch).
+    pub lowered: Option<Option<std::sync::Arc<dyn crate::artifact::LoweredModule>>>,
 }
 
 /// A kernel the backend compiled, and how it uses each of its parameters.
@@ -81,7 +82,7 @@ impl Functions {
             index: FxHashMap::default(),
             kernels: Vec::new(),
             kernel_index: FxHashMap::default(),
-            spirv: None,
+            lowered: None,
         }
     }
 

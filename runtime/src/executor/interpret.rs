@@ -25,7 +25,7 @@ use super::program::{
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
-use crate::artifact::{KernelArtifact, KernelFormat};
+use crate::artifact::KernelArtifact;
 use crate::backend::KernelArg;
 use crate::error::RuntimeError;
 use crate::eval;
@@ -35,7 +35,6 @@ use hat_ir::interfaces::RegionPoint;
 use hat_ir::{Context, Op};
 use smallvec::SmallVec;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// The interpreter's results: errors are boxed, so that the frames of the (recursive) walk
@@ -664,24 +663,14 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             .module
             .nested(kernel)
             .ok_or_else(|| self.unsupported(op, "launches a kernel outside the module"))?;
-        let artifact = match self.ex.backend.kernel_format() {
-            KernelFormat::Ir => KernelArtifact::ir_only(verified),
-            KernelFormat::Spirv(options) => {
-                let module = match &self.ex.functions.spirv {
-                    Some(module) => Arc::clone(module),
-                    None => {
-                        let module = crate::artifact::lower(self.ex.module, &options).map_err(|e| e.at(location))?;
-                        self.ex.functions.spirv = Some(Arc::clone(&module));
-                        module
-                    }
-                };
-                KernelArtifact::with_module(verified, &module).map_err(|e| e.at(location))?
-            }
-        };
+        if self.ex.functions.lowered.is_none() {
+            let lowered = self.ex.backend.lower(self.ex.module).map_err(|e| e.at(location))?;
+            self.ex.functions.lowered = Some(lowered);
+        }
+        let module = self.ex.functions.lowered.as_ref().and_then(Option::as_ref);
+        let artifact = KernelArtifact::new(verified, module);
         let handle = self.ex.backend.compile(&artifact).map_err(|e| e.at(location))?;
-        let access = (0..artifact.parameter_count())
-            .map(|parameter| artifact.parameter_access(parameter).map_or((true, true), |a| (a.read, a.write)))
-            .collect();
+        let access = artifact.parameter_access();
         let compiled = Rc::new(CompiledKernel { handle, access });
         self.ex.functions.kernels[index as usize].1 = Some(Rc::clone(&compiled));
         Ok(compiled)
