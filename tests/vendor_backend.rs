@@ -2,26 +2,38 @@
 //! "compiled" by recognising them and running a native implementation (think of a vendor library
 //! of hand-tuned kernels). The host executor drives it through the `Backend` trait alone.
 
-use hat_ir::{parse_source, verify_module, Context, Op, Verified};
+use hat_ir::{parse_source, verify_module, Context, Op};
 use hat_runtime::{
-    ArgValue, Backend, BufferLayout, DeviceBuffer, Executor, ExecutorOptions, HostBuffer, KernelArg, KernelHandle,
-    RuntimeError, TransferMode,
+    ArgValue, Backend, BufferLayout, Command, DeviceBuffer, DispatchTime, Executor, ExecutorOptions, Fence,
+    HandleTable, HostBuffer, KernelArg, KernelArtifact, KernelHandle, RuntimeError, TransferMode,
 };
 
-/// Device memory is a list of byte vectors; the only kernel it knows is an elementwise square of
-/// a one-dimensional `i32` buffer, recognised by its body's ops.
+/// Device memory is a table of byte vectors; the only kernel it knows is an elementwise square
+/// of a one-dimensional `i32` buffer, recognised by its body's ops. Commands run as they are
+/// recorded (the device is synchronous), in the order recorded, which respects every
+/// dependency; reads are kept until the executor takes them after its wait.
 #[derive(Default)]
 struct SquaringAccelerator {
-    memory: Vec<Option<Vec<u8>>>,
+    memory: HandleTable<Vec<u8>>,
+    next_command: u64,
+    batches: u64,
+    reads: Vec<(Command, Vec<u8>)>,
     dispatches: usize,
+    waits: usize,
 }
 
 impl SquaringAccelerator {
     fn buffer(&mut self, buffer: DeviceBuffer) -> Result<&mut Vec<u8>, RuntimeError> {
-        self.memory
-            .get_mut(buffer.0 as usize)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| RuntimeError::Backend(format!("no device buffer {}", buffer.0)))
+        self.memory.get_mut(buffer.index(), buffer.generation()).ok_or(RuntimeError::StaleHandle {
+            what: "device buffer",
+            index: buffer.index() as u64,
+            generation: buffer.generation(),
+        })
+    }
+
+    fn command(&mut self) -> Command {
+        self.next_command += 1;
+        Command::new(self.next_command - 1)
     }
 }
 
@@ -42,41 +54,61 @@ impl Backend for SquaringAccelerator {
     }
 
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
-        self.memory.push(Some(vec![0; layout.bytes()]));
-        Ok(DeviceBuffer(self.memory.len() as u32 - 1))
+        let (index, generation) = self.memory.insert(vec![0; layout.bytes()]).expect("fewer than 2^32 buffers");
+        Ok(DeviceBuffer::new(index, generation))
     }
 
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
         self.buffer(buffer)?;
-        self.memory[buffer.0 as usize] = None;
+        self.memory.remove(buffer.index(), buffer.generation());
         Ok(())
     }
 
-    fn copy_to_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &[u8]) -> Result<(), RuntimeError> {
-        self.buffer(buffer)?[offset..offset + data.len()].copy_from_slice(data);
-        Ok(())
-    }
-
-    fn copy_from_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &mut [u8]) -> Result<(), RuntimeError> {
-        let length = data.len();
-        data.copy_from_slice(&self.buffer(buffer)?[offset..offset + length]);
-        Ok(())
-    }
-
-    fn compile_kernel(&mut self, kernel: Verified<'_>) -> Result<KernelHandle, RuntimeError> {
-        let (ctx, kernel) = (kernel.ctx(), kernel.op());
-        if is_square_kernel(ctx, kernel) {
-            Ok(KernelHandle(0))
+    /// The default kernel format: the verified IR, which this device recognises.
+    fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
+        let (ctx, op) = (kernel.ir.ctx(), kernel.ir.op());
+        if is_square_kernel(ctx, op) {
+            Ok(KernelHandle::new(0))
         } else {
             Err(RuntimeError::Unsupported {
-                op: ctx.name_str(kernel).to_string(),
+                op: ctx.name_str(op).to_string(),
                 message: "this accelerator only squares".to_string(),
-                location: ctx.location(kernel),
+                location: kernel.location,
             })
         }
     }
 
-    fn dispatch(&mut self, _: KernelHandle, grid: [u64; 3], args: &[KernelArg]) -> Result<(), RuntimeError> {
+    fn record_write(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        data: &[u8],
+        _after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        self.buffer(buffer)?[offset..offset + data.len()].copy_from_slice(data);
+        Ok(self.command())
+    }
+
+    fn record_read(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        len: usize,
+        _after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        let bytes = self.buffer(buffer)?[offset..offset + len].to_vec();
+        let command = self.command();
+        self.reads.push((command, bytes));
+        Ok(command)
+    }
+
+    fn record_dispatch(
+        &mut self,
+        _: KernelHandle,
+        grid: [u64; 3],
+        args: &[KernelArg],
+        _after: &[Command],
+    ) -> Result<Command, RuntimeError> {
         let [KernelArg::Buffer(buffer)] = args else {
             return Err(RuntimeError::Backend("the square kernel takes one buffer".into()));
         };
@@ -86,10 +118,26 @@ impl Backend for SquaringAccelerator {
             element.copy_from_slice(&value.wrapping_mul(value).to_le_bytes());
         }
         self.dispatches += 1;
-        Ok(())
+        Ok(self.command())
     }
 
-    fn synchronize(&mut self) -> Result<(), RuntimeError> {
+    fn submit(&mut self) -> Result<Fence, RuntimeError> {
+        self.batches += 1;
+        Ok(Fence::new(self.batches - 1))
+    }
+
+    fn wait(&mut self, _: Fence) -> Result<Vec<DispatchTime>, RuntimeError> {
+        self.waits += 1;
+        Ok(Vec::new())
+    }
+
+    fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
+        let position = self
+            .reads
+            .iter()
+            .position(|(command, _)| *command == read)
+            .ok_or_else(|| RuntimeError::Backend(format!("no read #{}", read.sequence())))?;
+        into.copy_from_slice(&self.reads.remove(position).1);
         Ok(())
     }
 }
@@ -116,7 +164,10 @@ fn the_executor_runs_a_program_on_a_backend_from_outside_hat() {
     let expected: Vec<i32> = input.iter().map(|v| v * v).collect();
     assert_eq!(output.buffers[0].to_i32().unwrap(), expected);
     assert_eq!(accelerator.dispatches, 1);
+    assert_eq!(accelerator.waits, 1, "one wait, for the copy back, at the end of the run");
     assert_eq!(output.report.dispatches, 1);
+    assert_eq!(output.report.waits, 1);
+    assert_eq!(output.report.kernels[0].device_time, None, "this device measures no time");
     assert_eq!((output.report.to_device.count, output.report.to_device.bytes), (1, 256));
     assert_eq!((output.report.from_device.count, output.report.from_device.bytes), (1, 256));
 }

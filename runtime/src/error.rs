@@ -157,6 +157,41 @@ pub enum RuntimeError {
         /// The op that caused it.
         location: Location,
     },
+    /// A handle of a freed object, or of another backend: refused, never taken for another.
+    #[error("{what} handle #{index} (generation {generation}) is stale: it was freed, or belongs to another backend")]
+    StaleHandle {
+        /// What the handle names (`device buffer`, `kernel`, `read`, ...).
+        what: &'static str,
+        /// Its slot.
+        index: u64,
+        /// Its generation.
+        generation: u32,
+    },
+    /// A kernel that the lowering to the device's code rejects: an op with no lowering, a
+    /// feature the device lacks (the message names it), a limit of the device exceeded.
+    #[error("cannot lower the kernels to SPIR-V for this device: {message}")]
+    KernelLowering {
+        /// The lowering's diagnostic.
+        message: String,
+        /// Where it points.
+        location: Location,
+    },
+    /// A buffer larger than the device allows.
+    #[error("a device buffer of {bytes} bytes is larger than the device allows: {limit_name} is {limit} bytes")]
+    BufferTooLarge {
+        /// The size asked for.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+        /// The limit's name (`maxStorageBufferRange`, `maxMemoryAllocationSize`, ...).
+        limit_name: &'static str,
+    },
+    /// The device was lost (a driver reset, a hung kernel): nothing on it can be trusted.
+    #[error("the device was lost: {message}")]
+    DeviceLost {
+        /// What the driver said.
+        message: String,
+    },
     /// Anything else a backend reports.
     #[error("{0}")]
     Backend(String),
@@ -198,6 +233,7 @@ impl RuntimeError {
             | RuntimeError::HostAllocation { location, .. }
             | RuntimeError::RecursionLimit { location, .. }
             | RuntimeError::GridTooLarge { location, .. }
+            | RuntimeError::KernelLowering { location, .. }
             | RuntimeError::Located { location, .. } => *location,
             _ => Location::UNKNOWN,
         }

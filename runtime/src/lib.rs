@@ -1,17 +1,22 @@
-//! hat's runtime: the [`Backend`] trait a device implements, the host executor that runs
-//! compute IR and drives a backend, the CPU reference backend (the test oracle: it interprets
-//! kernel IR and fills fresh device memory with poison), and the accounting of what moved.
+//! hat's runtime: the [`Backend`] trait a device implements (an asynchronous device: recorded
+//! commands with explicit dependencies, batches and fences; kernels as the lowering's
+//! [`KernelArtifact`]), the host executor that runs compute IR and drives a backend, the CPU
+//! reference backend (the test oracle: it interprets kernel IR and fills fresh device memory
+//! with poison), and the accounting of what moved.
 #![deny(missing_docs)]
 
+pub mod artifact;
 pub mod backend;
 pub mod cpu;
 pub mod error;
 pub mod eval;
 pub mod executor;
+pub mod handles;
 pub mod report;
 pub mod value;
 
-pub use backend::{Backend, DeviceBuffer, KernelArg, KernelHandle};
+pub use artifact::{KernelArtifact, LoweredModule};
+pub use backend::{Backend, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
 pub use cpu::CpuBackend;
 pub use error::RuntimeError;
 pub use executor::{
@@ -19,5 +24,6 @@ pub use executor::{
     HostBuffer, HostCall, HostFunction, Parameter, ParameterKind, ResidentBuffer, RunOutput, Session, SessionMode,
     TransferMode,
 };
+pub use handles::HandleTable;
 pub use report::{BufferTransfers, RunReport, TransferCount};
 pub use value::{BufferLayout, ElementType, Scalar};

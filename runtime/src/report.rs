@@ -49,13 +49,16 @@ pub struct BufferTransfers {
     pub device_copy: bool,
 }
 
-/// How many dispatches of one kernel.
+/// How many dispatches of one kernel, and how long they ran on the device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelDispatches {
     /// The kernel's symbol name (without `@`).
     pub name: String,
     /// How many times it was dispatched.
     pub dispatches: u64,
+    /// The device time of its dispatches, as the backend measured it (GPU timestamps; the CPU
+    /// backend's wall time of each dispatch); `None` when the backend measured none of them.
+    pub device_time: Option<Duration>,
 }
 
 /// How many times each runtime-tracking hook ([`HostHook`]) ran. In the
@@ -86,6 +89,8 @@ pub struct RunReport {
     pub mode: String,
     /// The backend's name.
     pub backend: String,
+    /// The device it ran on, in words ([`crate::Backend::device_name`]).
+    pub device: String,
     /// All copies to the device.
     pub to_device: TransferCount,
     /// All copies from the device.
@@ -103,15 +108,21 @@ pub struct RunReport {
     pub hooks: HookCounts,
     /// `compute.sync`s run.
     pub syncs: u64,
+    /// Times the executor submitted what it had recorded and waited for the device (at a
+    /// `compute.sync`, where the host needed bytes a copy back brings, and at the end).
+    pub waits: u64,
     /// Device buffers allocated (device copies made).
     pub device_allocations: u64,
     /// The most bytes of device memory held at once (by the layouts of the live device copies).
     pub peak_device_bytes: u64,
-    /// Time spent in the backend's dispatches and synchronisations (wall time on the host: with
-    /// an asynchronous backend, the time to submit and to wait).
+    /// Time spent in the backend's dispatches and waits (wall time on the host: with an
+    /// asynchronous backend, the time to record, to submit and to wait).
     pub kernel_time: Duration,
-    /// Time spent in the backend's copies.
+    /// Time spent in the backend's copies (recording them, and taking the bytes of reads).
     pub transfer_time: Duration,
+    /// The device time of all dispatches, as the backend measured it (the sum over
+    /// [`RunReport::kernels`]); `None` when it measured none.
+    pub device_time: Option<Duration>,
     /// The whole run, from the entry's call to its return.
     pub total_time: Duration,
 }
@@ -135,16 +146,18 @@ impl RunReport {
     /// The report as one JSON object:
     ///
     /// ```json
-    /// {"mode": "reference", "backend": "cpu",
+    /// {"mode": "reference", "backend": "cpu", "device": "the CPU reference backend (an interpreter)",
     ///  "transfers": {"to_device": {"count": 1, "bytes": 256}, "from_device": {"count": 1, "bytes": 256},
     ///                "per_buffer": [{"name": "data", "to_device": {...}, "from_device": {...},
     ///                                "host_copy": true, "device_copy": true}]},
-    ///  "dispatches": 1, "kernels": [{"name": "square", "dispatches": 1}],
-    ///  "host_calls": 0, "syncs": 0,
+    ///  "dispatches": 1, "kernels": [{"name": "square", "dispatches": 1, "device_ms": 0.02}],
+    ///  "host_calls": 0, "syncs": 0, "waits": 1,
     ///  "hooks": {"before_host_read": 0, "after_host_read": 0, "before_host_write": 0, "after_host_write": 0},
     ///  "device_memory": {"allocations": 1, "peak_bytes": 256},
-    ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01}}
+    ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01, "device_ms": 0.02}}
     /// ```
+    ///
+    /// A `device_ms` is `null` where the backend measured no device time.
     pub fn to_json(&self) -> Json {
         let per_buffer: Vec<Json> = self
             .per_buffer
@@ -159,11 +172,15 @@ impl RunReport {
                 })
             })
             .collect();
-        let kernels: Vec<Json> =
-            self.kernels.iter().map(|k| json!({ "name": k.name, "dispatches": k.dispatches })).collect();
+        let kernels: Vec<Json> = self
+            .kernels
+            .iter()
+            .map(|k| json!({ "name": k.name, "dispatches": k.dispatches, "device_ms": k.device_time.map(millis) }))
+            .collect();
         json!({
             "mode": self.mode,
             "backend": self.backend,
+            "device": self.device,
             "transfers": {
                 "to_device": self.to_device.to_json(),
                 "from_device": self.from_device.to_json(),
@@ -173,6 +190,7 @@ impl RunReport {
             "kernels": kernels,
             "host_calls": self.host_calls,
             "syncs": self.syncs,
+            "waits": self.waits,
             "hooks": {
                 "before_host_read": self.hooks.before_host_read,
                 "after_host_read": self.hooks.after_host_read,
@@ -184,6 +202,7 @@ impl RunReport {
                 "total_ms": millis(self.total_time),
                 "kernels_ms": millis(self.kernel_time),
                 "transfers_ms": millis(self.transfer_time),
+                "device_ms": self.device_time.map(millis),
             },
         })
     }
@@ -208,7 +227,12 @@ impl fmt::Display for RunReport {
         }
         writeln!(f, "  dispatches  {:>6}", self.dispatches)?;
         for k in &self.kernels {
-            writeln!(f, "    @{:<19} {}", k.name, k.dispatches)?;
+            match k.device_time {
+                Some(time) => {
+                    writeln!(f, "    @{:<19} {} ({:.3} ms on the device)", k.name, k.dispatches, millis(time))?
+                }
+                None => writeln!(f, "    @{:<19} {}", k.name, k.dispatches)?,
+            }
         }
         writeln!(f, "  host calls  {:>6}", self.host_calls)?;
         if self.hooks.total() > 0 {
@@ -229,7 +253,11 @@ impl fmt::Display for RunReport {
             millis(self.total_time),
             millis(self.kernel_time),
             millis(self.transfer_time)
-        )
+        )?;
+        match self.device_time {
+            Some(time) => write!(f, ", device {:.3} ms ({} waits)", millis(time), self.waits),
+            None => write!(f, " ({} waits)", self.waits),
+        }
     }
 }
 
@@ -248,9 +276,9 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    pub(crate) fn new(mode: &str, backend: &str) -> Self {
+    pub(crate) fn new(mode: &str, backend: &str, device: String) -> Self {
         Recorder {
-            report: RunReport { mode: mode.to_string(), backend: backend.to_string(), ..RunReport::default() },
+            report: RunReport { mode: mode.to_string(), backend: backend.to_string(), device, ..RunReport::default() },
             live_device_bytes: 0,
         }
     }
@@ -302,18 +330,40 @@ impl Recorder {
         self.live_device_bytes = self.live_device_bytes.saturating_sub(bytes as u64);
     }
 
-    pub(crate) fn dispatch(&mut self, kernel: &str, time: Duration) {
-        self.report.dispatches += 1;
-        self.report.kernel_time += time;
-        match self.report.kernels.iter_mut().find(|k| k.name == kernel) {
-            Some(entry) => entry.dispatches += 1,
-            None => self.report.kernels.push(KernelDispatches { name: kernel.to_string(), dispatches: 1 }),
+    /// The slot of the kernel named `kernel` in [`RunReport::kernels`] (made, with no dispatch,
+    /// on first use).
+    pub(crate) fn kernel_slot(&mut self, kernel: &str) -> usize {
+        if let Some(slot) = self.report.kernels.iter().position(|k| k.name == kernel) {
+            return slot;
         }
+        self.report.kernels.push(KernelDispatches { name: kernel.to_string(), dispatches: 0, device_time: None });
+        self.report.kernels.len() - 1
     }
 
-    pub(crate) fn sync(&mut self, time: Duration) {
-        self.report.syncs += 1;
+    /// Counts a dispatch of the kernel in `slot` that took `time` to record.
+    pub(crate) fn dispatch(&mut self, slot: usize, time: Duration) {
+        self.report.dispatches += 1;
         self.report.kernel_time += time;
+        self.report.kernels[slot].dispatches += 1;
+    }
+
+    /// Adds the device time of a dispatch of the kernel in `slot`.
+    pub(crate) fn device_time(&mut self, slot: usize, time: Duration) {
+        let kernel = &mut self.report.kernels[slot];
+        kernel.device_time = Some(kernel.device_time.unwrap_or_default() + time);
+        self.report.device_time = Some(self.report.device_time.unwrap_or_default() + time);
+    }
+
+    /// Counts a wait for the device that took `wait`, and `landing` to take the bytes of its
+    /// reads.
+    pub(crate) fn waited(&mut self, wait: Duration, landing: Duration) {
+        self.report.waits += 1;
+        self.report.kernel_time += wait;
+        self.report.transfer_time += landing;
+    }
+
+    pub(crate) fn sync(&mut self) {
+        self.report.syncs += 1;
     }
 
     pub(crate) fn host_call(&mut self) {
@@ -368,20 +418,25 @@ mod tests {
 
     #[test]
     fn json_has_the_required_shape() {
-        let mut recorder = Recorder::new("reference", "test");
+        let mut recorder = Recorder::new("reference", "test", "a test".into());
         let data = recorder.buffer_slot("data");
         recorder.transfer(data, Direction::ToDevice, 256, Duration::from_micros(3));
         recorder.transfer(data, Direction::FromDevice, 256, Duration::from_micros(3));
         recorder.transfer(data, Direction::FromDevice, 4, Duration::from_micros(1));
-        recorder.dispatch("square", Duration::from_millis(1));
-        recorder.dispatch("square", Duration::from_millis(1));
+        let square = recorder.kernel_slot("square");
+        recorder.dispatch(square, Duration::from_millis(1));
+        recorder.dispatch(square, Duration::from_millis(1));
+        assert_eq!(recorder.kernel_slot("square"), square);
         recorder.device_allocated(data, 256);
         assert_eq!(recorder.buffer_slot("data"), data);
         let json = recorder.report.to_json();
         assert_eq!(json["transfers"]["to_device"], json!({"count": 1, "bytes": 256}));
         assert_eq!(json["transfers"]["from_device"], json!({"count": 2, "bytes": 260}));
         assert_eq!(json["dispatches"], json!(2));
-        assert_eq!(json["kernels"], json!([{"name": "square", "dispatches": 2}]));
+        assert_eq!(json["kernels"], json!([{"name": "square", "dispatches": 2, "device_ms": null}]));
+        recorder.device_time(0, Duration::from_millis(2));
+        assert_eq!(recorder.report.to_json()["kernels"][0]["device_ms"], json!(2.0));
+        assert_eq!(recorder.report.to_json()["time"]["device_ms"], json!(2.0));
         assert_eq!(json["transfers"]["per_buffer"][0]["name"], json!("data"));
         assert_eq!(json["transfers"]["per_buffer"][0]["from_device"], json!({"count": 2, "bytes": 260}));
         assert_eq!(json["device_memory"], json!({"allocations": 1, "peak_bytes": 256}));
@@ -404,7 +459,7 @@ compute.func @main(%data: memref<8xi32>) {
 }
 "#;
         let module = hat_ir::parse_source(&mut ctx, "hooks.hat", text).expect("parses");
-        let mut recorder = Recorder::new("reference", "test");
+        let mut recorder = Recorder::new("reference", "test", "a test".into());
         let mut others = 0;
         for op in ctx.walk(module) {
             match HostHook::of(&ctx, op) {

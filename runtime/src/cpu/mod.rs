@@ -7,8 +7,10 @@
 //!   missing transfer changes results. Elements are atomic words (see `memory.rs`): workgroups
 //!   on different threads share buffers without undefined behaviour, and `kernel.atomic_rmw` is
 //!   a compare-and-swap loop on one element, atomic across workgroups.
-//! - **Compilation.** [`Backend::compile_kernel`] turns the kernel (a `kernel.func`, or any
-//!   callable with a body and the `DEVICE_CODE` trait) and every device function it calls
+//! - **Compilation.** [`Backend::compile`] takes the kernel's verified IR from the artifact
+//!   (it lowers nothing: the oracle does not depend on the SPIR-V lowering; see
+//!   [`crate::artifact`]) and turns the kernel (a `kernel.func`, or any callable with a body
+//!   and the `DEVICE_CODE` trait) and every device function it calls
 //!   (looked up in the enclosing symbol tables, transitively) into an owned program: values
 //!   numbered into slots, ops as an enum with slot operands, nested regions as instruction lists
 //!   of their own. Calls, loops and other region ops are compiled through the op interfaces
@@ -33,8 +35,12 @@
 //!   fails with a "non-uniform barrier" error.
 //! - **Parallelism.** Workgroups are independent (the execution model), so a dispatch of more
 //!   than one workgroup runs them in parallel with rayon (unless [`CpuBackend::set_parallel`]
-//!   turned it off). Race-free kernels give the same results either way. Dispatches are
-//!   synchronous: [`Backend::synchronize`] has nothing to wait for.
+//!   turned it off). Race-free kernels give the same results either way.
+//! - **Commands run when recorded**, in the order recorded (which respects every dependency);
+//!   a dispatch's error comes back from [`Backend::record_dispatch`]. What the asynchronous
+//!   contract makes a caller wait for is still held back until it waits (`batches.rs`): a
+//!   read's bytes, dispatch times (the wall time of each dispatch). Buffer handles are
+//!   generational: a freed buffer's handle is [`RuntimeError::StaleHandle`].
 //! - **Errors.** An out-of-bounds load, store or atomic stops the dispatch with
 //!   [`RuntimeError::DeviceOutOfBounds`] (kernel, global id of the work item, indices, shape,
 //!   location); integer division by zero with [`RuntimeError::Arithmetic`]. With several failing
@@ -44,6 +50,7 @@
 //!
 //! Scalar semantics are those of [`crate::eval`].
 
+mod batches;
 mod compile;
 mod grid;
 mod interp;
@@ -53,24 +60,28 @@ mod tests;
 
 pub use compile::DEFAULT_WORKGROUP_SIZE;
 
-use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelHandle};
+use crate::artifact::KernelArtifact;
+use crate::backend::{Backend, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::eval::{self, type_name};
+use crate::handles::HandleTable;
 use crate::value::{BufferLayout, ElementType, Scalar};
+use batches::Batches;
 use compile::{Param, Program};
 use hat_ir::types::DYNAMIC;
-use hat_ir::Verified;
 use interp::{Env, Item};
 use memory::Memory;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// The CPU reference backend. See the module documentation.
 #[derive(Debug)]
 pub struct CpuBackend {
-    buffers: Vec<Option<Memory>>,
+    buffers: HandleTable<Memory>,
     kernels: Vec<Program>,
+    batches: Batches,
     parallel: bool,
     max_work_items: u64,
 }
@@ -87,7 +98,13 @@ impl Default for CpuBackend {
 impl CpuBackend {
     /// A backend with no buffers and no kernels, running workgroups in parallel.
     pub fn new() -> Self {
-        CpuBackend { buffers: Vec::new(), kernels: Vec::new(), parallel: true, max_work_items: DEFAULT_MAX_WORK_ITEMS }
+        CpuBackend {
+            buffers: HandleTable::new(),
+            kernels: Vec::new(),
+            batches: Batches::default(),
+            parallel: true,
+            max_work_items: DEFAULT_MAX_WORK_ITEMS,
+        }
     }
 
     /// Sets the most work items one dispatch may have (default [`DEFAULT_MAX_WORK_ITEMS`]).
@@ -109,24 +126,25 @@ impl CpuBackend {
 
     /// Bytes of device memory in use (live buffers).
     pub fn bytes_in_use(&self) -> usize {
-        self.buffers.iter().flatten().map(Memory::bytes).sum()
+        self.buffers.values().map(Memory::bytes).sum()
     }
 
     /// The name of a compiled kernel.
     pub fn kernel_name(&self, kernel: KernelHandle) -> Option<&str> {
-        self.kernels.get(kernel.0 as usize).map(|p| p.name.as_str())
+        self.kernels.get(kernel.index() as usize).map(|p| p.name.as_str())
     }
 
     /// The workgroup size of a compiled kernel.
     pub fn workgroup_size(&self, kernel: KernelHandle) -> Option<[u64; 3]> {
-        self.kernels.get(kernel.0 as usize).map(|p| p.workgroup)
+        self.kernels.get(kernel.index() as usize).map(|p| p.workgroup)
     }
 
     fn memory(&self, buffer: DeviceBuffer) -> Result<&Memory, RuntimeError> {
-        self.buffers
-            .get(buffer.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: device buffer {} does not exist", buffer.0)))
+        self.buffers.get(buffer.index(), buffer.generation()).ok_or(RuntimeError::StaleHandle {
+            what: "device buffer",
+            index: buffer.index() as u64,
+            generation: buffer.generation(),
+        })
     }
 
     fn check_range(memory: &Memory, offset: usize, len: usize) -> Result<(), RuntimeError> {
@@ -276,6 +294,10 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
+    fn device_name(&self) -> String {
+        "the CPU reference backend (an interpreter)".to_string()
+    }
+
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
         let too_big = |message: &str| RuntimeError::Allocation {
             bytes: layout.shape.iter().try_fold(layout.element.size(), |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX),
@@ -291,56 +313,94 @@ impl Backend for CpuBackend {
             return Err(too_big("the buffer exceeds the CPU backend's limits"));
         }
         let memory = Memory::try_poisoned(layout.element, &layout.shape).map_err(|message| too_big(&message))?;
-        let id = u32::try_from(self.buffers.len()).map_err(|_| too_big("too many buffers"))?;
-        self.buffers.push(Some(memory));
-        Ok(DeviceBuffer(id))
+        let (index, generation) = self.buffers.insert(memory).ok_or_else(|| too_big("too many buffers"))?;
+        Ok(DeviceBuffer::new(index, generation))
     }
 
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
         self.memory(buffer)?;
-        self.buffers[buffer.0 as usize] = None;
+        self.buffers.remove(buffer.index(), buffer.generation());
         Ok(())
     }
 
-    fn copy_to_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &[u8]) -> Result<(), RuntimeError> {
-        let memory = self.memory(buffer)?;
-        Self::check_range(memory, offset, data.len())?;
-        memory.write_bytes(offset, data);
-        Ok(())
-    }
-
-    fn copy_from_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &mut [u8]) -> Result<(), RuntimeError> {
-        let memory = self.memory(buffer)?;
-        Self::check_range(memory, offset, data.len())?;
-        memory.read_bytes(offset, data);
-        Ok(())
-    }
-
-    fn compile_kernel(&mut self, kernel: Verified<'_>) -> Result<KernelHandle, RuntimeError> {
-        let program = compile::compile(kernel.ctx(), kernel.op())?;
+    fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
+        let program = compile::compile(kernel.ir.ctx(), kernel.ir.op())?;
         let id = u32::try_from(self.kernels.len()).map_err(|_| RuntimeError::Backend("too many kernels".into()))?;
         self.kernels.push(program);
-        Ok(KernelHandle(id))
+        Ok(KernelHandle::new(id))
     }
 
     fn max_work_items(&self) -> u64 {
         self.max_work_items
     }
 
-    fn dispatch(&mut self, kernel: KernelHandle, grid: [u64; 3], args: &[KernelArg]) -> Result<(), RuntimeError> {
-        let program = self
-            .kernels
-            .get(kernel.0 as usize)
-            .ok_or_else(|| RuntimeError::Backend(format!("cpu backend: kernel {} was not compiled", kernel.0)))?;
-        let (params, buffers) = self.bind(program, args)?;
-        let workgroups = grid::workgroups(&program.name, grid, program.workgroup, self.max_work_items)?;
-        if workgroups.total == 0 {
-            return Ok(());
-        }
-        run_groups(program, &params, &buffers, grid, workgroups.count, workgroups.total, self.parallel)
+    fn record_write(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        data: &[u8],
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        Self::check_range(self.memory(buffer)?, offset, data.len())?;
+        let command = self.batches.record(after)?;
+        self.memory(buffer)?.write_bytes(offset, data);
+        Ok(command)
     }
 
-    fn synchronize(&mut self) -> Result<(), RuntimeError> {
-        Ok(())
+    fn record_read(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        len: usize,
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        Self::check_range(self.memory(buffer)?, offset, len)?;
+        let command = self.batches.record(after)?;
+        let memory = self.memory(buffer)?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(len).map_err(|e| RuntimeError::HostAllocation {
+            bytes: len,
+            message: format!("the CPU backend's copy of a read: {e}"),
+            location: hat_ir::Location::UNKNOWN,
+        })?;
+        bytes.resize(len, 0);
+        memory.read_bytes(offset, &mut bytes);
+        self.batches.hold_read(command, bytes);
+        Ok(command)
+    }
+
+    fn record_dispatch(
+        &mut self,
+        kernel: KernelHandle,
+        grid: [u64; 3],
+        args: &[KernelArg],
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        let command = self.batches.record(after)?;
+        let start = Instant::now();
+        let program = self.kernels.get(kernel.index() as usize).ok_or(RuntimeError::StaleHandle {
+            what: "kernel",
+            index: kernel.index() as u64,
+            generation: 0,
+        })?;
+        let (params, buffers) = self.bind(program, args)?;
+        let workgroups = grid::workgroups(&program.name, grid, program.workgroup, self.max_work_items)?;
+        if workgroups.total > 0 {
+            run_groups(program, &params, &buffers, grid, workgroups.count, workgroups.total, self.parallel)?;
+        }
+        self.batches.hold_time(DispatchTime { command, time: start.elapsed() });
+        Ok(command)
+    }
+
+    fn submit(&mut self) -> Result<Fence, RuntimeError> {
+        Ok(self.batches.submit())
+    }
+
+    fn wait(&mut self, fence: Fence) -> Result<Vec<DispatchTime>, RuntimeError> {
+        self.batches.wait(fence)
+    }
+
+    fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
+        self.batches.take_read(read, into)
     }
 }

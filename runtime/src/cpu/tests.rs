@@ -979,3 +979,54 @@ kernel.func @mark(%b: memref<1xi32>) workgroup(64) {
     f.run("mark", [1, 1, 1], &[Buffer(b)]);
     assert_eq!(f.download_i32(b), vec![1]);
 }
+
+#[test]
+fn handles_of_freed_buffers_are_stale_even_when_the_slot_is_reused() {
+    let mut f = Fixture::new("");
+    let old = f.alloc(ElementType::I32, &[4]);
+    f.backend.free(old).unwrap();
+    let new = f.alloc(ElementType::I32, &[4]);
+    assert_eq!(new.index(), old.index(), "the slot is reused");
+    let error = f.backend.copy_to_device(old, 0, &[0; 4]).unwrap_err();
+    assert!(matches!(error, RuntimeError::StaleHandle { what: "device buffer", .. }), "{error}");
+    assert!(f.backend.free(old).is_err());
+    assert_eq!(f.download_i32(new), vec![POISON_I32; 4], "the new buffer is untouched");
+}
+
+#[test]
+fn the_asynchronous_contract_is_checked() {
+    let mut f = Fixture::new("");
+    let buffer = f.upload_i32(&[2], &[5, 6]);
+    let read = f.backend.record_read(buffer, 0, 8, &[]).unwrap();
+    let mut bytes = [0u8; 8];
+    let error = f.backend.take_read(read, &mut bytes).unwrap_err();
+    assert!(error.to_string().contains("before its batch"), "{error}");
+    let future = Command::new(read.sequence() + 5);
+    assert!(f.backend.record_write(buffer, 0, &[1], &[future]).is_err(), "a dependency on the future");
+    assert!(f.backend.wait(Fence::new(99)).is_err(), "a fence of no submitted batch");
+    let fence = f.backend.submit().unwrap();
+    f.backend.wait(fence).unwrap();
+    f.backend.take_read(read, &mut bytes).unwrap();
+    assert_eq!(bytes, [5, 0, 0, 0, 6, 0, 0, 0]);
+    assert!(f.backend.take_read(read, &mut bytes).is_err(), "a read is taken once");
+}
+
+#[test]
+fn waits_give_each_dispatch_its_time() {
+    let mut f = Fixture::new(
+        "kernel.func @one(%b: memref<4xi32>) workgroup(4) {
+  %i = kernel.global_id x
+  %c = arith.constant 1 : i32
+  buffer.store %c, %b[%i] : memref<4xi32>
+  kernel.return
+}",
+    );
+    let buffer = f.alloc(ElementType::I32, &[4]);
+    let kernel = f.kernel("one");
+    let first = f.backend.record_dispatch(kernel, [4, 1, 1], &[Buffer(buffer)], &[]).unwrap();
+    let second = f.backend.record_dispatch(kernel, [4, 1, 1], &[Buffer(buffer)], &[first]).unwrap();
+    let fence = f.backend.submit().unwrap();
+    let times: Vec<Command> = f.backend.wait(fence).unwrap().into_iter().map(|t| t.command).collect();
+    assert_eq!(times, [first, second]);
+    assert!(f.backend.synchronize().unwrap().is_empty(), "each time is given once");
+}

@@ -8,16 +8,23 @@
 //!   device memory. The report says which buffers ever had a host copy.
 //! - The device copy is allocated on the buffer's first transfer or dispatch. The backend leaves
 //!   its contents undefined (the CPU reference backend fills them with poison).
+//! - Copies and dispatches are recorded on the backend with their dependencies (`queue.rs`),
+//!   not waited for: a copy to the device takes the host bytes at once; a copy from the device
+//!   lands in the host copy at the next wait ([`Buffers::flush`]), which comes before anything
+//!   reads or writes those bytes of the host copy (every host access goes through
+//!   [`Buffers::host`] and friends, which wait when a pending read concerns the buffer).
 //! - `buffer.dealloc` frees both; any later use is [`RuntimeError::UseAfterFree`].
 //! - Errors of the backend and of host allocations get the location of the op at fault
 //!   ([`RuntimeError::at`]).
 
 use super::host_buffer::{poison, try_pattern_bytes, HostBuffer};
-use crate::backend::{Backend, DeviceBuffer};
+use super::queue::Queue;
+use crate::backend::{Backend, Command, DeviceBuffer, KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::report::{Direction, Recorder};
 use crate::value::BufferLayout;
 use hat_ir::Location;
+use smallvec::SmallVec;
 use std::time::Instant;
 
 /// A host copy of `layout` filled with poison, or [`RuntimeError::HostAllocation`] at
@@ -54,6 +61,16 @@ pub(crate) struct At<'s> {
 #[derive(Debug, Default)]
 pub(crate) struct Buffers {
     list: Vec<BufferState>,
+    /// The commands recorded since the last wait.
+    queue: Queue,
+}
+
+/// How a dispatch uses one of its buffers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Use {
+    pub(crate) buffer: BufferId,
+    pub(crate) read: bool,
+    pub(crate) write: bool,
 }
 
 impl Buffers {
@@ -98,6 +115,7 @@ impl Buffers {
         id: BufferId,
         recorder: &mut Recorder,
     ) -> (BufferLayout, Option<Vec<u8>>, Option<DeviceBuffer>) {
+        debug_assert!(!self.queue.has_pending(id, None), "the run waits for its reads before it ends");
         let state = &mut self.list[id.0];
         state.freed = true;
         let device = state.device.take();
@@ -125,13 +143,38 @@ impl Buffers {
         Ok(&self.state(id, at)?.layout)
     }
 
-    /// The host copy, made (poisoned) if the buffer has none yet.
+    /// The host copy, made (poisoned) if the buffer has none yet, once the reads pending for it
+    /// have landed (the backend is waited for if any is).
     pub(crate) fn host(
         &mut self,
         id: BufferId,
         at: At<'_>,
+        backend: &mut dyn Backend,
         recorder: &mut Recorder,
     ) -> Result<&mut Vec<u8>, RuntimeError> {
+        self.host_bytes(id, None, at, backend, recorder)
+    }
+
+    /// The host copy, made (poisoned) if the buffer has none yet, once the reads pending for
+    /// `bytes` of it (all of it, when `None`) have landed. Only those bytes may be used.
+    pub(crate) fn host_bytes(
+        &mut self,
+        id: BufferId,
+        bytes: Option<std::ops::Range<usize>>,
+        at: At<'_>,
+        backend: &mut dyn Backend,
+        recorder: &mut Recorder,
+    ) -> Result<&mut Vec<u8>, RuntimeError> {
+        self.state(id, at)?;
+        if self.queue.has_pending(id, bytes.as_ref()) {
+            self.flush(at, backend, recorder)?;
+        }
+        self.host_as_is(id, at, recorder)
+    }
+
+    /// The host copy as it is now (pending reads not landed), made (poisoned) if the buffer has
+    /// none yet.
+    fn host_as_is(&mut self, id: BufferId, at: At<'_>, recorder: &mut Recorder) -> Result<&mut Vec<u8>, RuntimeError> {
         self.state(id, at)?;
         let state = &mut self.list[id.0];
         if state.host.is_none() {
@@ -147,9 +190,10 @@ impl Buffers {
         &mut self,
         id: BufferId,
         at: At<'_>,
+        backend: &mut dyn Backend,
         recorder: &mut Recorder,
     ) -> Result<HostBuffer, RuntimeError> {
-        let bytes = std::mem::take(self.host(id, at, recorder)?);
+        let bytes = std::mem::take(self.host(id, at, backend, recorder)?);
         Ok(HostBuffer { layout: self.list[id.0].layout.clone(), bytes })
     }
 
@@ -163,9 +207,10 @@ impl Buffers {
         &mut self,
         id: BufferId,
         at: At<'_>,
+        backend: &mut dyn Backend,
         recorder: &mut Recorder,
     ) -> Result<HostBuffer, RuntimeError> {
-        let host = self.host(id, at, recorder)?;
+        let host = self.host(id, at, backend, recorder)?;
         let mut bytes = Vec::new();
         bytes.try_reserve_exact(host.len()).map_err(|e| RuntimeError::HostAllocation {
             bytes: host.len(),
@@ -214,8 +259,9 @@ impl Buffers {
         Ok(offset as usize * size..(offset + count) as usize * size)
     }
 
-    /// Copies the host copy (or an element range of it) to the device copy, or back. A range of
-    /// no elements moves nothing and is not counted.
+    /// Copies the host copy (or an element range of it) to the device copy, or back: records the
+    /// copy, after the commands it depends on. A copy back lands at the next wait. A range of no
+    /// elements moves nothing and is not counted.
     pub(crate) fn transfer(
         &mut self,
         direction: Direction,
@@ -230,16 +276,95 @@ impl Buffers {
             return Ok(());
         }
         let device = self.device(id, at, backend, recorder)?;
-        self.host(id, at, recorder)?;
+        // The host bytes a copy to the device takes must be current; a copy back lands after
+        // the reads pending before it, in order.
+        if direction == Direction::ToDevice && self.queue.has_pending(id, Some(&bytes)) {
+            self.flush(at, backend, recorder)?;
+        }
+        self.host_as_is(id, at, recorder)?;
+        let write = direction == Direction::ToDevice;
+        let mut after = SmallVec::new();
+        self.queue.dependencies(id, &bytes, write, &mut after);
         let state = &mut self.list[id.0];
-        let host = &mut state.host.as_deref_mut().expect("made above")[bytes.clone()];
         let start = Instant::now();
-        match direction {
-            Direction::ToDevice => backend.copy_to_device(device, bytes.start, host),
-            Direction::FromDevice => backend.copy_from_device(device, bytes.start, host),
+        let command = match direction {
+            Direction::ToDevice => {
+                let host = &state.host.as_deref().expect("made above")[bytes.clone()];
+                backend.record_write(device, bytes.start, host, &after)
+            }
+            Direction::FromDevice => backend.record_read(device, bytes.start, bytes.len(), &after),
         }
         .map_err(|e| e.at(at.location))?;
         recorder.transfer(state.slot, direction, bytes.len(), start.elapsed());
+        if direction == Direction::FromDevice {
+            self.queue.read_pending(id, bytes.clone(), command);
+        }
+        self.queue.note(id, bytes, write, command);
+        Ok(())
+    }
+
+    /// Records a dispatch of `kernel` (the report's kernel `kernel_slot`) with `args`, which use
+    /// the buffers as `uses` says, after the commands it depends on.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn dispatch(
+        &mut self,
+        kernel: KernelHandle,
+        kernel_slot: usize,
+        grid: [u64; 3],
+        args: &[KernelArg],
+        uses: &[Use],
+        at: At<'_>,
+        backend: &mut dyn Backend,
+    ) -> Result<Command, RuntimeError> {
+        let mut after = SmallVec::new();
+        let mut whole = SmallVec::<[std::ops::Range<usize>; 8]>::new();
+        for usage in uses {
+            let bytes = 0..self.layout(usage.buffer, at)?.bytes();
+            if usage.write {
+                self.queue.dependencies(usage.buffer, &bytes, true, &mut after);
+            } else if usage.read {
+                self.queue.dependencies(usage.buffer, &bytes, false, &mut after);
+            }
+            whole.push(bytes);
+        }
+        let command = backend.record_dispatch(kernel, grid, args, &after).map_err(|e| e.at(at.location))?;
+        for (usage, bytes) in uses.iter().zip(whole) {
+            if usage.read || usage.write {
+                self.queue.note(usage.buffer, bytes, usage.write, command);
+            }
+        }
+        self.queue.dispatched(command, kernel_slot);
+        Ok(command)
+    }
+
+    /// Submits what was recorded since the last wait and waits for it: books the device times of
+    /// its dispatches, and lands its reads in the host copies. Nothing happens when nothing was
+    /// recorded. An error of the backend gets `at`'s location (the op that had to wait).
+    pub(crate) fn flush(
+        &mut self,
+        at: At<'_>,
+        backend: &mut dyn Backend,
+        recorder: &mut Recorder,
+    ) -> Result<(), RuntimeError> {
+        if self.queue.is_idle() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let fence = backend.submit().map_err(|e| e.at(at.location))?;
+        let times = backend.wait(fence).map_err(|e| e.at(at.location))?;
+        for time in times {
+            if let Some(kernel) = self.queue.kernel_of(time.command) {
+                recorder.device_time(kernel, time.time);
+            }
+        }
+        let landing = self.queue.finished();
+        let landed_from = Instant::now();
+        for read in landing {
+            let state = &mut self.list[read.buffer.0];
+            let Some(host) = state.host.as_deref_mut().filter(|_| !state.freed) else { continue };
+            backend.take_read(read.command, &mut host[read.bytes]).map_err(|e| e.at(at.location))?;
+        }
+        recorder.waited(landed_from - start, landed_from.elapsed());
         Ok(())
     }
 
@@ -258,6 +383,7 @@ impl Buffers {
                 location: at.location,
             });
         }
+        self.queue.forget(id);
         let state = &mut self.list[id.0];
         state.freed = true;
         state.host = None;
@@ -287,8 +413,10 @@ impl Buffers {
         result
     }
 
-    /// The final host copy of a caller's buffer, taken out of the run.
+    /// The final host copy of a caller's buffer, taken out of the run (which waited for its
+    /// reads: [`Buffers::flush`]).
     pub(crate) fn final_host(&mut self, id: BufferId) -> HostBuffer {
+        debug_assert!(!self.queue.has_pending(id, None), "the run waits for its reads before it ends");
         let state = &mut self.list[id.0];
         let bytes = state.host.take().unwrap_or_else(|| poison(&state.layout));
         HostBuffer { layout: state.layout.clone(), bytes }

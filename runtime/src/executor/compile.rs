@@ -55,8 +55,20 @@ pub(crate) struct Functions {
     pub ops: Vec<Op>,
     pub compiled: Vec<Option<std::rc::Rc<Function>>>,
     index: FxHashMap<Op, u32>,
-    pub kernels: Vec<(Op, Option<crate::backend::KernelHandle>)>,
+    pub kernels: Vec<(Op, Option<std::rc::Rc<CompiledKernel>>)>,
     kernel_index: FxHashMap<Op, u32>,
+    /// What the backend's [`lower`](crate::Backend::lower) gave for the module, once asked
+    /// (on the first dispatch).
+    pub lowered: Option<Option<std::sync::Arc<dyn crate::artifact::LoweredModule>>>,
+}
+
+/// A kernel the backend compiled, and how it uses each of its parameters.
+#[derive(Debug)]
+pub(crate) struct CompiledKernel {
+    pub handle: crate::backend::KernelHandle,
+    /// By parameter: whether the kernel may read it, and may write it (both, unless the lowering
+    /// knows better).
+    pub access: Vec<(bool, bool)>,
 }
 
 impl Functions {
@@ -70,6 +82,7 @@ impl Functions {
             index: FxHashMap::default(),
             kernels: Vec::new(),
             kernel_index: FxHashMap::default(),
+            lowered: None,
         }
     }
 

@@ -17,15 +17,16 @@
 //! - **What is checked here** is what only the run knows: bounds, extents and ranges, division by
 //!   zero, use after free, a loop's step, a grid's size, a host function's answer.
 
-use super::buffers::{At, BufferId, Buffers};
-use super::compile;
+use super::buffers::{At, BufferId, Buffers, Use};
+use super::compile::{self, CompiledKernel};
 use super::host_functions::HostCall;
 use super::program::{
     AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
-use crate::backend::{KernelArg, KernelHandle};
+use crate::artifact::KernelArtifact;
+use crate::backend::KernelArg;
 use crate::error::RuntimeError;
 use crate::eval;
 use crate::report::{Direction, HostHook, Recorder};
@@ -118,13 +119,17 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
                 false => Ok(ArgValue::Scalar(value)),
                 true => interpreter
                     .buffers
-                    .host_snapshot(buffer_id(value), at, &mut interpreter.recorder)
+                    .host_snapshot(buffer_id(value), at, interpreter.ex.backend, &mut interpreter.recorder)
                     .map(ArgValue::Buffer),
             })
             .collect::<Result<Vec<_>, _>>()
     });
+    // Whatever happened, wait for what was recorded: the caller's buffers get their reads.
+    let at = At { op: ctx.name_str(func), location: ctx.location(func) };
+    let flushed = interpreter.buffers.flush(at, interpreter.ex.backend, &mut interpreter.recorder);
     let released = interpreter.buffers.release_all(interpreter.ex.backend, &mut interpreter.recorder);
     let results = outcome?;
+    flushed?;
     released?;
     let buffers = caller_buffers.into_iter().map(|id| interpreter.buffers.final_host(id)).collect();
     let mut report = interpreter.recorder.report;
@@ -185,7 +190,7 @@ pub(super) struct Interpreter<'e, 'a> {
 impl<'e, 'a> Interpreter<'e, 'a> {
     /// A run of `ex`, its buffers tracked by `tracker` if given.
     pub(super) fn new(ex: &'e mut Executor<'a>, tracker: Option<Tracker>) -> Self {
-        let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name());
+        let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name(), ex.backend.device_name());
         Interpreter {
             ctx: ex.module.ctx(),
             ex,
@@ -585,7 +590,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                     match views.iter().position(|&v| v == id) {
                         Some(view) => host_call.push_same_buffer(view, effect),
                         None => {
-                            let buffer = self.buffers.take_host(id, at, &mut self.recorder)?;
+                            let buffer = self.buffers.take_host(id, at, self.ex.backend, &mut self.recorder)?;
                             views.push(id);
                             host_call.push_new_buffer(buffer, effect);
                         }
@@ -643,20 +648,32 @@ impl<'e, 'a> Interpreter<'e, 'a> {
 
     // ----- the device ----------------------------------------------------------------------
 
-    /// The backend's handle of kernel `index`, compiled on its first dispatch.
-    fn kernel(&mut self, index: u32, op: Op) -> Res<KernelHandle> {
-        let (kernel, handle) = self.ex.functions.kernels[index as usize];
-        if let Some(handle) = handle {
-            return Ok(handle);
+    /// The backend's kernel `index`, compiled on its first dispatch: from the artifact in the form
+    /// the backend asks for (the module is lowered to SPIR-V once, on the first kernel that needs
+    /// it).
+    fn kernel(&mut self, index: u32, op: Op) -> Res<Rc<CompiledKernel>> {
+        let (kernel, compiled) = &self.ex.functions.kernels[index as usize];
+        if let Some(compiled) = compiled {
+            return Ok(Rc::clone(compiled));
         }
+        let kernel = *kernel;
+        let location = self.ctx.location(op);
         let verified = self
             .ex
             .module
             .nested(kernel)
             .ok_or_else(|| self.unsupported(op, "launches a kernel outside the module"))?;
-        let handle = self.ex.backend.compile_kernel(verified).map_err(|e| e.at(self.ctx.location(op)))?;
-        self.ex.functions.kernels[index as usize].1 = Some(handle);
-        Ok(handle)
+        if self.ex.functions.lowered.is_none() {
+            let lowered = self.ex.backend.lower(self.ex.module).map_err(|e| e.at(location))?;
+            self.ex.functions.lowered = Some(lowered);
+        }
+        let module = self.ex.functions.lowered.as_ref().and_then(Option::as_ref);
+        let artifact = KernelArtifact::new(verified, module);
+        let handle = self.ex.backend.compile(&artifact).map_err(|e| e.at(location))?;
+        let access = artifact.parameter_access();
+        let compiled = Rc::new(CompiledKernel { handle, access });
+        self.ex.functions.kernels[index as usize].1 = Some(Rc::clone(&compiled));
+        Ok(compiled)
     }
 
     #[inline(never)]
@@ -717,20 +734,28 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             }
         }
         let mut kernel_args: SmallVec<[KernelArg; 8]> = SmallVec::with_capacity(dispatch.arguments.len());
-        for argument in dispatch.arguments.iter() {
+        let mut uses: SmallVec<[Use; 8]> = SmallVec::new();
+        for (parameter, argument) in dispatch.arguments.iter().enumerate() {
             kernel_args.push(match *argument {
-                ArgSlot::Buffer(slot) => KernelArg::Buffer(self.buffers.device(
-                    buffer_id(frame[slot as usize]),
-                    at,
-                    self.ex.backend,
-                    &mut self.recorder,
-                )?),
+                ArgSlot::Buffer(slot) => {
+                    let id = buffer_id(frame[slot as usize]);
+                    let (read, write) = kernel.access.get(parameter).copied().unwrap_or((true, true));
+                    match uses.iter_mut().find(|u| u.buffer == id) {
+                        Some(usage) => {
+                            usage.read |= read;
+                            usage.write |= write;
+                        }
+                        None => uses.push(Use { buffer: id, read, write }),
+                    }
+                    KernelArg::Buffer(self.buffers.device(id, at, self.ex.backend, &mut self.recorder)?)
+                }
                 ArgSlot::Scalar(slot, ty) => KernelArg::Scalar(frame[slot as usize], ty),
             });
         }
         let start = Instant::now();
-        self.ex.backend.dispatch(kernel, grid, &kernel_args).map_err(|e| e.at(location))?;
-        self.recorder.dispatch(&dispatch.name, start.elapsed());
+        let slot = self.recorder.kernel_slot(&dispatch.name);
+        self.buffers.dispatch(kernel.handle, slot, grid, &kernel_args, &uses, at, self.ex.backend)?;
+        self.recorder.dispatch(slot, start.elapsed());
         if let Some((tracker, mut io)) = self.tracked(at) {
             tracker.after_dispatch(&mut io, ctx, op, count, &tracked_buffers)?;
         }
@@ -742,11 +767,12 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         Ok(())
     }
 
+    /// `compute.sync`: waits for everything recorded (and lands the reads).
     #[inline(never)]
     fn sync(&mut self) -> Res<()> {
-        let start = Instant::now();
-        self.ex.backend.synchronize()?;
-        self.recorder.sync(start.elapsed());
+        let at = At { op: "compute.sync", location: hat_ir::Location::UNKNOWN };
+        self.buffers.flush(at, self.ex.backend, &mut self.recorder)?;
+        self.recorder.sync();
         Ok(())
     }
 
@@ -800,7 +826,8 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             let flat = (offset / element.size()) as i64;
             self.host_access(id, Some((flat, 1)), HostAccess::Read, self.at(op))?;
         }
-        let host = self.buffers.host(id, self.at(op), &mut self.recorder)?;
+        let bytes = Some(offset..offset + element.size());
+        let host = self.buffers.host_bytes(id, bytes, self.at(op), self.ex.backend, &mut self.recorder)?;
         frame[dst as usize] = element.read(&host[offset..offset + element.size()]);
         Ok(())
     }
@@ -813,7 +840,8 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         if self.tracker.is_some() {
             self.host_access(id, Some((flat, 1)), HostAccess::MustWrite, self.at(op))?;
         }
-        let host = self.buffers.host(id, self.at(op), &mut self.recorder)?;
+        let bytes = Some(offset..offset + element.size());
+        let host = self.buffers.host_bytes(id, bytes, self.at(op), self.ex.backend, &mut self.recorder)?;
         element.write(frame[value as usize], &mut host[offset..offset + element.size()]);
         if self.tracker.is_some() {
             self.host_wrote(id, Some((flat, 1)), self.at(op))?;
@@ -848,8 +876,8 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             self.host_access(destination, None, HostAccess::MustWrite, at)?;
         }
         if source != destination {
-            let data = self.buffers.host(source, at, &mut self.recorder)?.clone();
-            self.buffers.host(destination, at, &mut self.recorder)?.copy_from_slice(&data);
+            let data = self.buffers.host(source, at, self.ex.backend, &mut self.recorder)?.clone();
+            self.buffers.host(destination, at, self.ex.backend, &mut self.recorder)?.copy_from_slice(&data);
         }
         if self.tracker.is_some() {
             self.host_wrote(destination, None, at)?;

@@ -65,6 +65,7 @@ mod host_buffer;
 pub mod host_functions;
 mod interpret;
 mod program;
+mod queue;
 mod residency;
 
 pub use hat_dialects::compute::ArgEffect;

@@ -1,9 +1,14 @@
 //! Tests of the host executor on a small test backend: its "kernels" are Rust functions chosen by
 //! the kernel's name (the IR bodies are stubs), its memory is poisoned at allocation, and it
-//! counts what it was asked to do. The CPU reference backend's own tests run real kernel IR.
+//! counts what it was asked to do. It is asynchronous as a GPU is: a recorded command runs only
+//! when its batch is submitted, and a read's bytes are there only after the wait, so an
+//! executor that forgets to wait (or to land a read) gets wrong results here. The CPU reference
+//! backend's own tests run real kernel IR.
 
 use super::*;
-use crate::backend::{DeviceBuffer, KernelArg, KernelHandle};
+use crate::artifact::KernelArtifact;
+use crate::backend::{Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
+use crate::handles::HandleTable;
 use crate::report::TransferCount;
 use hat_ir::Context;
 use std::cell::RefCell;
@@ -11,81 +16,62 @@ use std::rc::Rc;
 
 // ----- the test backend ------------------------------------------------------------------------
 
+/// A recorded command, run at submit.
+enum Recorded {
+    Write(DeviceBuffer, usize, Vec<u8>),
+    Read(Command, DeviceBuffer, usize, usize),
+    Dispatch(KernelHandle, [u64; 3], Vec<KernelArg>),
+    /// A free, deferred until the commands recorded before it ran.
+    Free(DeviceBuffer),
+}
+
 #[derive(Default)]
 struct TestBackend {
-    memory: Vec<Option<(BufferLayout, Vec<u8>)>>,
+    memory: HandleTable<(BufferLayout, Vec<u8>)>,
     kernels: Vec<String>,
     compiles: usize,
-    syncs: usize,
+    waits: usize,
     frees: usize,
+    next_command: u64,
+    open: Vec<Recorded>,
+    batches: u64,
+    /// Reads run, by command, and whether their batch was waited for.
+    reads: Vec<(Command, Vec<u8>, bool)>,
 }
 
 impl TestBackend {
     fn live(&self) -> usize {
-        self.memory.iter().filter(|m| m.is_some()).count()
+        self.memory.len()
+    }
+
+    fn bytes(&mut self, buffer: DeviceBuffer) -> Result<&mut Vec<u8>, RuntimeError> {
+        self.memory.get_mut(buffer.index(), buffer.generation()).map(|(_, bytes)| bytes).ok_or(
+            RuntimeError::StaleHandle {
+                what: "device buffer",
+                index: buffer.index() as u64,
+                generation: buffer.generation(),
+            },
+        )
     }
 
     fn buffer(&mut self, arg: &KernelArg) -> Result<&mut Vec<u8>, RuntimeError> {
         match arg {
-            KernelArg::Buffer(b) => self.memory[b.0 as usize]
-                .as_mut()
-                .map(|(_, bytes)| bytes)
-                .ok_or_else(|| RuntimeError::Backend("freed".into())),
+            KernelArg::Buffer(b) => self.bytes(*b),
             KernelArg::Scalar(..) => Err(RuntimeError::Backend("expected a buffer".into())),
         }
     }
-}
 
-fn get_i32(bytes: &[u8], i: usize) -> i32 {
-    i32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap())
-}
-
-fn set_i32(bytes: &mut [u8], i: usize, v: i32) {
-    bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
-}
-
-impl Backend for TestBackend {
-    fn name(&self) -> &str {
-        "test"
-    }
-
-    fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
-        self.memory.push(Some((layout.clone(), host_buffer::poison(layout))));
-        Ok(DeviceBuffer(self.memory.len() as u32 - 1))
-    }
-
-    fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
-        self.frees += 1;
-        self.memory[buffer.0 as usize].take().map(drop).ok_or_else(|| RuntimeError::Backend("double free".into()))
-    }
-
-    fn copy_to_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &[u8]) -> Result<(), RuntimeError> {
-        let (_, bytes) = self.memory[buffer.0 as usize].as_mut().unwrap();
-        bytes[offset..offset + data.len()].copy_from_slice(data);
-        Ok(())
-    }
-
-    fn copy_from_device(&mut self, buffer: DeviceBuffer, offset: usize, data: &mut [u8]) -> Result<(), RuntimeError> {
-        let (_, bytes) = self.memory[buffer.0 as usize].as_ref().unwrap();
-        data.copy_from_slice(&bytes[offset..offset + data.len()]);
-        Ok(())
-    }
-
-    fn compile_kernel(&mut self, kernel: hat_ir::Verified<'_>) -> Result<KernelHandle, RuntimeError> {
-        let (ctx, kernel) = (kernel.ctx(), kernel.op());
-        self.compiles += 1;
-        let name = hat_ir::verifier::symbol_name(ctx, kernel).unwrap_or_default().to_string();
-        if !["square", "fill", "copy_inc", "add"].contains(&name.as_str()) {
-            return Err(RuntimeError::Backend(format!("the test backend has no kernel '{name}'")));
-        }
-        self.kernels.push(name);
-        Ok(KernelHandle(self.kernels.len() as u32 - 1))
+    fn record(&mut self, after: &[Command], command: Recorded) -> Command {
+        assert!(after.iter().all(|c| c.sequence() < self.next_command), "a dependency on a future command");
+        self.open.push(command);
+        self.next_command += 1;
+        Command::new(self.next_command - 1)
     }
 
     /// `square(buf)`: buf[i] *= buf[i]; `fill(buf, v)`: buf[i] = v; `copy_inc(src, dst)`:
     /// dst[i] = src[i] + 1; `add(buf, v)`: buf[i] += v — for i < grid.x (all `i32`).
-    fn dispatch(&mut self, kernel: KernelHandle, grid: [u64; 3], args: &[KernelArg]) -> Result<(), RuntimeError> {
-        let name = self.kernels[kernel.0 as usize].clone();
+    fn run(&mut self, kernel: KernelHandle, grid: [u64; 3], args: &[KernelArg]) -> Result<(), RuntimeError> {
+        let name = self.kernels[kernel.index() as usize].clone();
         let n = grid[0] as usize;
         let scalar = |i: usize| match args.get(i) {
             Some(KernelArg::Scalar(v, _)) => Ok(v.as_i64() as i32),
@@ -119,9 +105,115 @@ impl Backend for TestBackend {
         }
         Ok(())
     }
+}
 
-    fn synchronize(&mut self) -> Result<(), RuntimeError> {
-        self.syncs += 1;
+fn get_i32(bytes: &[u8], i: usize) -> i32 {
+    i32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap())
+}
+
+fn set_i32(bytes: &mut [u8], i: usize, v: i32) {
+    bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+impl Backend for TestBackend {
+    fn name(&self) -> &str {
+        "test"
+    }
+
+    fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
+        let (index, generation) = self.memory.insert((layout.clone(), host_buffer::poison(layout))).unwrap();
+        Ok(DeviceBuffer::new(index, generation))
+    }
+
+    fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
+        self.frees += 1;
+        let stale = RuntimeError::StaleHandle {
+            what: "device buffer",
+            index: buffer.index() as u64,
+            generation: buffer.generation(),
+        };
+        let freed_before = self.open.iter().any(|c| matches!(c, Recorded::Free(b) if *b == buffer));
+        if freed_before || self.memory.get(buffer.index(), buffer.generation()).is_none() {
+            return Err(stale);
+        }
+        // Commands recorded before that use it still run on it.
+        match self.open.is_empty() {
+            true => drop(self.memory.remove(buffer.index(), buffer.generation())),
+            false => self.open.push(Recorded::Free(buffer)),
+        }
+        Ok(())
+    }
+
+    fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
+        self.compiles += 1;
+        if !["square", "fill", "copy_inc", "add"].contains(&kernel.name.as_str()) {
+            return Err(RuntimeError::Backend(format!("the test backend has no kernel '{}'", kernel.name)));
+        }
+        self.kernels.push(kernel.name.clone());
+        Ok(KernelHandle::new(self.kernels.len() as u32 - 1))
+    }
+
+    fn record_write(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        data: &[u8],
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        Ok(self.record(after, Recorded::Write(buffer, offset, data.to_vec())))
+    }
+
+    fn record_read(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        len: usize,
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        let command = Command::new(self.next_command);
+        Ok(self.record(after, Recorded::Read(command, buffer, offset, len)))
+    }
+
+    fn record_dispatch(
+        &mut self,
+        kernel: KernelHandle,
+        grid: [u64; 3],
+        args: &[KernelArg],
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        Ok(self.record(after, Recorded::Dispatch(kernel, grid, args.to_vec())))
+    }
+
+    /// Runs the batch now (a device would start it): the executor sees nothing of it before the
+    /// wait.
+    fn submit(&mut self) -> Result<Fence, RuntimeError> {
+        for command in std::mem::take(&mut self.open) {
+            match command {
+                Recorded::Write(buffer, offset, data) => {
+                    self.bytes(buffer)?[offset..offset + data.len()].copy_from_slice(&data)
+                }
+                Recorded::Read(command, buffer, offset, len) => {
+                    let bytes = self.bytes(buffer)?[offset..offset + len].to_vec();
+                    self.reads.push((command, bytes, false));
+                }
+                Recorded::Dispatch(kernel, grid, args) => self.run(kernel, grid, &args)?,
+                Recorded::Free(buffer) => drop(self.memory.remove(buffer.index(), buffer.generation())),
+            }
+        }
+        self.batches += 1;
+        Ok(Fence::new(self.batches - 1))
+    }
+
+    fn wait(&mut self, _: Fence) -> Result<Vec<DispatchTime>, RuntimeError> {
+        self.waits += 1;
+        self.reads.iter_mut().for_each(|read| read.2 = true);
+        Ok(Vec::new())
+    }
+
+    fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
+        let position = self.reads.iter().position(|r| r.0 == read && r.2).expect("a read taken after its wait");
+        let (_, bytes, _) = self.reads.remove(position);
+        into.copy_from_slice(&bytes);
         Ok(())
     }
 }
@@ -369,7 +461,10 @@ fn accounting_counts_every_transfer_and_dispatch() {
     assert_eq!(reference.report.to_device, TransferCount { count: 5, bytes: 160 });
     assert_eq!(reference.report.from_device, TransferCount { count: 5, bytes: 160 });
     assert_eq!(reference.report.dispatches, 5);
-    assert_eq!(reference.report.kernels, vec![crate::report::KernelDispatches { name: "add".into(), dispatches: 5 }]);
+    assert_eq!(
+        reference.report.kernels,
+        vec![crate::report::KernelDispatches { name: "add".into(), dispatches: 5, device_time: None }]
+    );
 
     let explicit = run(REPEAT, TransferMode::Explicit, args()).unwrap();
     assert_eq!(ints(&explicit, 0), [6; 8]);
@@ -1074,4 +1169,66 @@ compute.func @main(%d: memref<8xi32>) {
     assert!(matches!(error.unlocated(), RuntimeError::Backend(_)), "{error}");
     let (ctx, _) = parse(program);
     assert_eq!(line(&ctx, error.location()), line_of(program, "compute.dispatch @unknown"));
+}
+
+// ----- the asynchronous device -------------------------------------------------------------------
+
+#[test]
+fn a_chain_of_dispatches_waits_once_at_the_end() {
+    let (ctx, module) = parse(REPEAT);
+    let mut backend = TestBackend::default();
+    let output = Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions::default())
+        .run("main", vec![data(&[1; 8]), ArgValue::Scalar(Scalar::Int(100))])
+        .unwrap();
+    assert_eq!(ints(&output, 0), [101; 8], "the read landed at the final wait");
+    assert_eq!(output.report.waits, 1);
+    assert_eq!(backend.waits, 1, "no wait per copy or dispatch");
+    assert_eq!(backend.batches, 1, "one batch: the copy in, 100 dispatches, the copy back");
+}
+
+#[test]
+fn the_host_waits_only_for_bytes_a_pending_read_brings() {
+    // The copy back of data[0..4] is pending when the host stores into data[4] (no wait: the
+    // read does not touch it; the copy in of data[4..8] then takes the stored 7) and when it
+    // loads data[1] (a wait, then the read's value). Nothing is recorded after the load, so the
+    // end of the run does not wait again.
+    let program = r#"
+compute.func @main(%data: memref<8xi32>) -> i32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %seven = arith.constant 7 : i32
+  buffer.to_device %data : memref<8xi32>
+  compute.dispatch @square[%c8](%data) : (memref<8xi32>)
+  buffer.from_device %data[%c0, %c4] : memref<8xi32>
+  buffer.store %seven, %data[%c4] : memref<8xi32>
+  buffer.to_device %data[%c4, %c4] : memref<8xi32>
+  %v = buffer.load %data[%c1] : memref<8xi32>
+  compute.return %v : i32
+}
+"#;
+    let output = run(program, TransferMode::Explicit, vec![data(&[1, 2, 3, 4, 5, 6, 7, 8])]).unwrap();
+    assert_eq!(output.results, vec![ArgValue::Scalar(Scalar::Int(4))]);
+    assert_eq!(ints(&output, 0), [1, 4, 9, 16, 7, 6, 7, 8]);
+    assert_eq!(output.report.waits, 1, "the load waits; the store and the copy in do not");
+    assert_eq!(output.report.to_device.bytes, 32 + 16);
+}
+
+#[test]
+fn a_copy_in_of_bytes_a_pending_read_brings_waits_for_it_first() {
+    // Reference semantics: after @square, data comes back; before @add it goes in again, so
+    // the executor must land the read first (else the device gets the old host bytes).
+    let program = r#"
+compute.func @main(%data: memref<8xi32>) {
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1 : i32
+  compute.dispatch @square[%c8](%data) : (memref<8xi32>)
+  compute.dispatch @add[%c8](%data, %one) : (memref<8xi32>, i32)
+  compute.return
+}
+"#;
+    let output = run(program, TransferMode::Reference, vec![data(&[1, 2, 3, 4, 5, 6, 7, 8])]).unwrap();
+    assert_eq!(ints(&output, 0), [2, 5, 10, 17, 26, 37, 50, 65]);
+    assert_eq!(output.report.waits, 2);
 }

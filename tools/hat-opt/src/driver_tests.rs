@@ -26,6 +26,8 @@ fn hat_opt(registry: &PassRegistry, program: &str, arguments: &[&str]) -> Outcom
     let path = input_file(program);
     let mut line: Vec<std::ffi::OsString> = vec!["hat-opt".into(), path.clone().into()];
     line.extend(arguments.iter().map(|a| a.into()));
+    // These tests are of the command line, on the CPU backend whatever devices exist.
+    line.push("--backend=cpu".into());
     let (options, matches) = parse_command_line(registry, line).map_err(|e| (String::new(), e.to_string()))?;
     let mut stdout = Vec::new();
     let result =

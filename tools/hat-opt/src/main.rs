@@ -6,6 +6,7 @@
 //! bad command line).
 
 mod args;
+mod backend_choice;
 mod driver;
 mod emit;
 mod report;

@@ -43,8 +43,8 @@ use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
 use hat_ir::printer::type_to_string;
 use hat_ir::{Context, Diagnostic, Location, Op, Verified};
 use hat_runtime::{
-    entry_parameters, ArgValue, CpuBackend, ElementType, Executor, ExecutorOptions, Parameter, ParameterKind,
-    RunOutput, RuntimeError, TransferMode,
+    entry_parameters, ArgValue, Backend, ElementType, Executor, ExecutorOptions, Parameter, ParameterKind, RunOutput,
+    RuntimeError, TransferMode,
 };
 use std::cell::RefCell;
 use std::io::Write;
@@ -65,7 +65,7 @@ pub enum ReportFormat {
 #[command(group(clap::ArgGroup::new("running").multiple(true).args(["run", "check"])))]
 pub struct RunOptions {
     /// After the pass pipeline (the default pipeline when no pass is given), run the entry
-    /// function on the CPU reference backend and print a summary instead of the IR (which
+    /// function (on the backend --backend chooses) and print a summary instead of the IR (which
     /// `-o FILE` still writes).
     #[arg(long = "run", conflicts_with_all = ["split_input_file", "verify_diagnostics"])]
     pub run: bool,
@@ -99,6 +99,9 @@ pub struct RunOptions {
     /// standard print does; ignore does nothing.
     #[arg(long = "host-func", value_name = "NAME=print|ignore", requires = "running")]
     pub host_funcs: Vec<String>,
+    /// `--backend` and `--device` (backend_choice.rs).
+    #[command(flatten)]
+    pub device: crate::backend_choice::DeviceOptions,
 }
 
 impl RunOptions {
@@ -134,9 +137,11 @@ pub fn run(
 
     let plan_log = HostCallLog::default();
     let reference_arguments = options.check.then(|| arguments.clone());
+    let mut backend = crate::backend_choice::open(&options.device)?;
     let output = {
         let shared = RefCell::new(&mut *out as &mut dyn Write);
-        execute(program, plan.mode, entry, arguments, &bindings, &shared, options.check.then_some(&plan_log))
+        let log = options.check.then_some(&plan_log);
+        execute(&mut *backend, program, plan.mode, entry, arguments, &bindings, &shared, log)
     };
     // The program's own output (print, display) comes before the summary.
     let _ = out.flush();
@@ -151,13 +156,16 @@ pub fn run(
             let log = HostCallLog::default();
             let mut silent = std::io::sink();
             let shared = RefCell::new(&mut silent as &mut dyn Write);
-            let expected = execute(original, TransferMode::Reference, entry, arguments, &bindings, &shared, Some(&log))
-                .map_err(|error| {
-                    format!(
-                        "error: --run-check: the reference semantics failed:\n{}",
-                        render(&original.ctx().sources, &[diagnostic(&error)])
-                    )
-                })?;
+            let reference = TransferMode::Reference;
+            let expected =
+                execute(&mut *backend, original, reference, entry, arguments, &bindings, &shared, Some(&log)).map_err(
+                    |error| {
+                        format!(
+                            "error: --run-check: the reference semantics failed:\n{}",
+                            render(&original.ctx().sources, &[diagnostic(&error)])
+                        )
+                    },
+                )?;
             let ours = observations(plan_log.into_calls(), &parameters, &output, &result_types);
             let theirs = observations(log.into_calls(), &parameters, &expected, &result_types);
             Some(check::compare(&ours, &theirs))
@@ -191,9 +199,11 @@ pub fn run(
     }
 }
 
-/// Runs `entry` of `module` once on a fresh CPU backend, with the host functions of `bindings`
-/// writing to `output` (and recording their calls in `log`).
+/// Runs `entry` of `module` once on `backend`, with the host functions of `bindings` writing to
+/// `output` (and recording their calls in `log`).
+#[allow(clippy::too_many_arguments)]
 fn execute(
+    backend: &mut dyn Backend,
     module: Verified<'_>,
     mode: TransferMode,
     entry: &str,
@@ -202,8 +212,7 @@ fn execute(
     output: &RefCell<&mut dyn Write>,
     log: Option<&HostCallLog>,
 ) -> Result<RunOutput, RuntimeError> {
-    let mut backend = CpuBackend::new();
-    let mut executor = Executor::new(module, &mut backend, ExecutorOptions { mode });
+    let mut executor = Executor::new(module, backend, ExecutorOptions { mode });
     for (name, function) in bindings.functions(output, log) {
         executor.register_host_function(&name, function);
     }

@@ -97,7 +97,12 @@ fn aligned(rows: &[(String, String)]) -> Vec<String> {
 pub fn text(summary: &Summary<'_>) -> String {
     let output = summary.output;
     let report = &output.report;
-    let mut text = format!("ran @{} ({} transfers, {} backend)\n", summary.entry, report.mode, report.backend);
+    let mut text = match report.backend.as_str() {
+        "cpu" => format!("ran @{} ({} transfers, cpu backend)\n", summary.entry, report.mode),
+        backend => {
+            format!("ran @{} ({} transfers, {backend} backend on {})\n", summary.entry, report.mode, report.device)
+        }
+    };
     if let Some(description) = &summary.plan.description {
         section(&mut text, "compiled", std::slice::from_ref(description));
     }

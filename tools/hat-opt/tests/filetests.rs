@@ -133,6 +133,8 @@ fn execute(root: &Path, run: &Run, temporary: &Path) -> Outcome {
     let _ = std::fs::remove_file(temporary);
     let mut command = Command::new(env!("CARGO_BIN_EXE_hat-opt"));
     command.current_dir(root).args(&run.arguments).env("RUST_BACKTRACE", "0").env_remove("RUST_LOG");
+    // Snapshots are of the CPU backend, whatever devices exist.
+    command.env("HAT_BACKEND", "cpu");
     command.stdin(match &run.stdin {
         Some(file) => Stdio::from(std::fs::File::open(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))),
         None => Stdio::null(),

@@ -25,6 +25,8 @@ fn hat_opt(args: &[&str]) -> Output {
         .current_dir(root())
         .args(args)
         .env("RUST_BACKTRACE", "0")
+        // These tests are of the command line, on the CPU backend whatever devices exist.
+        .env("HAT_BACKEND", "cpu")
         .output()
         .expect("hat-opt runs")
 }
@@ -35,6 +37,8 @@ fn hat_opt_within(args: &[&str], seconds: u64) -> Option<Output> {
         .current_dir(root())
         .args(args)
         .env("RUST_BACKTRACE", "0")
+        // These tests are of the command line, on the CPU backend whatever devices exist.
+        .env("HAT_BACKEND", "cpu")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -269,9 +269,15 @@ impl<'a> Session<'a> {
         let device =
             resident.device.ok_or_else(|| RuntimeError::Backend("a device-only buffer has no device copy".into()))?;
         let size = layout.element.size() as u64;
+        // Every range in one batch, and one wait (nothing else is recorded between calls).
+        let mut reads = Vec::new();
         for range in copies {
             let bytes = (range.start * size) as usize..(range.end * size) as usize;
-            backend.copy_from_device(device, bytes.start, &mut resident.host.bytes[bytes.clone()])?;
+            reads.push((backend.record_read(device, bytes.start, bytes.len(), &[])?, bytes));
+        }
+        backend.synchronize()?;
+        for (read, bytes) in reads {
+            backend.take_read(read, &mut resident.host.bytes[bytes.clone()])?;
             resident.transfers.from_device.add(bytes.len() as u64);
         }
         Ok(resident)
@@ -378,6 +384,11 @@ impl<'a> Session<'a> {
 
         let index = interpreter.ex.functions.function(entry_op);
         let outcome = interpreter.call_entry(index, entry_op, &values).map_err(|e| *e);
+        // Whatever happened, wait for what the call recorded: nothing stays in flight between
+        // calls, and the reads land in the host copies the session keeps.
+        let ctx = module.ctx();
+        let at = At { op: ctx.name_str(entry_op), location: ctx.location(entry_op) };
+        let flushed = interpreter.buffers.flush(at, interpreter.ex.backend, &mut interpreter.recorder);
 
         // Whatever happened, the buffers stay in the session.
         let mut tracker = interpreter.tracker.take().expect("made above");
@@ -413,8 +424,6 @@ impl<'a> Session<'a> {
                     results.push(CallResult::Buffer(handle));
                     continue;
                 }
-                let ctx = module.ctx();
-                let at = At { op: ctx.name_str(entry_op), location: ctx.location(entry_op) };
                 let layout = interpreter.buffers.layout(id, at)?.clone();
                 let slot = interpreter.recorder.buffer_slot(&format!("result{}", results.len()));
                 let mut resident = Resident {
@@ -433,6 +442,7 @@ impl<'a> Session<'a> {
         let released = interpreter.buffers.release_all(interpreter.ex.backend, &mut interpreter.recorder);
         let mut report = std::mem::take(&mut interpreter.recorder.report);
         outcome?;
+        flushed?;
         released?;
         report.total_time = start.elapsed();
         Ok(CallOutput { results, report })

@@ -1,0 +1,925 @@
+//! [`VulkanBackend`]: the [`Backend`] on a Vulkan device. See the crate documentation.
+
+use crate::errors::vk_error;
+use crate::frames::{Barrier, Frame, Hazards, Landing, Stage, QUERIES_PER_POOL};
+use crate::gpu::{DeviceDescription, Gpu};
+use crate::kernels::{Bound, Kernels, SpirvLowered};
+use crate::memory::{check_size, Block, DeviceMemory, Ring, RingState};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
+use hat_ir::Verified;
+use hat_lowering::{ScalarEncoding, StoredElement};
+use hat_runtime::{
+    Backend, BufferLayout, Command, DeviceBuffer, DispatchTime, ElementType, Fence, HandleTable, KernelArg,
+    KernelArtifact, KernelHandle, LoweredModule, RuntimeError, Scalar,
+};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to open a [`VulkanBackend`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VulkanOptions {
+    /// The device: its index in [`crate::list_devices`] or a part of its name; `None` for the
+    /// best one (see the crate documentation).
+    pub device: Option<String>,
+    /// Whether to run with the Khronos validation layer (and synchronisation validation), and
+    /// record its messages ([`VulkanBackend::validation_messages`]).
+    pub validation: bool,
+    /// Whether to time each dispatch with GPU timestamps (where the queue has them).
+    pub timestamps: bool,
+    /// Bytes of each staging ring (one each way).
+    pub staging_bytes: u64,
+    /// Optional features not to enable even where the device has them (to see what a device
+    /// without them does).
+    pub withhold: Vec<hat_lowering::Feature>,
+}
+
+impl Default for VulkanOptions {
+    /// The device `HAT_VULKAN_DEVICE` names (if set), validation when `HAT_VULKAN_VALIDATION=1`,
+    /// timestamps, 64 MiB rings.
+    fn default() -> Self {
+        VulkanOptions {
+            device: std::env::var("HAT_VULKAN_DEVICE").ok().filter(|d| !d.trim().is_empty()),
+            validation: std::env::var("HAT_VULKAN_VALIDATION").is_ok_and(|v| v == "1"),
+            timestamps: true,
+            staging_bytes: 64 << 20,
+            withhold: Vec::new(),
+        }
+    }
+}
+
+/// What to destroy once the batches that may use it are done.
+enum Retired {
+    Buffer(Block),
+    Sets(Vec<(vk::DescriptorSet, usize)>),
+}
+
+/// The Vulkan backend. See the crate documentation.
+pub struct VulkanBackend {
+    kernels: Kernels,
+    buffers: HandleTable<DeviceMemory>,
+    upload: Ring,
+    download: Ring,
+    command_pool: vk::CommandPool,
+    /// The batch being recorded.
+    open: Option<Frame>,
+    /// Submitted batches not waited for, oldest first.
+    in_flight: VecDeque<Frame>,
+    /// Frames of waited batches, to reuse.
+    spare: Vec<Frame>,
+    hazards: Hazards,
+    /// Reads of waited batches, not taken yet.
+    takeable: FxHashMap<u64, Landing>,
+    /// What to destroy once the batch numbered with it is done.
+    retired: VecDeque<(u64, Retired)>,
+    next_command: u64,
+    next_batch: u64,
+    /// Batches below this one were waited for.
+    completed: u64,
+    timestamps: bool,
+    allocator: ManuallyDrop<Allocator>,
+    gpu: ManuallyDrop<Gpu>,
+}
+
+impl VulkanBackend {
+    /// Opens the device the options name (or the best one) and prepares the staging rings.
+    pub fn new(options: &VulkanOptions) -> Result<VulkanBackend, RuntimeError> {
+        let gpu = Gpu::open(options.device.as_deref(), options.validation, &options.withhold)?;
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: gpu.instance.clone(),
+            device: gpu.device.clone(),
+            physical_device: gpu.physical,
+            debug_settings: AllocatorDebugSettings::default(),
+            buffer_device_address: false,
+            allocation_sizes: AllocationSizes::default(),
+        })
+        .map_err(|e| RuntimeError::Backend(format!("vulkan: cannot create the memory allocator: {e}")))?;
+        let mut allocator = ManuallyDrop::new(allocator);
+        let mut gpu = ManuallyDrop::new(gpu);
+        let made = Self::rings(&gpu, &mut allocator, options.staging_bytes);
+        let (upload, download, command_pool) = match made {
+            Ok(parts) => parts,
+            Err(error) => {
+                // SAFETY: nothing else was made from them.
+                unsafe {
+                    ManuallyDrop::drop(&mut allocator);
+                    ManuallyDrop::drop(&mut gpu);
+                }
+                return Err(error);
+            }
+        };
+        let timestamps = options.timestamps && gpu.limits.timestamp_bits > 0;
+        Ok(VulkanBackend {
+            kernels: Kernels::default(),
+            buffers: HandleTable::new(),
+            upload,
+            download,
+            command_pool,
+            open: None,
+            in_flight: VecDeque::new(),
+            spare: Vec::new(),
+            hazards: Hazards::default(),
+            takeable: FxHashMap::default(),
+            retired: VecDeque::new(),
+            next_command: 0,
+            next_batch: 0,
+            completed: 0,
+            timestamps,
+            allocator,
+            gpu,
+        })
+    }
+
+    fn rings(gpu: &Gpu, allocator: &mut Allocator, bytes: u64) -> Result<(Ring, Ring, vk::CommandPool), RuntimeError> {
+        let device = &gpu.device;
+        let up = Block::new(
+            device,
+            allocator,
+            bytes,
+            vk::BufferUsageFlags::TRANSFER_SRC,
+            MemoryLocation::CpuToGpu,
+            "upload ring",
+        )?;
+        let down = match Block::new(
+            device,
+            allocator,
+            bytes,
+            vk::BufferUsageFlags::TRANSFER_DST,
+            MemoryLocation::GpuToCpu,
+            "download ring",
+        ) {
+            Ok(down) => down,
+            Err(error) => {
+                up.destroy(device, allocator);
+                return Err(error);
+            }
+        };
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(gpu.family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: a valid create info.
+        let pool = match unsafe { device.create_command_pool(&info, None) } {
+            Ok(pool) => pool,
+            Err(error) => {
+                up.destroy(device, allocator);
+                down.destroy(device, allocator);
+                return Err(vk_error("create a command pool")(error));
+            }
+        };
+        let capacity = bytes.max(4).next_multiple_of(4);
+        Ok((
+            Ring { block: up, state: RingState::new(capacity) },
+            Ring { block: down, state: RingState::new(capacity) },
+            pool,
+        ))
+    }
+
+    /// The device in use.
+    pub fn device(&self) -> &DeviceDescription {
+        &self.gpu.description
+    }
+
+    /// Whether the device is a CPU implementation (lavapipe).
+    pub fn is_software(&self) -> bool {
+        self.gpu.description.is_cpu
+    }
+
+    /// What the validation layer said so far (empty without validation).
+    pub fn validation_messages(&self) -> Vec<String> {
+        self.gpu.messages.as_ref().map(|m| m.recorded()).unwrap_or_default()
+    }
+
+    fn stale(buffer: DeviceBuffer) -> RuntimeError {
+        RuntimeError::StaleHandle {
+            what: "device buffer",
+            index: buffer.index() as u64,
+            generation: buffer.generation(),
+        }
+    }
+
+    fn memory(&self, buffer: DeviceBuffer) -> Result<&DeviceMemory, RuntimeError> {
+        self.buffers.get(buffer.index(), buffer.generation()).ok_or_else(|| Self::stale(buffer))
+    }
+
+    fn check_range(memory: &DeviceMemory, offset: usize, len: usize) -> Result<(), RuntimeError> {
+        match (offset as u64).checked_add(len as u64) {
+            Some(end) if end <= memory.bytes => Ok(()),
+            _ => Err(RuntimeError::Backend(format!(
+                "vulkan: {len} bytes at byte offset {offset} are outside a device buffer of {} bytes",
+                memory.bytes
+            ))),
+        }
+    }
+
+    /// The open batch, begun if there is none; the untaken reads of waited batches are discarded
+    /// first (the contract: they last until the next command is recorded).
+    fn frame(&mut self) -> Result<&mut Frame, RuntimeError> {
+        if !self.takeable.is_empty() {
+            for (_, landing) in std::mem::take(&mut self.takeable) {
+                self.release_landing(landing);
+            }
+        }
+        if self.open.is_none() {
+            let frame = match self.spare.pop() {
+                Some(mut frame) => {
+                    frame.sequence = self.next_batch;
+                    frame.first_command = self.next_command;
+                    frame
+                }
+                None => self.new_frame()?,
+            };
+            let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            // SAFETY: a command buffer not in use (fresh, or of a waited batch and reset).
+            unsafe { self.gpu.device.begin_command_buffer(frame.commands, &begin) }
+                .map_err(vk_error("begin a command buffer"))?;
+            self.hazards.clear();
+            self.open = Some(frame);
+        }
+        Ok(self.open.as_mut().expect("opened above"))
+    }
+
+    fn new_frame(&mut self) -> Result<Frame, RuntimeError> {
+        let device = &self.gpu.device;
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.command_pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: valid create infos.
+        let commands =
+            unsafe { device.allocate_command_buffers(&info) }.map_err(vk_error("allocate a command buffer"))?[0];
+        let fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .map_err(vk_error("create a fence"))?;
+        Ok(Frame {
+            sequence: self.next_batch,
+            first_command: self.next_command,
+            commands,
+            fence,
+            query_pools: Vec::new(),
+            queries: 0,
+            timed: Vec::new(),
+            uploads: Vec::new(),
+            temporaries: Vec::new(),
+            reads: Vec::new(),
+        })
+    }
+
+    fn release_landing(&mut self, landing: Landing) {
+        match landing {
+            Landing::Ring(span, _, _) => self.download.state.release(span),
+            Landing::Own(block, _) => block.destroy(&self.gpu.device, &mut self.allocator),
+        }
+    }
+
+    /// The first command of a batch not waited for.
+    fn waited_floor(&self) -> u64 {
+        self.in_flight.front().map_or(self.next_command, |f| f.first_command)
+    }
+
+    /// Records the barrier a command of `stage` after `after` needs, if any, into the open batch.
+    fn barrier(&mut self, stage: Stage, after: &[Command]) -> Result<(), RuntimeError> {
+        let floor = self.waited_floor();
+        let frame = self.frame()?;
+        let (commands, first) = (frame.commands, frame.first_command);
+        if let Some(Barrier { src_stages, src_access, dst }) = self.hazards.before(stage, after, first, floor) {
+            let memory = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst.access())];
+            // SAFETY: a recording command buffer.
+            unsafe {
+                self.gpu.device.cmd_pipeline_barrier(
+                    commands,
+                    src_stages,
+                    dst.flags(),
+                    vk::DependencyFlags::empty(),
+                    &memory,
+                    &[],
+                    &[],
+                )
+            };
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Command {
+        self.next_command += 1;
+        Command::new(self.next_command - 1)
+    }
+
+    /// The first query of two for a timed dispatch in the open batch (a pool added and reset as
+    /// needed).
+    fn queries(&mut self) -> Result<Option<(vk::QueryPool, u32)>, RuntimeError> {
+        if !self.timestamps {
+            return Ok(None);
+        }
+        let device = self.gpu.device.clone();
+        let frame = self.open.as_mut().expect("a frame is open");
+        let pool_index = (frame.queries / QUERIES_PER_POOL) as usize;
+        if pool_index >= frame.query_pools.len() {
+            let info =
+                vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(QUERIES_PER_POOL);
+            // SAFETY: a valid create info.
+            let pool = unsafe { device.create_query_pool(&info, None) }.map_err(vk_error("create a query pool"))?;
+            frame.query_pools.push(pool);
+        }
+        if frame.queries.is_multiple_of(QUERIES_PER_POOL) {
+            // SAFETY: a recording command buffer; the pool's queries are not in use.
+            unsafe { device.cmd_reset_query_pool(frame.commands, frame.query_pools[pool_index], 0, QUERIES_PER_POOL) };
+        }
+        let first = frame.queries;
+        frame.queries += 2;
+        Ok(Some((frame.query_pools[pool_index], first % QUERIES_PER_POOL)))
+    }
+
+    /// Writes the push constants of a dispatch into `bytes`.
+    fn push_constants(
+        &self,
+        kernel: u32,
+        grid: [u64; 3],
+        args: &[KernelArg],
+        bytes: &mut [u8],
+    ) -> Result<(), RuntimeError> {
+        let entry = &self.kernels.list[kernel as usize].entry;
+        let name = &entry.name;
+        for (dimension, &size) in grid.iter().enumerate() {
+            let size = u32::try_from(size).ok().filter(|&s| s <= i32::MAX as u32).ok_or_else(|| {
+                RuntimeError::Backend(format!(
+                    "vulkan: the dispatch of '@{name}' has a grid of {size} work items in dimension {dimension}: \
+                     more than the device's 32-bit index holds (2^31 - 1)"
+                ))
+            })?;
+            let at = entry.push_constants.grid_offset as usize + 4 * dimension;
+            bytes[at..at + 4].copy_from_slice(&size.to_le_bytes());
+        }
+        for slot in &entry.push_constants.scalars {
+            let Some(&KernelArg::Scalar(value, ty)) = args.get(slot.parameter) else {
+                return Err(RuntimeError::BadArgument {
+                    name: format!("#{}", slot.parameter),
+                    message: format!("kernel '{name}' expects a scalar"),
+                });
+            };
+            encode(name, slot.parameter, value, ty, slot.encoding, &mut bytes[slot.offset as usize..])?;
+        }
+        for slot in &entry.push_constants.dims {
+            let Some(&KernelArg::Buffer(buffer)) = args.get(slot.parameter) else {
+                return Err(RuntimeError::BadArgument {
+                    name: format!("#{}", slot.parameter),
+                    message: format!("kernel '{name}' expects a buffer"),
+                });
+            };
+            let extent = self.memory(buffer)?.layout.shape.get(slot.dimension).copied().unwrap_or(0);
+            let value = Scalar::Int(extent as i64);
+            encode(name, slot.parameter, value, ElementType::Index, slot.encoding, &mut bytes[slot.offset as usize..])?;
+        }
+        Ok(())
+    }
+
+    /// Completes the oldest batch in flight (its fence signalled): books its times, keeps its
+    /// reads, releases its staging, and keeps the frame for reuse.
+    fn complete_oldest(&mut self, times: &mut Vec<DispatchTime>) -> Result<(), RuntimeError> {
+        let mut frame = self.in_flight.pop_front().expect("a batch in flight");
+        let device = self.gpu.device.clone();
+        // SAFETY: the fence belongs to this batch's submission.
+        let waited = unsafe { device.wait_for_fences(&[frame.fence], true, u64::MAX) };
+        if let Err(error) = waited {
+            self.in_flight.push_front(frame);
+            return Err(vk_error("wait for the device")(error));
+        }
+        if !frame.timed.is_empty() {
+            let mut ticks = vec![0u64; frame.queries as usize];
+            for (index, &pool) in frame.query_pools.iter().enumerate() {
+                let start = index * QUERIES_PER_POOL as usize;
+                let end = (start + QUERIES_PER_POOL as usize).min(ticks.len());
+                if start >= end {
+                    break;
+                }
+                // SAFETY: these queries were written by the batch, which is done.
+                unsafe {
+                    device.get_query_pool_results(
+                        pool,
+                        0,
+                        &mut ticks[start..end],
+                        vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                    )
+                }
+                .map_err(vk_error("read the timestamps"))?;
+            }
+            let bits = self.gpu.limits.timestamp_bits;
+            let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            for &(command, first) in &frame.timed {
+                let (start, end) = (ticks[first as usize] & mask, ticks[first as usize + 1] & mask);
+                let nanos = end.wrapping_sub(start) & mask;
+                let time = Duration::from_nanos((nanos as f64 * self.gpu.limits.timestamp_period) as u64);
+                times.push(DispatchTime { command, time });
+            }
+        }
+        for span in frame.uploads.drain(..) {
+            self.upload.state.release(span);
+        }
+        for block in frame.temporaries.drain(..) {
+            block.destroy(&device, &mut self.allocator);
+        }
+        for (command, landing) in frame.reads.drain(..) {
+            self.takeable.insert(command.sequence(), landing);
+        }
+        frame.timed.clear();
+        frame.queries = 0;
+        // SAFETY: the batch is done: neither is in use.
+        unsafe {
+            device.reset_fences(&[frame.fence]).map_err(vk_error("reset a fence"))?;
+            device
+                .reset_command_buffer(frame.commands, vk::CommandBufferResetFlags::empty())
+                .map_err(vk_error("reset a command buffer"))?;
+        }
+        self.completed = frame.sequence + 1;
+        self.spare.push(frame);
+        Ok(())
+    }
+
+    /// Destroys what was retired while batches now done could use it.
+    fn release_retired(&mut self) {
+        while self.retired.front().is_some_and(|(batch, _)| *batch < self.completed) {
+            let (_, retired) = self.retired.pop_front().expect("checked above");
+            match retired {
+                Retired::Buffer(block) => block.destroy(&self.gpu.device, &mut self.allocator),
+                Retired::Sets(sets) => self.kernels.free_sets(&self.gpu.device, &sets),
+            }
+        }
+    }
+
+    /// The batch after which something freed now is no longer used: the open one, else the
+    /// last submitted; `None` when nothing is in flight.
+    fn last_user(&self) -> Option<u64> {
+        match (&self.open, self.in_flight.back()) {
+            (Some(open), _) => Some(open.sequence),
+            (None, Some(last)) => Some(last.sequence),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Writes `value` (of type `ty`, the kernel's parameter `parameter`) into `into` as `encoding`.
+fn encode(
+    kernel: &str,
+    parameter: usize,
+    value: Scalar,
+    ty: ElementType,
+    encoding: ScalarEncoding,
+    into: &mut [u8],
+) -> Result<(), RuntimeError> {
+    match encoding {
+        ScalarEncoding::Bool32 => into[..4].copy_from_slice(&((value.as_i64() != 0) as u32).to_le_bytes()),
+        ScalarEncoding::Int32 => {
+            let v = value.as_i64();
+            let narrow = i32::try_from(v).map_err(|_| RuntimeError::BadArgument {
+                name: format!("#{parameter}"),
+                message: format!(
+                    "kernel '{kernel}' gets the {} {v}, which does not fit the device's 32-bit index",
+                    hat_runtime::eval::type_name(ty)
+                ),
+            })?;
+            into[..4].copy_from_slice(&narrow.to_le_bytes());
+        }
+        ScalarEncoding::Int64 => into[..8].copy_from_slice(&value.as_i64().to_le_bytes()),
+        ScalarEncoding::Float32 => into[..4].copy_from_slice(&(value.as_f64() as f32).to_le_bytes()),
+        ScalarEncoding::Float64 => into[..8].copy_from_slice(&value.as_f64().to_le_bytes()),
+    }
+    Ok(())
+}
+
+/// Whether a buffer of `element` fits a binding of `stored`.
+fn element_fits(element: ElementType, stored: StoredElement) -> bool {
+    matches!(
+        (element, stored),
+        (ElementType::I1, StoredElement::I1)
+            | (ElementType::I8, StoredElement::I8)
+            | (ElementType::I16, StoredElement::I16)
+            | (ElementType::I32, StoredElement::I32)
+            | (ElementType::I64, StoredElement::I64)
+            | (ElementType::Index, StoredElement::Index)
+            | (ElementType::F32, StoredElement::F32)
+            | (ElementType::F64, StoredElement::F64)
+    )
+}
+
+impl Backend for VulkanBackend {
+    fn name(&self) -> &str {
+        "vulkan"
+    }
+
+    fn device_name(&self) -> String {
+        self.gpu.description.name.clone()
+    }
+
+    fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
+        let options = self.gpu.lowering_options();
+        hat_lowering::lower_module(module.ctx(), module, &options)
+            .map(|module| Some(Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>))
+            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
+    }
+
+    fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
+        let bytes = layout
+            .shape
+            .iter()
+            .try_fold(layout.element.size() as u64, |a, &d| a.checked_mul(d as u64))
+            .ok_or(RuntimeError::Allocation { bytes: usize::MAX, message: "the size overflows".into() })?;
+        check_size(bytes, self.gpu.limits.max_storage_buffer_range, self.gpu.limits.max_allocation_size)?;
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        let block =
+            Block::new(&self.gpu.device, &mut self.allocator, bytes, usage, MemoryLocation::GpuOnly, "device buffer")?;
+        match self.buffers.insert(DeviceMemory { block, layout: layout.clone(), bytes }) {
+            Some((index, generation)) => Ok(DeviceBuffer::new(index, generation)),
+            None => Err(RuntimeError::Allocation { bytes: bytes as usize, message: "too many buffers".into() }),
+        }
+    }
+
+    fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
+        let memory = self.buffers.remove(buffer.index(), buffer.generation()).ok_or_else(|| Self::stale(buffer))?;
+        let sets = self.kernels.evict(buffer.index(), buffer.generation());
+        match self.last_user() {
+            Some(batch) => {
+                self.retired.push_back((batch, Retired::Buffer(memory.block)));
+                if !sets.is_empty() {
+                    self.retired.push_back((batch, Retired::Sets(sets)));
+                }
+            }
+            None => {
+                memory.block.destroy(&self.gpu.device, &mut self.allocator);
+                self.kernels.free_sets(&self.gpu.device, &sets);
+            }
+        }
+        Ok(())
+    }
+
+    fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
+        let unsupported = |message: String| RuntimeError::Unsupported {
+            op: kernel.ir.ctx().name_str(kernel.ir.op()).to_string(),
+            message,
+            location: kernel.location,
+        };
+        let module = kernel.lowered_as::<SpirvLowered>().ok_or_else(|| {
+            unsupported("the Vulkan backend runs kernels it lowered to SPIR-V, and this artifact has none".into())
+        })?;
+        let entry = module
+            .0
+            .entry_point(&kernel.name)
+            .ok_or_else(|| unsupported(format!("the SPIR-V module has no entry point '{}'", kernel.name)))?;
+        let index = self.kernels.compile(&self.gpu.device, &module.0, entry)?;
+        Ok(KernelHandle::new(index))
+    }
+
+    fn record_write(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        data: &[u8],
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        let memory = self.memory(buffer)?;
+        Self::check_range(memory, offset, data.len())?;
+        let target = memory.block.buffer;
+        self.barrier(Stage::Transfer, after)?;
+        let command = self.next();
+        if data.is_empty() {
+            return Ok(command);
+        }
+        let len = data.len() as u64;
+        let (source, source_offset) = match self.upload.state.allocate(len) {
+            Some(span) => {
+                self.upload.bytes()[span.offset as usize..][..data.len()].copy_from_slice(data);
+                self.open.as_mut().expect("opened by the barrier").uploads.push(span.id);
+                (self.upload.block.buffer, span.offset)
+            }
+            None => {
+                let mut block = Block::new(
+                    &self.gpu.device,
+                    &mut self.allocator,
+                    len,
+                    vk::BufferUsageFlags::TRANSFER_SRC,
+                    MemoryLocation::CpuToGpu,
+                    "upload staging",
+                )?;
+                block.mapped()[..data.len()].copy_from_slice(data);
+                let source = block.buffer;
+                self.open.as_mut().expect("opened by the barrier").temporaries.push(block);
+                (source, 0)
+            }
+        };
+        let frame = self.open.as_ref().expect("opened by the barrier");
+        let region = [vk::BufferCopy::default().src_offset(source_offset).dst_offset(offset as u64).size(len)];
+        // SAFETY: a recording command buffer; both ranges are inside their buffers.
+        unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, source, target, &region) };
+        self.hazards.recorded(command, Stage::Transfer, true);
+        Ok(command)
+    }
+
+    fn record_read(
+        &mut self,
+        buffer: DeviceBuffer,
+        offset: usize,
+        len: usize,
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        let memory = self.memory(buffer)?;
+        Self::check_range(memory, offset, len)?;
+        let source = memory.block.buffer;
+        self.barrier(Stage::Transfer, after)?;
+        let command = self.next();
+        if len == 0 {
+            let frame = self.open.as_mut().expect("opened by the barrier");
+            frame.reads.push((command, Landing::Ring(u64::MAX, 0, 0)));
+            return Ok(command);
+        }
+        let (target, target_offset, landing) = match self.download.state.allocate(len as u64) {
+            Some(span) => (self.download.block.buffer, span.offset, Landing::Ring(span.id, span.offset, len)),
+            None => {
+                let block = Block::new(
+                    &self.gpu.device,
+                    &mut self.allocator,
+                    len as u64,
+                    vk::BufferUsageFlags::TRANSFER_DST,
+                    MemoryLocation::GpuToCpu,
+                    "download staging",
+                )?;
+                (block.buffer, 0, Landing::Own(block, len))
+            }
+        };
+        let frame = self.open.as_mut().expect("opened by the barrier");
+        let region = [vk::BufferCopy::default().src_offset(offset as u64).dst_offset(target_offset).size(len as u64)];
+        // SAFETY: a recording command buffer; both ranges are inside their buffers.
+        unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, source, target, &region) };
+        frame.reads.push((command, landing));
+        self.hazards.recorded(command, Stage::Transfer, false);
+        Ok(command)
+    }
+
+    fn record_dispatch(
+        &mut self,
+        kernel: KernelHandle,
+        grid: [u64; 3],
+        args: &[KernelArg],
+        after: &[Command],
+    ) -> Result<Command, RuntimeError> {
+        let index = kernel.index();
+        let compiled = self.kernels.list.get(index as usize).ok_or(RuntimeError::StaleHandle {
+            what: "kernel",
+            index: index as u64,
+            generation: 0,
+        })?;
+        let entry = &compiled.entry;
+        let expected = entry.bindings.len() + entry.push_constants.scalars.len();
+        if args.len() != expected {
+            return Err(RuntimeError::BadArgument {
+                name: format!("kernel '{}'", entry.name),
+                message: format!("takes {expected} argument(s), but the dispatch passes {}", args.len()),
+            });
+        }
+        // The buffers, binding by binding, checked against the kernel's types.
+        let mut bound = Bound::new();
+        let mut buffers: SmallVec<[vk::Buffer; 8]> = SmallVec::new();
+        for binding in &entry.bindings {
+            let Some(&KernelArg::Buffer(buffer)) = args.get(binding.parameter) else {
+                return Err(RuntimeError::BadArgument {
+                    name: format!("#{}", binding.parameter),
+                    message: format!("kernel '{}' expects a buffer", entry.name),
+                });
+            };
+            let memory = self.buffers.get(buffer.index(), buffer.generation()).ok_or_else(|| Self::stale(buffer))?;
+            let shape_fits = memory.layout.shape.len() == binding.shape.len()
+                && binding.shape.iter().zip(&memory.layout.shape).all(|(s, &m)| s.is_none_or(|s| s == m as u64));
+            if !element_fits(memory.layout.element, binding.element) || !shape_fits {
+                return Err(RuntimeError::BadArgument {
+                    name: format!("#{}", binding.parameter),
+                    message: format!(
+                        "kernel '{}' expects a buffer of {:?} elements and shape {:?}, got {:?} of shape {:?}",
+                        entry.name, binding.element, binding.shape, memory.layout.element, memory.layout.shape
+                    ),
+                });
+            }
+            bound.push((buffer.index(), buffer.generation()));
+            buffers.push(memory.block.buffer);
+        }
+        for (dimension, &size) in grid.iter().enumerate() {
+            if size > i32::MAX as u64 {
+                return Err(RuntimeError::Backend(format!(
+                    "vulkan: the dispatch of '@{}' has a grid of {size} work items in dimension {dimension}: more \
+                     than the device's 32-bit index holds (2^31 - 1)",
+                    entry.name
+                )));
+            }
+        }
+        let mut workgroups = [0u32; 3];
+        for dimension in 0..3 {
+            let size = entry.workgroup_size[dimension].max(1) as u64;
+            let count = grid[dimension].div_ceil(size);
+            let limit = self.gpu.limits.max_workgroup_count[dimension];
+            workgroups[dimension] = u32::try_from(count).ok().filter(|&c| c <= limit).ok_or_else(|| {
+                RuntimeError::Backend(format!(
+                    "vulkan: the dispatch of '@{}' needs {count} workgroups in dimension {dimension}, more than \
+                     the device's maxComputeWorkGroupCount of {limit}",
+                    entry.name
+                ))
+            })?;
+        }
+        let push_size = entry.push_constants.size as usize;
+        let mut push = [0u8; 256];
+        if push_size > push.len() {
+            return Err(RuntimeError::Backend(format!("vulkan: {push_size} bytes of push constants")));
+        }
+        self.push_constants(index, grid, args, &mut push)?;
+        let set = if buffers.is_empty() {
+            None
+        } else {
+            Some(self.kernels.set(&self.gpu.device, index, &bound, &buffers)?)
+        };
+        self.barrier(Stage::Compute, after)?;
+        let command = self.next();
+        if workgroups.contains(&0) {
+            return Ok(command);
+        }
+        let queries = self.queries()?;
+        let device = &self.gpu.device;
+        let compiled = &self.kernels.list[index as usize];
+        let frame = self.open.as_mut().expect("opened by the barrier");
+        // SAFETY: a recording command buffer; the pipeline, set and push constants match the
+        // kernel's layout.
+        unsafe {
+            if let Some((pool, first)) = queries {
+                device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first);
+            }
+            device.cmd_bind_pipeline(frame.commands, vk::PipelineBindPoint::COMPUTE, compiled.pipeline);
+            if let Some(set) = set {
+                device.cmd_bind_descriptor_sets(
+                    frame.commands,
+                    vk::PipelineBindPoint::COMPUTE,
+                    compiled.layout,
+                    0,
+                    &[set],
+                    &[],
+                );
+            }
+            if push_size > 0 {
+                device.cmd_push_constants(
+                    frame.commands,
+                    compiled.layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    &push[..push_size],
+                );
+            }
+            device.cmd_dispatch(frame.commands, workgroups[0], workgroups[1], workgroups[2]);
+            if let Some((pool, first)) = queries {
+                device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first + 1);
+            }
+        }
+        if let Some((_, _)) = queries {
+            let first = frame.queries - 2;
+            frame.timed.push((command, first));
+        }
+        let writes = entry_writes(compiled);
+        self.hazards.recorded(command, Stage::Compute, writes);
+        Ok(command)
+    }
+
+    fn submit(&mut self) -> Result<Fence, RuntimeError> {
+        self.frame()?;
+        let mut frame = self.open.take().expect("opened above");
+        let device = &self.gpu.device;
+        let reads_back = frame.reads.iter().any(|(_, landing)| !matches!(landing, Landing::Ring(u64::MAX, _, _)));
+        // SAFETY: the command buffer is recording; the queue is the device's.
+        let submitted = unsafe {
+            if reads_back {
+                let memory = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
+                device.cmd_pipeline_barrier(
+                    frame.commands,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &memory,
+                    &[],
+                    &[],
+                );
+            }
+            device.end_command_buffer(frame.commands).map_err(vk_error("end a command buffer")).and_then(|()| {
+                let buffers = [frame.commands];
+                let submit = [vk::SubmitInfo::default().command_buffers(&buffers)];
+                device.queue_submit(self.gpu.queue, &submit, frame.fence).map_err(vk_error("submit a batch"))
+            })
+        };
+        if let Err(error) = submitted {
+            // The batch is lost; its staging is released and its frame dropped.
+            for span in frame.uploads.drain(..) {
+                self.upload.state.release(span);
+            }
+            for (_, landing) in std::mem::take(&mut frame.reads) {
+                self.release_landing(landing);
+            }
+            return Err(error);
+        }
+        self.hazards.clear();
+        let fence = Fence::new(frame.sequence);
+        self.next_batch = frame.sequence + 1;
+        self.in_flight.push_back(frame);
+        Ok(fence)
+    }
+
+    fn wait(&mut self, fence: Fence) -> Result<Vec<DispatchTime>, RuntimeError> {
+        if fence.sequence() >= self.next_batch {
+            return Err(RuntimeError::Backend(format!(
+                "vulkan: fence #{} names a batch that was not submitted",
+                fence.sequence()
+            )));
+        }
+        let mut times = Vec::new();
+        while self.in_flight.front().is_some_and(|f| f.sequence <= fence.sequence()) {
+            self.complete_oldest(&mut times)?;
+        }
+        self.release_retired();
+        Ok(times)
+    }
+
+    fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
+        let mut landing = self.takeable.remove(&read.sequence()).ok_or_else(|| {
+            RuntimeError::Backend(format!(
+                "vulkan: read #{} was not waited for, was taken already, or was discarded",
+                read.sequence()
+            ))
+        })?;
+        let len = match &landing {
+            Landing::Ring(_, _, len) | Landing::Own(_, len) => *len,
+        };
+        let result = if len != into.len() {
+            Err(RuntimeError::Backend(format!(
+                "vulkan: read #{} of {len} bytes taken into {} bytes",
+                read.sequence(),
+                into.len()
+            )))
+        } else {
+            match &mut landing {
+                Landing::Ring(_, offset, len) => {
+                    into.copy_from_slice(&self.download.bytes()[*offset as usize..][..*len]);
+                }
+                Landing::Own(block, len) => into.copy_from_slice(&block.mapped()[..*len]),
+            }
+            Ok(())
+        };
+        self.release_landing(landing);
+        result
+    }
+}
+
+/// Whether a kernel may write any of its buffers.
+fn entry_writes(kernel: &crate::kernels::Kernel) -> bool {
+    kernel.entry.bindings.iter().any(|b| b.access.write)
+}
+
+impl Drop for VulkanBackend {
+    fn drop(&mut self) {
+        let device = self.gpu.device.clone();
+        // SAFETY: after the device is idle nothing is in use; each object is destroyed once,
+        // the allocator before the device, the device before the instance (`Gpu`'s drop).
+        unsafe {
+            let _ = device.device_wait_idle();
+            let mut frames: Vec<Frame> = self.spare.drain(..).collect();
+            frames.extend(self.in_flight.drain(..));
+            frames.extend(self.open.take());
+            for mut frame in frames {
+                for pool in frame.query_pools.drain(..) {
+                    device.destroy_query_pool(pool, None);
+                }
+                device.destroy_fence(frame.fence, None);
+                for block in frame.temporaries.drain(..) {
+                    block.destroy(&device, &mut self.allocator);
+                }
+                for (_, landing) in frame.reads.drain(..) {
+                    if let Landing::Own(block, _) = landing {
+                        block.destroy(&device, &mut self.allocator);
+                    }
+                }
+            }
+            for (_, landing) in std::mem::take(&mut self.takeable) {
+                if let Landing::Own(block, _) = landing {
+                    block.destroy(&device, &mut self.allocator);
+                }
+            }
+            self.completed = u64::MAX;
+            self.release_retired();
+            device.destroy_command_pool(self.command_pool, None);
+            self.kernels.destroy(&device);
+            for memory in self.buffers.take_all() {
+                memory.block.destroy(&device, &mut self.allocator);
+            }
+            self.upload.block.destroy_in_place(&device, &mut self.allocator);
+            self.download.block.destroy_in_place(&device, &mut self.allocator);
+            ManuallyDrop::drop(&mut self.allocator);
+            ManuallyDrop::drop(&mut self.gpu);
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Batches on the device: a [`Frame`] is one batch's command buffer, fence, timestamp queries
+//! and the staging it holds; and [`Hazards`] decides where a pipeline barrier goes.
+//!
+//! **Barriers.** Consecutive copies and dispatches are recorded into one command buffer with no
+//! barrier between them unless a command depends on an earlier one (the executor says which:
+//! `after`). Then one global memory barrier goes before it, from the stages of the earlier
+//! commands it depends on (transfer, compute) to its own stage, making their writes visible.
+//! The barrier covers every command of those stages recorded before it, so each recorded
+//! command remembers which later stages it is already ordered before, and a later dependency on
+//! it needs no second barrier. A dependency on a command of an earlier batch that was not waited
+//! for gets a barrier from all commands (submission order spans batches on one queue); one on a
+//! command of a waited batch needs nothing (the wait did it). A batch with copies back ends
+//! with a barrier from transfers to host reads, so the host sees their bytes after the wait.
+//!
+//! **Timestamps.** Where the queue has them, each dispatch is bracketed by two timestamps at the
+//! bottom of the pipe: the first is written when every command before the dispatch is done, the
+//! second when the dispatch is, so the difference is the dispatch's own time, and the times of
+//! concurrent dispatches add up to their span without counting an overlap twice.
+
+use crate::memory::Block;
+use ash::vk;
+use hat_runtime::Command;
+
+/// A batch: recording, or submitted.
+pub(crate) struct Frame {
+    /// Its batch number.
+    pub sequence: u64,
+    /// Its first command's number.
+    pub first_command: u64,
+    pub commands: vk::CommandBuffer,
+    pub fence: vk::Fence,
+    pub query_pools: Vec<vk::QueryPool>,
+    /// Queries used (two per timed dispatch), across the pools.
+    pub queries: u32,
+    /// The timed dispatches and their first query.
+    pub timed: Vec<(Command, u32)>,
+    /// Spans of the upload ring its copies read.
+    pub uploads: Vec<u64>,
+    /// Staging buffers of its own (copies too large for the ring).
+    pub temporaries: Vec<Block>,
+    /// Its copies back, and where their bytes land.
+    pub reads: Vec<(Command, Landing)>,
+}
+
+/// Where the bytes of a copy back land.
+pub(crate) enum Landing {
+    /// A span of the download ring: (span id, offset, length).
+    Ring(u64, u64, usize),
+    /// A staging buffer of its own, and the length.
+    Own(Block, usize),
+}
+
+/// Queries per timestamp pool.
+pub(crate) const QUERIES_PER_POOL: u32 = 512;
+
+/// The pipeline stage of a command.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    Transfer,
+    Compute,
+}
+
+impl Stage {
+    pub(crate) fn flags(self) -> vk::PipelineStageFlags {
+        match self {
+            Stage::Transfer => vk::PipelineStageFlags::TRANSFER,
+            Stage::Compute => vk::PipelineStageFlags::COMPUTE_SHADER,
+        }
+    }
+
+    fn write_access(self) -> vk::AccessFlags {
+        match self {
+            Stage::Transfer => vk::AccessFlags::TRANSFER_WRITE,
+            Stage::Compute => vk::AccessFlags::SHADER_WRITE,
+        }
+    }
+
+    /// Everything a command of this stage may do to memory.
+    pub(crate) fn access(self) -> vk::AccessFlags {
+        match self {
+            Stage::Transfer => vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
+            Stage::Compute => vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+        }
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Stage::Transfer => 1,
+            Stage::Compute => 2,
+        }
+    }
+}
+
+/// A command of the open batch not yet ordered before every later stage.
+#[derive(Clone, Debug)]
+struct Unordered {
+    sequence: u64,
+    stage: Stage,
+    writes: bool,
+    /// The stages (bits) it is ordered before by a barrier already.
+    ordered_before: u8,
+}
+
+/// A barrier to record: source stages and accesses, destination stage.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Barrier {
+    pub src_stages: vk::PipelineStageFlags,
+    pub src_access: vk::AccessFlags,
+    pub dst: Stage,
+}
+
+/// The commands of the open batch and which later stages they are ordered before. See the
+/// module documentation.
+#[derive(Debug, Default)]
+pub(crate) struct Hazards {
+    unordered: Vec<Unordered>,
+}
+
+impl Hazards {
+    /// The barrier a command of stage `stage` that depends on `after` needs, if any, and notes
+    /// what it orders. `first_command` is the open batch's first command, `waited_floor` the
+    /// first command of a batch not waited for.
+    pub(crate) fn before(
+        &mut self,
+        stage: Stage,
+        after: &[Command],
+        first_command: u64,
+        waited_floor: u64,
+    ) -> Option<Barrier> {
+        let bit = stage.bit();
+        let mut src_stages = vk::PipelineStageFlags::empty();
+        let mut earlier_batch = false;
+        for dependency in after {
+            let sequence = dependency.sequence();
+            if sequence >= first_command {
+                if let Some(u) = self.unordered.iter().find(|u| u.sequence == sequence) {
+                    if u.ordered_before & bit == 0 {
+                        src_stages |= u.stage.flags();
+                    }
+                }
+            } else if sequence >= waited_floor {
+                earlier_batch = true;
+            }
+        }
+        if earlier_batch {
+            src_stages = vk::PipelineStageFlags::ALL_COMMANDS;
+        }
+        if src_stages.is_empty() {
+            return None;
+        }
+        let mut src_access = vk::AccessFlags::empty();
+        for u in &mut self.unordered {
+            if earlier_batch || src_stages.contains(u.stage.flags()) {
+                u.ordered_before |= bit;
+                if u.writes {
+                    src_access |= u.stage.write_access();
+                }
+            }
+        }
+        if earlier_batch {
+            src_access |= vk::AccessFlags::MEMORY_WRITE;
+        }
+        self.unordered.retain(|u| u.ordered_before != 3);
+        Some(Barrier { src_stages, src_access, dst: stage })
+    }
+
+    /// Notes a recorded command.
+    pub(crate) fn recorded(&mut self, command: Command, stage: Stage, writes: bool) {
+        self.unordered.push(Unordered { sequence: command.sequence(), stage, writes, ordered_before: 0 });
+    }
+
+    /// A new batch: nothing recorded in it yet.
+    pub(crate) fn clear(&mut self) {
+        self.unordered.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(n: u64) -> Command {
+        Command::new(n)
+    }
+
+    #[test]
+    fn barriers_only_where_a_command_depends_on_an_earlier_one() {
+        let mut hazards = Hazards::default();
+        // Two copies in, then two independent dispatches each on one of them.
+        hazards.recorded(c(0), Stage::Transfer, true);
+        hazards.recorded(c(1), Stage::Transfer, true);
+        let barrier = hazards.before(Stage::Compute, &[c(0)], 0, 0).expect("a dispatch after its copy");
+        assert_eq!(barrier.src_stages, vk::PipelineStageFlags::TRANSFER);
+        assert_eq!(barrier.src_access, vk::AccessFlags::TRANSFER_WRITE);
+        hazards.recorded(c(2), Stage::Compute, true);
+        assert_eq!(hazards.before(Stage::Compute, &[c(1)], 0, 0), None, "the first barrier covered copy 1 too");
+        hazards.recorded(c(3), Stage::Compute, true);
+        assert_eq!(hazards.before(Stage::Compute, &[], 0, 0), None, "independent: no barrier");
+        hazards.recorded(c(4), Stage::Compute, false);
+        // A copy back of what dispatch 2 wrote.
+        let barrier = hazards.before(Stage::Transfer, &[c(2)], 0, 0).unwrap();
+        assert_eq!(barrier.src_stages, vk::PipelineStageFlags::COMPUTE_SHADER);
+        assert_eq!(barrier.src_access, vk::AccessFlags::SHADER_WRITE);
+        // Dispatch after dispatch 3: not yet ordered before compute.
+        let barrier = hazards.before(Stage::Compute, &[c(3)], 0, 0).unwrap();
+        assert_eq!(barrier.src_stages, vk::PipelineStageFlags::COMPUTE_SHADER);
+        // A dependency on a batch not waited for, and on one that was.
+        assert_eq!(
+            hazards.before(Stage::Compute, &[c(1)], 10, 0).unwrap().src_stages,
+            vk::PipelineStageFlags::ALL_COMMANDS
+        );
+        assert_eq!(hazards.before(Stage::Compute, &[c(1)], 10, 5), None);
+    }
+}

@@ -1,0 +1,268 @@
+//! Compiled kernels: compute pipelines, cached by a hash of the SPIR-V module, the entry point
+//! and the specialisation (none: the lowering puts the workgroup size in the module), so that
+//! the same kernel compiled by several executors is one pipeline; and descriptor sets, cached
+//! by the kernel's set layout and the buffers bound, so that a dispatch of the same kernel on
+//! the same buffers reuses its set. A set that names a freed buffer is dropped from the cache
+//! and freed once the commands that may use it are done (the backend's retired list).
+//!
+//! Each kernel's layout: descriptor set 0 with one storage buffer per buffer parameter
+//! (bindings 0, 1, ... as the lowering numbers them), and the lowering's push-constant block.
+
+use crate::errors::vk_error;
+use ash::vk;
+use hat_lowering::{EntryPoint, SpirvModule};
+use hat_runtime::RuntimeError;
+use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
+use std::ffi::CString;
+use std::hash::{Hash, Hasher};
+
+/// A module lowered for the device, as the executor hands it back in each kernel's artifact.
+#[derive(Debug)]
+pub struct SpirvLowered(pub SpirvModule);
+
+impl hat_runtime::LoweredModule for SpirvLowered {
+    fn parameter_access(&self, kernel: &str) -> Option<Vec<(bool, bool)>> {
+        let entry = self.0.entry_points.iter().find(|e| e.name == kernel)?;
+        let count = entry.bindings.len() + entry.push_constants.scalars.len();
+        let mut access = vec![(false, false); count];
+        for binding in &entry.bindings {
+            if let Some(slot) = access.get_mut(binding.parameter) {
+                *slot = (binding.access.read, binding.access.write);
+            }
+        }
+        Some(access)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// A compiled kernel.
+pub(crate) struct Kernel {
+    pub pipeline: vk::Pipeline,
+    pub layout: vk::PipelineLayout,
+    pub set_layout: vk::DescriptorSetLayout,
+    pub entry: EntryPoint,
+}
+
+/// The buffers of a descriptor set: (slot, generation) of each binding's device buffer.
+pub(crate) type Bound = SmallVec<[(u32, u32); 8]>;
+
+/// Pipelines, layouts and descriptor sets. See the module documentation.
+#[derive(Default)]
+pub(crate) struct Kernels {
+    pub list: Vec<Kernel>,
+    /// By the hash of (module, entry point, specialisation): the kernel's index.
+    cache: FxHashMap<u64, u32>,
+    modules: FxHashMap<u64, vk::ShaderModule>,
+    /// By (bindings, push-constant bytes).
+    layouts: FxHashMap<(u32, u32), (vk::DescriptorSetLayout, vk::PipelineLayout)>,
+    pools: Vec<vk::DescriptorPool>,
+    /// By (set layout, buffers): the set and the pool it came from.
+    sets: FxHashMap<(vk::DescriptorSetLayout, Bound), (vk::DescriptorSet, usize)>,
+}
+
+/// Sets per descriptor pool, and storage-buffer descriptors per set on average.
+const SETS_PER_POOL: u32 = 1024;
+const BUFFERS_PER_SET: u32 = 8;
+
+fn module_hash(words: &[u32]) -> u64 {
+    let mut hasher = FxHasher::default();
+    words.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Kernels {
+    /// The kernel `entry` of `module`, compiled once per module, entry point and
+    /// specialisation.
+    pub(crate) fn compile(
+        &mut self,
+        device: &ash::Device,
+        module: &SpirvModule,
+        entry: &EntryPoint,
+    ) -> Result<u32, RuntimeError> {
+        let words_hash = module_hash(&module.words);
+        let mut hasher = FxHasher::default();
+        (words_hash, module.words.len(), &entry.name, "no specialisation").hash(&mut hasher);
+        let key = hasher.finish();
+        if let Some(&index) = self.cache.get(&key) {
+            return Ok(index);
+        }
+        let shader = match self.modules.get(&words_hash) {
+            Some(&shader) => shader,
+            None => {
+                let info = vk::ShaderModuleCreateInfo::default().code(&module.words);
+                // SAFETY: the words are a module the validator accepted.
+                let shader =
+                    unsafe { device.create_shader_module(&info, None) }.map_err(vk_error("create a shader module"))?;
+                self.modules.insert(words_hash, shader);
+                shader
+            }
+        };
+        let bindings = entry.bindings.len() as u32;
+        let push_bytes = entry.push_constants.size;
+        let (set_layout, layout) = self.layout(device, bindings, push_bytes)?;
+        let name = CString::new(entry.name.as_str())
+            .map_err(|_| RuntimeError::Backend(format!("vulkan: the kernel name '{}' has a NUL", entry.name)))?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(shader)
+            .name(&name);
+        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+        // SAFETY: the module, the entry point and the layout are valid.
+        let pipeline = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
+            .map_err(|(_, e)| vk_error("create a compute pipeline")(e))?[0];
+        self.list.push(Kernel { pipeline, layout, set_layout, entry: entry.clone() });
+        let index = self.list.len() as u32 - 1;
+        self.cache.insert(key, index);
+        Ok(index)
+    }
+
+    fn layout(
+        &mut self,
+        device: &ash::Device,
+        bindings: u32,
+        push_bytes: u32,
+    ) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout), RuntimeError> {
+        if let Some(&layouts) = self.layouts.get(&(bindings, push_bytes)) {
+            return Ok(layouts);
+        }
+        let list: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
+            .map(|binding| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(binding)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&list);
+        // SAFETY: valid create infos.
+        let set_layout = unsafe { device.create_descriptor_set_layout(&info, None) }
+            .map_err(vk_error("create a descriptor set layout"))?;
+        let ranges =
+            [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).offset(0).size(push_bytes)];
+        let set_layouts = [set_layout];
+        let mut info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        if push_bytes > 0 {
+            info = info.push_constant_ranges(&ranges);
+        }
+        // SAFETY: as above.
+        let layout =
+            unsafe { device.create_pipeline_layout(&info, None) }.map_err(vk_error("create a pipeline layout"))?;
+        self.layouts.insert((bindings, push_bytes), (set_layout, layout));
+        Ok((set_layout, layout))
+    }
+
+    /// The descriptor set of `kernel` with `buffers` bound (each whole), made on first use.
+    pub(crate) fn set(
+        &mut self,
+        device: &ash::Device,
+        kernel: u32,
+        bound: &Bound,
+        buffers: &[vk::Buffer],
+    ) -> Result<vk::DescriptorSet, RuntimeError> {
+        let set_layout = self.list[kernel as usize].set_layout;
+        if let Some(&(set, _)) = self.sets.get(&(set_layout, bound.clone())) {
+            return Ok(set);
+        }
+        let (set, pool) = self.allocate_set(device, set_layout)?;
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
+            .iter()
+            .map(|&buffer| [vk::DescriptorBufferInfo::default().buffer(buffer).offset(0).range(vk::WHOLE_SIZE)])
+            .collect();
+        let writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .enumerate()
+            .map(|(binding, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(binding as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: a fresh set, not in use by any command.
+        unsafe { device.update_descriptor_sets(&writes, &[]) };
+        self.sets.insert((set_layout, bound.clone()), (set, pool));
+        Ok(set)
+    }
+
+    fn allocate_set(
+        &mut self,
+        device: &ash::Device,
+        set_layout: vk::DescriptorSetLayout,
+    ) -> Result<(vk::DescriptorSet, usize), RuntimeError> {
+        let layouts = [set_layout];
+        if let Some(&pool) = self.pools.last() {
+            let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts);
+            // SAFETY: a valid pool and layout.
+            match unsafe { device.allocate_descriptor_sets(&info) } {
+                Ok(sets) => return Ok((sets[0], self.pools.len() - 1)),
+                Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL) => {}
+                Err(error) => return Err(vk_error("allocate a descriptor set")(error)),
+            }
+        }
+        let sizes = [vk::DescriptorPoolSize::default()
+            .ty(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(SETS_PER_POOL * BUFFERS_PER_SET)];
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .flags(vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET)
+            .max_sets(SETS_PER_POOL)
+            .pool_sizes(&sizes);
+        // SAFETY: a valid create info.
+        let pool =
+            unsafe { device.create_descriptor_pool(&info, None) }.map_err(vk_error("create a descriptor pool"))?;
+        self.pools.push(pool);
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts);
+        // SAFETY: as above.
+        let sets = unsafe { device.allocate_descriptor_sets(&info) }.map_err(vk_error("allocate a descriptor set"))?;
+        Ok((sets[0], self.pools.len() - 1))
+    }
+
+    /// Takes out of the cache the sets that bind the buffer in `slot` of `generation`: they
+    /// must be freed (with [`Kernels::free_sets`]) once no command may use them.
+    pub(crate) fn evict(&mut self, slot: u32, generation: u32) -> Vec<(vk::DescriptorSet, usize)> {
+        let mut evicted = Vec::new();
+        self.sets.retain(|(_, bound), &mut set| {
+            let keep = !bound.contains(&(slot, generation));
+            if !keep {
+                evicted.push(set);
+            }
+            keep
+        });
+        evicted
+    }
+
+    /// Frees sets that no command uses any more.
+    pub(crate) fn free_sets(&mut self, device: &ash::Device, sets: &[(vk::DescriptorSet, usize)]) {
+        for &(set, pool) in sets {
+            // SAFETY: no pending command uses the set (the caller waited for them).
+            let _ = unsafe { device.free_descriptor_sets(self.pools[pool], &[set]) };
+        }
+    }
+
+    /// Destroys everything (no command may still run).
+    pub(crate) fn destroy(&mut self, device: &ash::Device) {
+        // SAFETY: the device is idle; each object is destroyed once.
+        unsafe {
+            for kernel in self.list.drain(..) {
+                device.destroy_pipeline(kernel.pipeline, None);
+            }
+            for (_, (set_layout, layout)) in self.layouts.drain() {
+                device.destroy_pipeline_layout(layout, None);
+                device.destroy_descriptor_set_layout(set_layout, None);
+            }
+            for (_, module) in self.modules.drain() {
+                device.destroy_shader_module(module, None);
+            }
+            for pool in self.pools.drain(..) {
+                device.destroy_descriptor_pool(pool, None);
+            }
+        }
+        self.sets.clear();
+        self.cache.clear();
+    }
+}
