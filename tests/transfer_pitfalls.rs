@@ -527,3 +527,32 @@ compute.func @main(%data: memref<16xi32>, %n: index) {{
     let (output, ir) = check(&text, STATIC, &[ramp(16), int(3)]);
     assert_eq!(moved(&output), (64, 64), "one copy each way, whatever the count\n{ir}");
 }
+
+#[test]
+fn a_dispatch_on_buffers_chosen_by_two_conditions_is_unswitched_on_both() {
+    // A ping-pong written with two selects, each on its own comparison (seed 138): each path
+    // names its buffers, so no copy is made for a buffer the path does not touch.
+    let text = format!(
+        r#"{FILL_SECOND}
+compute.func @main(%x: memref<16xi32>, %y: memref<16xi32>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c20 = arith.constant 20 : index
+  scf.for %i = %c0 to %n step %c1 {{
+    %r = arith.remui %i, %c2 : index
+    %even = arith.cmpi eq, %r, %c0 : index
+    %r2 = arith.remui %i, %c2 : index
+    %odd = arith.cmpi eq, %r2, %c1 : index
+    %src = arith.select %even, %x, %y : memref<16xi32>
+    %dst = arith.select %odd, %x, %y : memref<16xi32>
+    compute.dispatch @fill_second[%c20](%src, %dst) : (memref<16xi32>, memref<16xi32>)
+  }}
+  compute.return
+}}"#
+    );
+    let runs: Vec<Vec<ArgValue>> = [0, 1, 2, 5].iter().map(|&n| vec![ramp(16), ramp(16), int(n)]).collect();
+    check_within_kernel(&text, &runs);
+    let (_, ir) = check(&text, STATIC, &[ramp(16), ramp(16), int(2)]);
+    assert_eq!(ir.matches("compute.dispatch").count(), 4, "one copy per pair of choices\n{ir}");
+}

@@ -14,17 +14,25 @@
 //! The program computes the same; the `static` plan then knows, on each path, exactly which
 //! buffer each access touches, so it copies only that one (and, where the paths meet, keeps a
 //! run-time flag rather than copying both). Only ops without regions or results are unswitched
-//! (dispatches, calls without results, stores, copies), and only when every chosen operand
-//! chooses on the same condition.
+//! (dispatches, calls without results, stores, copies). Operands that choose on different
+//! conditions (or choose among selects) are unswitched one condition at a time, the copies in
+//! each region again, up to [`MAX_DEPTH`] conditions deep (2^depth copies of the op); past that
+//! the op is left as it is, and the plan treats it as touching every buffer it may name.
 
 use super::aliases::is_buffer;
 use hat_dialects::arith_views::SelectOp;
 use hat_ir::interfaces::{execution_space, ExecutionSpace};
 use hat_ir::{Context, Op, OpTraits, OperationState, Value};
 
+/// How many conditions deep one op is unswitched at most.
+pub const MAX_DEPTH: usize = 3;
+
 /// Unswitches the ops under `function` (see the module documentation); returns how many.
 pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
-    let candidates: Vec<(Op, Value)> = ctx
+    if execution_space(ctx, function) != Some(ExecutionSpace::Host) {
+        return 0;
+    }
+    let mut worklist: Vec<(Op, usize)> = ctx
         .walk(function)
         .into_iter()
         .filter(|&op| {
@@ -32,14 +40,19 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
                 && ctx.regions(op).is_empty()
                 && ctx.result_count(op) == 0
                 && !ctx.traits(op).contains(OpTraits::TERMINATOR)
-                && execution_space(ctx, function) == Some(ExecutionSpace::Host)
         })
-        .filter_map(|op| shared_condition(ctx, op).map(|c| (op, c)))
+        .map(|op| (op, 0))
         .collect();
-    for &(op, condition) in &candidates {
+    let mut unswitched = 0;
+    while let Some((op, depth)) = worklist.pop() {
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let Some(condition) = first_condition(ctx, op) else { continue };
         let location = ctx.location(op);
+        // An operand chosen on `condition` becomes the chosen buffer in each region.
         let pick = |ctx: &Context, value: Value, first: bool| match SelectOp::wrap(ctx, ctx.defining_op(value)?) {
-            Some(select) if is_buffer(ctx, value) => {
+            Some(select) if is_buffer(ctx, value) && select.condition(ctx) == condition => {
                 Some(if first { select.true_value(ctx) } else { select.false_value(ctx) })
             }
             _ => None,
@@ -59,6 +72,7 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
             let yield_op = ctx.create_op(terminator);
             ctx.append_op(block, yield_op);
             regions.push(region);
+            worklist.push((copy, depth + 1));
         }
         let mut state = OperationState::new(ctx.op_name("scf.if"), location);
         state.operands.push(condition);
@@ -66,24 +80,15 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
         let branch = ctx.create_op(state);
         ctx.insert_op_before(op, branch);
         ctx.erase_op(op);
+        unswitched += 1;
     }
-    candidates.len()
+    unswitched
 }
 
-/// The condition every chosen buffer operand of `op` chooses on, if they all choose on one.
-fn shared_condition(ctx: &Context, op: Op) -> Option<Value> {
-    let mut condition = None;
-    for &value in ctx.operands(op) {
-        if !is_buffer(ctx, value) {
-            continue;
-        }
-        let Some(select) = ctx.defining_op(value).and_then(|d| SelectOp::wrap(ctx, d)) else { continue };
-        let c = select.condition(ctx);
-        match condition {
-            None => condition = Some(c),
-            Some(existing) if existing == c => {}
-            Some(_) => return None,
-        }
-    }
-    condition
+/// The condition of the first buffer operand of `op` that an `arith.select` chooses.
+fn first_condition(ctx: &Context, op: Op) -> Option<Value> {
+    ctx.operands(op).iter().filter(|&&v| is_buffer(ctx, v)).find_map(|&value| {
+        let select = ctx.defining_op(value).and_then(|d| SelectOp::wrap(ctx, d))?;
+        Some(select.condition(ctx))
+    })
 }
