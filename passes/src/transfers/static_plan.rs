@@ -1101,6 +1101,21 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// The elements of `root` that `observer` may read or (for a partial write) keep: what a
+    /// dispatch needs of the arguments that may be `root`, else the whole buffer.
+    fn elements_wanted(&self, root: Value, observer: Op) -> RangeSet {
+        let ctx = self.ctx;
+        let all = whole(ctx, root);
+        if ctx.interface::<dyn LaunchOpInterface>(observer).is_none() {
+            return all;
+        }
+        let mut wanted = RangeSet::empty();
+        for arg in self.kernels.args(ctx, observer).iter().filter(|a| self.may_alias(a.value, root)) {
+            wanted = wanted.union(&arg.needs);
+        }
+        wanted.clamp(element_count(ctx, root))
+    }
+
     /// The first observer of `root` in `op` (pre-order), if any.
     fn first_use(&self, root: Value, op: Op) -> Option<(Want, Option<Op>)> {
         let index = &self.uses;
@@ -1556,7 +1571,11 @@ impl<'a> Planner<'a> {
                 Direction::ToDevice => &device,
                 Direction::FromDevice => &host,
             };
-            lost = lost.union(&some.minus(have));
+            let wanted = match observer {
+                Some(o) => self.elements_wanted(root, o),
+                None => all.clone(),
+            };
+            lost = lost.union(&some.minus(have).intersect(&wanted));
         }
         if lost.is_empty() {
             return Ok(Copies::new(host, device));
