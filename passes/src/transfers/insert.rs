@@ -89,15 +89,30 @@ impl InsertTransfers {
     }
 }
 
-/// The host functions with a body under `module`.
+/// The host functions with a body under `module`, in pre-order. The bodies of functions (and of
+/// other callables, such as kernels) are not searched: a function is found where symbols are,
+/// so this costs the module's top levels, not its size.
 pub fn host_functions(ctx: &Context, module: Op) -> Vec<Op> {
-    ctx.walk(module)
-        .into_iter()
-        .filter(|&op| {
-            execution_space(ctx, op) == Some(ExecutionSpace::Host)
-                && ctx.interface::<dyn CallableOpInterface>(op).is_some_and(|c| c.body(ctx, op).is_some())
-        })
-        .collect()
+    let mut found = Vec::new();
+    let mut stack = vec![module];
+    while let Some(op) = stack.pop() {
+        if let Some(callable) = ctx.interface::<dyn CallableOpInterface>(op) {
+            if execution_space(ctx, op) == Some(ExecutionSpace::Host) && callable.body(ctx, op).is_some() {
+                found.push(op);
+            }
+            continue;
+        }
+        for &region in ctx.regions(op).iter().rev() {
+            for &block in ctx.region_blocks(region).iter().rev() {
+                let mut cursor = ctx.last_op(block);
+                while let Some(child) = cursor {
+                    stack.push(child);
+                    cursor = ctx.prev_op(child);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The callees under `module`, resolved once, and the effects of every kernel launched (cached

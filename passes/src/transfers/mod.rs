@@ -20,6 +20,7 @@ pub mod host_effects;
 pub mod insert;
 pub mod kernel_effects;
 pub mod ranges;
+pub mod sorted_map;
 pub mod static_plan;
 pub mod track_accesses;
 pub mod unswitch;

@@ -60,7 +60,7 @@ use hat_ir::{
     Block, Context, EffectKind, EffectTarget, Extent, Location, MemoryEffects, MemorySpace, Op, OpTraits, Value,
 };
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// A construct the static planner does not follow.
@@ -105,7 +105,7 @@ impl Copies {
     }
 }
 
-type State = BTreeMap<Value, Copies>;
+type State = super::sorted_map::SortedMap<Value, Copies>;
 
 /// A copy the entry edge of a loop needs.
 struct Fixup {
@@ -570,7 +570,9 @@ impl<'a> Planner<'a> {
     ) -> Result<(), Unsupported> {
         let touched = self.touched_roots(op);
         let Some(touched) = touched else { return construct(self, op, state) };
-        let mut inner: State = touched.iter().filter_map(|r| state.remove(r).map(|c| (*r, c))).collect();
+        // Copied out and written back (every construct gives back at least the buffers it was
+        // given), so that the enclosing state is not reshuffled.
+        let mut inner: State = touched.iter().filter_map(|r| state.get(r).map(|c| (*r, c.clone()))).collect();
         // An enclosing loop's fixpoint runs its body again and again: a construct that meets
         // the state it met last time plans what it planned then.
         if let Some((input, output, items)) = self.memo.get(&op) {

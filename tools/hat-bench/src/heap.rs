@@ -1,5 +1,6 @@
-//! Heap accounting for in-process measurements: this binary's global allocator is the system
-//! allocator wrapped so that, while a [`Window`] is open, it keeps the bytes allocated minus the
+//! Heap accounting for in-process measurements: this binary's global allocator is mimalloc (as
+//! `hat-opt`'s is: the planner's many small, short-lived states cost about a sixth less time
+//! than with glibc's malloc) wrapped so that, while a [`Window`] is open, it keeps the bytes allocated minus the
 //! bytes freed since the window opened and the most that difference reached.
 //!
 //! The peak is of *net* growth: memory allocated before the window and freed inside it counts
@@ -8,10 +9,11 @@
 //! figures are not disturbed. Windows do not nest, and the counts are process-wide (the code
 //! measured here is single-threaded).
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use mimalloc::MiMalloc as System;
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-/// The system allocator, counting while a window is open.
+/// mimalloc, counting while a window is open.
 pub struct Counting;
 
 static OPEN: AtomicBool = AtomicBool::new(false);
@@ -30,7 +32,7 @@ fn shrink(bytes: usize) {
     NET.fetch_sub(bytes as i64, Ordering::Relaxed);
 }
 
-// SAFETY: every call is forwarded unchanged to `System`; the wrapper only counts sizes.
+// SAFETY: every call is forwarded unchanged to mimalloc (`System` here); the wrapper only counts sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract for `alloc` is `System::alloc`'s.

@@ -28,6 +28,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc: the passes allocate many small, short-lived values (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How `--mlir-timing` and `--mlir-pass-statistics` lay out their reports.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Display {
