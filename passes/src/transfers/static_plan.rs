@@ -1625,7 +1625,30 @@ impl<'a> Planner<'a> {
             )?;
             self.push(root, Direction::ToDevice, to_device.minus(&c.device), *anchor, to_guards, location, reason)?;
         }
-        Ok(Copies::new(host.union(&to_host), device.union(&to_device)))
+        let merged = Copies::new(host.union(&to_host), device.union(&to_device));
+        // One copy is now whole on every path; where the other is whole on some paths only, a
+        // run-time flag keeps that knowledge (a later copy toward it is then skipped there) —
+        // when something may observe the buffer after the next observer (not the caller).
+        if observer.is_some() && paths.iter().all(|(_, c)| !c.host_flag) {
+            let host_whole: Vec<bool> = paths.iter().map(|(_, c)| c.host.union(&to_host).contains(&all)).collect();
+            let device_whole: Vec<bool> =
+                paths.iter().map(|(_, c)| c.device.union(&to_device).contains(&all)).collect();
+            let device_everywhere = device_whole.iter().all(|&w| w);
+            let host_everywhere = host_whole.iter().all(|&w| w);
+            if device_everywhere && !host_everywhere && host_whole.iter().any(|&w| w) {
+                for ((path, _), &whole_here) in paths.iter().zip(&host_whole) {
+                    self.set_flag(root, whole_here, path.flag, location);
+                }
+                return Ok(Copies { host_flag: true, ..merged });
+            }
+            if host_everywhere && !device_everywhere && device_whole.iter().any(|&w| w) {
+                for ((path, _), &whole_here) in paths.iter().zip(&device_whole) {
+                    self.set_flag(root, !whole_here, path.flag, location);
+                }
+                return Ok(Copies { host_flag: true, ..merged });
+            }
+        }
+        Ok(merged)
     }
 
     fn while_loop(&mut self, op: Op, state: &mut State) -> Result<(), Unsupported> {
