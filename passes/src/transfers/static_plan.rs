@@ -636,8 +636,24 @@ impl<'a> Planner<'a> {
         // copied in from a current host copy, and what it writes copied back right after, so
         // that each buffer it may name keeps its state (the one written is current on both
         // sides where it was on either).
-        let through_alias: Vec<bool> =
-            args.iter().map(|a| a.writes && self.roots_of(state, a.value).len() > 1).collect();
+        // So is a read through such an alias where every buffer it may name has what it reads
+        // current on the host but not all on the device (copying each to the device could move
+        // buffers this dispatch does not read).
+        let through_alias: Vec<bool> = args
+            .iter()
+            .map(|a| {
+                let roots = self.roots_of(state, a.value);
+                if roots.len() < 2 {
+                    return false;
+                }
+                if a.writes {
+                    return true;
+                }
+                let needs = |r: &Value| a.needs.clamp(element_count(ctx, *r));
+                roots.iter().all(|r| state[r].host.contains(&needs(r)) && !state[r].host_flag)
+                    && !roots.iter().all(|r| state[r].device.contains(&needs(r)))
+            })
+            .collect();
         // A partial write to a flagged buffer keeps the flag: what it needs is copied in where
         // the flag says the host copy is the whole one, and what it writes copied back there
         // right after, so that the flag still tells which copy is whole.
