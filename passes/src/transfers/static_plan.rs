@@ -1557,7 +1557,9 @@ impl<'a> Planner<'a> {
         let (want, observer) = self.wanted_after(root, op);
         let sure = self.surely_observed(op, want, observer);
         let all_take_copies = paths.iter().all(|(path, _)| path.copies.is_some());
-        let prefer_copies = sure && all_take_copies && want != Want::Nothing;
+        // (Not when the observer wants only part of the buffer: under a flag it copies just that.)
+        let wants_all = observer.is_none_or(|o| self.elements_wanted(root, o).contains(&all));
+        let prefer_copies = sure && all_take_copies && want != Want::Nothing && wants_all;
         if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
                 return Ok(Copies { host, device, host_flag: true });
