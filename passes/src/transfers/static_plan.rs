@@ -628,7 +628,7 @@ impl<'a> Planner<'a> {
         let ctx = self.ctx;
         let kernel = self.kernels.callee(ctx, op);
         let args = self.kernels.args(ctx, op);
-        let kernel_name = kernel.and_then(|k| symbol_name(ctx, k)).unwrap_or("?").to_string();
+        let kernel_name = kernel.and_then(|k| symbol_name(ctx, k)).unwrap_or("?");
         let location = ctx.location(op);
         let at = self.describe(location);
         // An argument that writes one of several buffers (an alias the plan cannot resolve) is
@@ -657,10 +657,16 @@ impl<'a> Planner<'a> {
         // A partial write to a flagged buffer keeps the flag: what it needs is copied in where
         // the flag says the host copy is the whole one, and what it writes copied back there
         // right after, so that the flag still tells which copy is whole.
-        let flagged_before: BTreeSet<Value> = state.iter().filter(|(_, c)| c.host_flag).map(|(&r, _)| r).collect();
+        // (Only the written arguments' buffers are asked: the state may hold every buffer.)
+        let flagged_before: Vec<Value> = args
+            .iter()
+            .filter(|a| a.writes)
+            .flat_map(|a| self.roots_of(state, a.value))
+            .filter(|r| state.get(r).is_some_and(|c| c.host_flag))
+            .collect();
         for (arg, &alias) in args.iter().zip(&through_alias) {
             let roots = self.roots_of(state, arg.value);
-            let reason = || format!("{} at {at}", describe_need(arg, &kernel_name));
+            let reason = || format!("{} at {at}", describe_need(arg, kernel_name));
             if alias {
                 for root in roots {
                     self.need(state, root, Direction::FromDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
