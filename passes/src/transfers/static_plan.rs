@@ -1024,15 +1024,26 @@ impl<'a> Planner<'a> {
             let block = ctx.parent_block(cursor);
             let after = index.end[index.position(cursor) as usize] + 1;
             let parent_end = index.end[index.position(parent) as usize];
-            if let Some(found) = self.first_in(root, after, parent_end, |n| ctx.parent_block(n) != block) {
+            let loops = parent != self.function
+                && ctx
+                    .interface::<dyn RegionBranchOpInterface>(parent)
+                    .is_some_and(|b| (0..ctx.regions(parent).len()).any(|i| b.is_repetitive_region(ctx, parent, i)));
+            // In a branch, what follows `cursor` is the rest of its own region (the other
+            // regions do not run after it); in a loop, the regions after it may.
+            let scan_end = if loops {
+                parent_end
+            } else {
+                match block.and_then(|b| ctx.last_op(b)) {
+                    Some(last) => index.end[index.position(last) as usize],
+                    None => parent_end,
+                }
+            };
+            if let Some(found) = self.first_in(root, after, scan_end, |n| ctx.parent_block(n) != block) {
                 return found;
             }
             if parent == self.function {
                 break;
             }
-            let loops = ctx
-                .interface::<dyn RegionBranchOpInterface>(parent)
-                .is_some_and(|b| (0..ctx.regions(parent).len()).any(|i| b.is_repetitive_region(ctx, parent, i)));
             if loops {
                 let inside = index.position(parent) + 1;
                 // The next iteration's first observer; if it overwrites the buffer, the loop may
