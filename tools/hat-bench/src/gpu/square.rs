@@ -1,0 +1,113 @@
+//! The elementwise square (`programs/square-f32.hat`) over N f32: device throughput.
+//!
+//! Each run is the whole program under the default pipeline: %in goes to the device, one
+//! dispatch squares it into %out, %out comes back. The throughput is `8 N` bytes (4 read and 4
+//! written per element, as the probe and PyTorch count) over the dispatch's device time, from
+//! the GPU timestamps the Vulkan backend writes around it. The end-to-end time of the run
+//! (transfers included) is reported beside it. The inputs are the probe's, `(i mod 4096) / 4 -
+//! 512`, whose squares are exact in f32, so the last run's %out is checked element by element.
+
+use super::programs::{compile, Plan, SQUARE};
+use super::runs::{device_ms, ms, round4, run, transfers, Samples};
+use crate::common::progress;
+use hat_runtime::{ArgValue, Backend, BufferLayout, ElementType, HostBuffer};
+use serde_json::{json, Value};
+
+/// The inputs: `(i mod 4096) / 4 - 512` as f32 bytes.
+fn input(elements: usize) -> HostBuffer {
+    let mut bytes = Vec::with_capacity(elements * 4);
+    for i in 0..elements {
+        let value = (i % 4096) as f32 * 0.25 - 512.0;
+        bytes.extend_from_slice(&value.to_le_bytes());
+    }
+    HostBuffer { layout: BufferLayout { element: ElementType::F32, shape: vec![elements] }, bytes }
+}
+
+/// How many elements of `out` are not the square of `input`'s.
+fn wrong(input: &HostBuffer, out: &HostBuffer) -> usize {
+    let floats = |b: &[u8]| f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    input
+        .bytes
+        .chunks_exact(4)
+        .zip(out.bytes.chunks_exact(4))
+        .filter(|(i, o)| {
+            let v = floats(i);
+            (v * v).to_bits() != floats(o).to_bits()
+        })
+        .count()
+        + usize::from(input.bytes.len() != out.bytes.len())
+}
+
+/// Measures the square over `elements` f32, `repeat` runs after a first (cold) one.
+pub fn measure(backend: &mut dyn Backend, elements: usize, repeat: usize) -> Result<Value, String> {
+    progress(format!(
+        "square: {elements} f32 ({} MiB per buffer), {repeat} runs after a cold one",
+        (elements * 4) >> 20
+    ));
+    let (ctx, module) = compile("square-f32.hat", SQUARE, "main", Plan::Default)?;
+    let input = input(elements);
+    let out = HostBuffer::zeroed(BufferLayout { element: ElementType::F32, shape: vec![elements] });
+    let bytes = 8.0 * elements as f64;
+    let mut device = Samples::default();
+    let mut total = Samples::default();
+    let mut cold = Value::Null;
+    let mut last = None;
+    for index in 0..=repeat {
+        let args = vec![ArgValue::Buffer(input.clone()), ArgValue::Buffer(out.clone())];
+        let output = run(&ctx, module, backend, "main", args)?;
+        let report = &output.report;
+        let device_time = device_ms(report, "square");
+        if index == 0 {
+            cold = json!({ "total_ms": round4(ms(report.total_time)), "device_ms": device_time.map(round4) });
+        } else {
+            device.0.extend(device_time);
+            total.0.push(ms(report.total_time));
+        }
+        progress(format!(
+            "  run {index}: device {} ms, end to end {:.1} ms",
+            device_time.map_or("?".into(), |t| format!("{t:.3}")),
+            ms(report.total_time)
+        ));
+        last = Some(output);
+    }
+    let last = last.expect("at least one run");
+    let wrong = last.buffers.get(1).map_or(elements, |out| wrong(&input, out));
+    let gbps = |ms: Option<f64>| ms.filter(|&t| t > 0.0).map(|t| round4(bytes / (t * 1e6)));
+    Ok(json!({
+        "program": "tools/hat-bench/programs/square-f32.hat",
+        "pipeline": Plan::Default.pipeline(),
+        "elements": elements,
+        "bytes_counted": bytes,
+        "runs": repeat,
+        "device_ms": device.to_json(),
+        "device_gbps": { "median": gbps(device.median()), "best": gbps(device.best()) },
+        "end_to_end_ms": total.to_json(),
+        "cold_run": cold,
+        "transfers": transfers(&last.report),
+        "time_of_last_run": last.report.to_json()["time"],
+        "verified": wrong == 0,
+        "wrong_elements": wrong,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn squares_on_the_cpu_backend_and_checks_them() {
+        let mut backend = hat_runtime::CpuBackend::new();
+        let report = measure(&mut backend, 1000, 1).unwrap();
+        assert_eq!(report["verified"], json!(true), "{report}");
+        // %in goes in and %out comes back; the static plan also sends %out in (it does not prove
+        // that the guarded store writes every element), so 4,000 or 8,000 bytes go in.
+        let to_device = report["transfers"]["to_device"]["bytes"].as_u64().unwrap();
+        assert!(to_device == 4000 || to_device == 8000, "{report}");
+        assert_eq!(report["transfers"]["from_device"]["bytes"], json!(4000));
+        let input = input(8);
+        let mut out = input.clone();
+        assert_eq!(wrong(&input, &out), 8, "the inputs are not their own squares");
+        out.bytes[..4].copy_from_slice(&(-512.0f32 * -512.0).to_le_bytes());
+        assert_eq!(wrong(&input, &out), 7);
+    }
+}
