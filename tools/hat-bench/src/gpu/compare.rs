@@ -3,12 +3,12 @@
 //!
 //! | target | hat's figure | reference |
 //! |---|---|---|
-//! | square >= 90% of PyTorch | median GB/s over the dispatch's device time | `cuda_ref.py`'s torch `gpu_gbps` |
+//! | square >= 90% of PyTorch | GB/s over the kernel's steady device time (back to back), else one dispatch's | `cuda_ref.py`'s torch `gpu_gbps` |
 //! | Life no slower than CuPy | median end-to-end ms at the largest generation count | CuPy's `gpu_ms`, scaled per generation to that count |
 //! | Life >= 50x jic | the same | the jic line extrapolated to that count |
 //! | dispatch within 1.2x of the probe | median wall us per dispatch of `chain`, with timestamps | the probe's `barrier` wall us |
 //! | >= 10x IREE on Life | end to end at IREE's generation count (100) | IREE's `e2e` and `device` ms |
-//! | >= 5x IREE on square | device GB/s, and end to end | IREE's `device_dps` GB/s, `e2e` ms |
+//! | >= 5x IREE on square | the same GB/s, and end to end | IREE's `device_dps` GB/s, `e2e` ms |
 //!
 //! A ratio is `null` where a figure is missing; a target is `null` then, never `true`.
 
@@ -45,6 +45,7 @@ pub fn compare(report: &Value) -> Value {
     // Square.
     let square = &report["square"];
     let hat_gbps = num(&square["device_gbps"]["median"]);
+    let hat_steady_gbps = num(&square["back_to_back"]["steady_gbps"]);
     let elements = num(&square["elements"]);
     // A reference counts only at hat's size (a small buffer runs at a fraction of the rate).
     let sized = |value: &Value, size: &Value| num(value).filter(|_| elements.is_some() && num(size) == elements);
@@ -61,8 +62,11 @@ pub fn compare(report: &Value) -> Value {
     };
     let hat_square_e2e = num(&square["end_to_end_ms"]["median"]);
     let iree_square_e2e = num(&refs["iree"]["square_e2e"]["ms_median"]).filter(|_| same_size);
-    let over_torch = ratio(hat_gbps, torch_gbps);
-    let square_over_iree = ratio(hat_gbps, iree_dps_gbps);
+    // The targets take the kernel timed back to back (as PyTorch's and the probe's are), where
+    // measured; else the single dispatch of a run.
+    let hat_kernel_gbps = hat_steady_gbps.or(hat_gbps);
+    let over_torch = ratio(hat_kernel_gbps, torch_gbps);
+    let square_over_iree = ratio(hat_kernel_gbps, iree_dps_gbps);
     let square_e2e_over_iree = ratio(iree_square_e2e, hat_square_e2e);
 
     // Life.
@@ -105,7 +109,8 @@ pub fn compare(report: &Value) -> Value {
 
     json!({
         "square": {
-            "hat_device_gbps": hat_gbps, "torch_gbps": torch_gbps, "cupy_gbps": cupy_gbps, "probe_gbps": probe_gbps,
+            "hat_device_gbps": hat_gbps, "hat_steady_gbps": hat_steady_gbps,
+            "hat_single_dispatch_over_torch": ratio(hat_gbps, torch_gbps), "torch_gbps": torch_gbps, "cupy_gbps": cupy_gbps, "probe_gbps": probe_gbps,
             "iree_device_dps_gbps": iree_dps_gbps,
             "hat_over_torch": over_torch, "hat_over_probe": ratio(hat_gbps, probe_gbps),
             "hat_over_iree_device_dps": square_over_iree,

@@ -64,28 +64,43 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
     }))
 }
 
-/// Measures the three chains on `timed` (a backend writing timestamps) and, if given, on
-/// `untimed` (the same device without them).
+/// The chains on one backend: `chain` and `independent` at each length of `lengths` (under
+/// `chain_at` and `independent_at`, and under `chain` and `independent` at the longest),
+/// `synced` at `synced` dispatches.
+fn chains(backend: &mut dyn Backend, lengths: &[usize], synced: usize, repeat: usize) -> Result<Value, String> {
+    let mut out = serde_json::Map::new();
+    let longest = lengths.iter().copied().max().unwrap_or(0);
+    for entry in ["chain", "independent"] {
+        let mut at = serde_json::Map::new();
+        for &length in lengths {
+            let figures = chain(backend, entry, length, repeat)?;
+            if length == longest {
+                out.insert(entry.into(), figures.clone());
+            }
+            at.insert(length.to_string(), figures);
+        }
+        out.insert(format!("{entry}_at"), Value::Object(at));
+    }
+    out.insert("synced".into(), chain(backend, "synced", synced, repeat)?);
+    Ok(Value::Object(out))
+}
+
+/// Measures the chains on `timed` (a backend writing timestamps) and, if given, on `untimed`
+/// (the same device without them). `lengths`: the dispatches of `chain` and `independent` (the
+/// cost per dispatch need not be the same at every length).
 pub fn measure(
     timed: &mut dyn Backend,
     untimed: Option<&mut dyn Backend>,
-    dispatches: usize,
+    lengths: &[usize],
     synced: usize,
     repeat: usize,
 ) -> Result<Value, String> {
-    progress(format!("dispatch chains: {dispatches} dispatches ({synced} synced), {repeat} runs after a cold one"));
-    let mut on = serde_json::Map::new();
-    for (entry, count) in [("chain", dispatches), ("independent", dispatches), ("synced", synced)] {
-        on.insert(entry.into(), chain(timed, entry, count, repeat)?);
-    }
+    progress(format!("dispatch chains: {lengths:?} dispatches ({synced} synced), {repeat} runs after a cold one"));
+    let on = chains(timed, lengths, synced, repeat)?;
     let off = match untimed {
         Some(backend) => {
             progress("  the same without timestamps:");
-            let mut off = serde_json::Map::new();
-            for (entry, count) in [("chain", dispatches), ("independent", dispatches), ("synced", synced)] {
-                off.insert(entry.into(), chain(backend, entry, count, repeat)?);
-            }
-            Value::Object(off)
+            chains(backend, lengths, synced, repeat)?
         }
         None => Value::Null,
     };
@@ -106,10 +121,12 @@ mod tests {
     #[test]
     fn chains_run_on_the_cpu_backend_and_count() {
         let mut backend = hat_runtime::CpuBackend::new();
-        let report = measure(&mut backend, None, 20, 5, 1).unwrap();
+        let report = measure(&mut backend, None, &[10, 20], 5, 1).unwrap();
         for entry in ["chain", "independent", "synced"] {
             assert_eq!(report["with_timestamps"][entry]["verified"], json!(true), "{entry}: {report}");
         }
+        assert_eq!(report["with_timestamps"]["chain"]["dispatches"], json!(20), "the longest");
+        assert_eq!(report["with_timestamps"]["chain_at"]["10"]["dispatches"], json!(10));
         assert_eq!(report["with_timestamps"]["synced"]["waits"], json!(6), "a wait per sync, and the last");
     }
 }

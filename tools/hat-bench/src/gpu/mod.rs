@@ -74,9 +74,9 @@ pub struct GpuArgs {
     /// Also run Life with workgroups of this shape (XxY), e.g. 16x16, beside the example's 8x8.
     #[arg(long)]
     pub life_variant_workgroup: Option<String>,
-    /// Dispatches of the dispatch chains.
-    #[arg(long, default_value_t = 10_000)]
-    pub dispatches: usize,
+    /// Lengths of the dispatch chains (the comparison takes the longest).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    pub dispatches: Vec<usize>,
     /// Dispatches of the synced chain (one submission and wait each).
     #[arg(long, default_value_t = 1_000)]
     pub synced_dispatches: usize,
@@ -159,6 +159,7 @@ pub fn run(args: &GpuArgs) -> Result<(Value, bool), String> {
 fn checks_pass(report: &Value) -> bool {
     let flags = [
         &report["square"]["verified"],
+        &report["square"]["back_to_back"]["verified"],
         &report["life"]["check"]["equal_to_cpu_backend"],
         &report["life"]["jic"]["equal_to_default_at_a"],
     ];
@@ -216,7 +217,7 @@ fn measure(args: &GpuArgs) -> Result<Value, String> {
         };
         let untimed = untimed.as_mut().map(|b| &mut **b as &mut dyn Backend);
         report["dispatch"] =
-            dispatch::measure(timed.as_mut(), untimed, args.dispatches, args.synced_dispatches, args.repeat)?;
+            dispatch::measure(timed.as_mut(), untimed, &args.dispatches, args.synced_dispatches, args.repeat)?;
     }
     Ok(report)
 }
