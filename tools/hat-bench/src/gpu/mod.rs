@@ -75,7 +75,7 @@ pub struct GpuArgs {
     #[arg(long)]
     pub life_variant_workgroup: Option<String>,
     /// Lengths of the dispatch chains (the comparison takes the longest).
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    #[arg(long, value_delimiter = ',', default_value = "1000,3000,10000")]
     pub dispatches: Vec<usize>,
     /// Dispatches of the synced chain (one submission and wait each).
     #[arg(long, default_value_t = 1_000)]
