@@ -38,13 +38,18 @@ fn format_value(value: f64, unit: &str) -> String {
     format!("{value:.digits$} {unit}")
 }
 
-/// The least of 1, 2, 2.5 or 5 times a power of ten at or above `value` (a round axis end).
+/// The least of 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten at or above `value` (a
+/// round axis end).
 fn nice_ceiling(value: f64) -> f64 {
     if value <= 0.0 {
         return 1.0;
     }
     let power = 10f64.powf(value.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * power).find(|&v| v >= value).unwrap_or(10.0 * power)
+    [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|&v| v >= value)
+        .unwrap_or(10.0 * power)
 }
 
 /// Draws a panel at `top`; returns its height.
