@@ -15,10 +15,15 @@
 //!   next to the optimum (`--markdown docs/scenarios.md` writes the table as a page), and the
 //!   cost of planning on generated programs of 1,000 to 100,000 dispatches (time, peak heap,
 //!   growth exponent). Its tables go to stderr (`--format=table`: to stdout, without the JSON).
+//! - `hat-bench gpu`: on a Vulkan device, in process: an elementwise square's GB/s, Game of
+//!   Life end to end under the default pipeline and under `jic`, the wall time per dispatch in
+//!   long chains; beside the Vulkan probe's, PyTorch's, CuPy's and IREE's figures from their
+//!   JSON lines, with issue 10's targets and a plot (`--svg`).
 
 mod common;
 mod executor;
 mod generate;
+mod gpu;
 mod heap;
 mod measure;
 mod nested;
@@ -49,6 +54,9 @@ enum Command {
     /// Bytes each transfer strategy moves on every scenario (beside the optimum), and the cost of
     /// planning on generated programs of 1k to 100k dispatches.
     Transfers(transfers::TransfersArgs),
+    /// On a Vulkan device: square GB/s, Life end to end (default and jic), wall time per
+    /// dispatch; beside the probe's, PyTorch's, CuPy's and IREE's figures.
+    Gpu(gpu::GpuArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -69,6 +77,7 @@ fn main() -> ExitCode {
         Command::Passes(args) => passes::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Executor(args) => executor::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Nested(args) => nested::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Gpu(args) => gpu::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Transfers(args) => transfers::run(args).map(|(report, tables, ok)| match args.format {
             transfers::Format::Table => {
                 print!("{tables}");
