@@ -5,9 +5,9 @@
 //! barrier between them unless a command depends on an earlier one (the executor says which:
 //! `after`). Then one global memory barrier goes before it, from the stages of the earlier
 //! commands it depends on (transfer, compute) to its own stage, making their writes visible.
-//! The barrier covers every command of those stages recorded before it, so each recorded
-//! command remembers which later stages it is already ordered before, and a later dependency on
-//! it needs no second barrier. A dependency on a command of an earlier batch that was not waited
+//! The barrier covers every command of those stages recorded before it, so per pair of stages a
+//! watermark says which commands are already ordered, and a later dependency on one of them
+//! needs no second barrier. A dependency on a command of an earlier batch that was not waited
 //! for gets a barrier from all commands (submission order spans batches on one queue); one on a
 //! command of a waited batch needs nothing (the wait did it). A batch with copies back ends
 //! with a barrier from transfers to host reads, so the host sees their bytes after the wait.
@@ -83,22 +83,12 @@ impl Stage {
         }
     }
 
-    fn bit(self) -> u8 {
+    fn index(self) -> usize {
         match self {
-            Stage::Transfer => 1,
-            Stage::Compute => 2,
+            Stage::Transfer => 0,
+            Stage::Compute => 1,
         }
     }
-}
-
-/// A command of the open batch not yet ordered before every later stage.
-#[derive(Clone, Debug)]
-struct Unordered {
-    sequence: u64,
-    stage: Stage,
-    writes: bool,
-    /// The stages (bits) it is ordered before by a barrier already.
-    ordered_before: u8,
 }
 
 /// A barrier to record: source stages and accesses, destination stage.
@@ -109,11 +99,22 @@ pub(crate) struct Barrier {
     pub dst: Stage,
 }
 
-/// The commands of the open batch and which later stages they are ordered before. See the
-/// module documentation.
+/// What the open batch's barriers already order, in constant time per dependency (a chain of
+/// n dispatches costs n, not n²). A barrier from stage S to stage D orders *every* command of
+/// stage S recorded before it, so per (S, D) a watermark says up to where S's commands are
+/// ordered before D; per stage, the last command that writes says whether the barrier must make
+/// writes visible. See the module documentation.
 #[derive(Debug, Default)]
 pub(crate) struct Hazards {
-    unordered: Vec<Unordered>,
+    /// The stage of each command recorded in the open batch, by its number.
+    stages: std::collections::HashMap<u64, Stage>,
+    /// Per source stage and destination stage: the commands of the source stage numbered
+    /// below this are ordered before the destination stage.
+    covered: [[u64; 2]; 2],
+    /// Per stage: one past the number of its last command that writes (0: none).
+    last_write: [u64; 2],
+    /// One past the number of the last command recorded.
+    next: u64,
 }
 
 impl Hazards {
@@ -127,15 +128,15 @@ impl Hazards {
         first_command: u64,
         waited_floor: u64,
     ) -> Option<Barrier> {
-        let bit = stage.bit();
-        let mut src_stages = vk::PipelineStageFlags::empty();
+        let dst = stage.index();
+        let mut sources = [false; 2];
         let mut earlier_batch = false;
         for dependency in after {
             let sequence = dependency.sequence();
             if sequence >= first_command {
-                if let Some(u) = self.unordered.iter().find(|u| u.sequence == sequence) {
-                    if u.ordered_before & bit == 0 {
-                        src_stages |= u.stage.flags();
+                if let Some(&source) = self.stages.get(&sequence) {
+                    if sequence >= self.covered[source.index()][dst] {
+                        sources[source.index()] = true;
                     }
                 }
             } else if sequence >= waited_floor {
@@ -143,35 +144,44 @@ impl Hazards {
             }
         }
         if earlier_batch {
-            src_stages = vk::PipelineStageFlags::ALL_COMMANDS;
+            sources = [true, true];
         }
-        if src_stages.is_empty() {
+        if !sources.iter().any(|&s| s) {
             return None;
         }
+        let mut src_stages = vk::PipelineStageFlags::empty();
         let mut src_access = vk::AccessFlags::empty();
-        for u in &mut self.unordered {
-            if earlier_batch || src_stages.contains(u.stage.flags()) {
-                u.ordered_before |= bit;
-                if u.writes {
-                    src_access |= u.stage.write_access();
-                }
+        for source in [Stage::Transfer, Stage::Compute] {
+            let i = source.index();
+            if !sources[i] {
+                continue;
             }
+            src_stages |= source.flags();
+            if self.last_write[i] > self.covered[i][dst] {
+                src_access |= source.write_access();
+            }
+            self.covered[i][dst] = self.next;
         }
         if earlier_batch {
+            src_stages = vk::PipelineStageFlags::ALL_COMMANDS;
             src_access |= vk::AccessFlags::MEMORY_WRITE;
         }
-        self.unordered.retain(|u| u.ordered_before != 3);
         Some(Barrier { src_stages, src_access, dst: stage })
     }
 
     /// Notes a recorded command.
     pub(crate) fn recorded(&mut self, command: Command, stage: Stage, writes: bool) {
-        self.unordered.push(Unordered { sequence: command.sequence(), stage, writes, ordered_before: 0 });
+        let sequence = command.sequence();
+        self.stages.insert(sequence, stage);
+        if writes {
+            self.last_write[stage.index()] = self.last_write[stage.index()].max(sequence + 1);
+        }
+        self.next = self.next.max(sequence + 1);
     }
 
     /// A new batch: nothing recorded in it yet.
     pub(crate) fn clear(&mut self) {
-        self.unordered.clear();
+        *self = Hazards::default();
     }
 }
 
