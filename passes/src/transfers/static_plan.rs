@@ -1590,6 +1590,27 @@ impl<'a> Planner<'a> {
                 return Ok(Copies { host, device, host_flag: true });
             }
         }
+        // A path that cannot take copies and whose state depends on its flag: the others make
+        // one copy whole (the one the next observer wants) and set the flag to say which, so the
+        // merged state stays flagged (completing the others to match the flagged path's copies
+        // is not possible: which copy it has is known only at run time).
+        if let (Some(side), true) = (want.side(), paths.iter().any(|(path, c)| path.copies.is_none() && c.host_flag)) {
+            let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
+            for (path, c) in paths {
+                let Some((anchor, guards)) = &path.copies else { continue };
+                if c.host_flag {
+                    continue;
+                }
+                let missing = match side {
+                    Direction::FromDevice => all.minus(&c.host),
+                    Direction::ToDevice => all.minus(&c.device),
+                };
+                let reason = format!("{why}, {}", path.label);
+                self.push(root, side, missing, *anchor, guards.clone(), location, reason)?;
+                self.set_flag(root, side == Direction::FromDevice, path.flag, location);
+            }
+            return Ok(Copies { host, device, host_flag: true });
+        }
         let Some(side) = want.side() else { return Ok(Copies::new(host, device)) };
         // Elements current in no copy must be completed; and when the next observer surely
         // comes (it is in the block the merge is in), what it wants that some path has is
