@@ -29,6 +29,9 @@ use super::KernelEffects;
 use hat_ir::Op;
 use std::collections::BTreeMap;
 
+/// Numbers given to atoms (work-item ids, loop variables) for one evaluation.
+type Bindings = [(Atom, i64)];
+
 /// The most work items evaluated per dispatch.
 pub const MAX_ITEMS: u64 = 4096;
 
@@ -129,7 +132,7 @@ impl KernelEffects {
                         let item = [x, y, z];
                         let mut bindings: Vec<(Atom, i64)> =
                             (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
-                        let mut visit = |bindings: &[(Atom, i64)]| {
+                        let mut visit = |bindings: &Bindings| {
                             let replace = |atom: &Atom| {
                                 bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v))
                             };
@@ -260,7 +263,7 @@ fn iterate(
     loops: &[Loop],
     bindings: &mut Vec<(Atom, i64)>,
     budget: &mut usize,
-    visit: &mut dyn FnMut(&[(Atom, i64)]),
+    visit: &mut dyn FnMut(&Bindings),
 ) -> bool {
     let Some((first, rest)) = loops.split_first() else {
         if *budget == 0 {
