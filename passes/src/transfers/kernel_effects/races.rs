@@ -12,7 +12,8 @@
 //!   value, narrow arithmetic, a loop with unknown bounds) cannot be proved one-to-one: a store
 //!   through it is reported as [`RaceKind::UnprovenIndex`];
 //! - a guard that depends on such a value makes a race uncertain ([`Race::uncertain`]);
-//! - two elements given by different dispatch-wide expressions are taken to be distinct.
+//! - two elements given by different dispatch-wide expressions are taken to be distinct;
+//! - a read whose index chooses (`select`) between elements may read either of them.
 //!
 //! Only the work items below the grid touch buffers (docs/lowering.md, "Which work items
 //! exist"); an index out of the buffer's bounds stops the dispatch, so touches nothing. A grid
@@ -146,20 +147,27 @@ impl KernelEffects {
                                 unproven[index] |= access.write;
                                 return;
                             };
-                            if !key.iter().all(is_uniform) {
-                                unproven[index] |= access.write;
+                            // A read through a choice (`select`) may read either element.
+                            let keys = if key.iter().all(is_uniform) {
+                                vec![key]
+                            } else if access.write {
+                                unproven[index] = true;
                                 return;
-                            }
-                            if out_of_bounds(&key, shape.as_deref()) {
-                                return;
-                            }
+                            } else {
+                                match choices(&key) {
+                                    Some(keys) => keys,
+                                    None => return,
+                                }
+                            };
                             let uniform_guards = guards.iter().all(guard_is_uniform);
-                            touches.entry((param, key)).or_default().push(Touch {
-                                access: index,
-                                item,
-                                guards,
-                                uniform_guards,
-                            });
+                            for key in keys.into_iter().filter(|k| !out_of_bounds(k, shape.as_deref())) {
+                                touches.entry((param, key)).or_default().push(Touch {
+                                    access: index,
+                                    item,
+                                    guards: guards.clone(),
+                                    uniform_guards,
+                                });
+                            }
                         };
                         if !iterate(&resolved.loops, &mut bindings, &mut budget, &mut visit) {
                             return races_so_far(self, &touches, &unproven);
@@ -296,6 +304,37 @@ fn iterate(
         };
     }
     true
+}
+
+/// The most elements a read through choices is taken to read.
+const MAX_CHOICES: usize = 8;
+
+/// The elements an index through choices (`select`s of dispatch-wide expressions, at the top of
+/// each index) may be; `None` when it is something else or too many.
+fn choices(key: &[Affine]) -> Option<Vec<Vec<Affine>>> {
+    let mut keys: Vec<Vec<Affine>> = vec![Vec::new()];
+    for index in key {
+        let mut forms = vec![Affine::constant(index.constant_part())];
+        for (atom, coefficient) in index.terms() {
+            let options: Vec<Affine> = match atom {
+                Atom::Select(a, b) if is_uniform(a) && is_uniform(b) => vec![(**a).clone(), (**b).clone()],
+                other if atom_is_uniform(other) => vec![Affine::atom(other.clone())],
+                _ => return None,
+            };
+            let mut next = Vec::new();
+            for form in &forms {
+                for option in &options {
+                    next.push(form.add(&option.scale(coefficient)?)?);
+                }
+            }
+            forms = next;
+        }
+        keys = keys.iter().flat_map(|k| forms.iter().map(move |f| [k.clone(), vec![f.clone()]].concat())).collect();
+        if keys.len() > MAX_CHOICES {
+            return None;
+        }
+    }
+    Some(keys)
 }
 
 /// Whether `key` (numbers) is outside a buffer of `shape`.
