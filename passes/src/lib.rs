@@ -3,7 +3,8 @@
 //! - [`canonicalize`]: folding, identities, dead control flow and dead ops, to a fixpoint;
 //! - [`cse`]: common subexpression elimination, scoped by dominance;
 //! - [`dce`]: dead ops, and helper functions nothing refers to;
-//! - [`inline`]: calls of compute functions and kernel helpers replaced by their bodies.
+//! - [`inline`]: calls of compute functions and kernel helpers replaced by their bodies;
+//! - [`race_lint`]: data races between the work items of a kernel dispatch, reported.
 //!
 //! Each pass has a reference page in `docs/passes/`; the rules of the rewrites are in
 //! `docs/rewrites.md`.
@@ -13,6 +14,7 @@ pub mod canonicalize;
 pub mod cse;
 pub mod dce;
 pub mod inline;
+pub mod race_lint;
 pub mod support;
 mod test_passes;
 #[cfg(test)]
@@ -38,6 +40,7 @@ pub fn register_all(registry: &mut PassRegistry) {
     );
     registry.register(transfers::kernel_effects::print::info());
     registry.register(transfers::track_accesses::info());
+    registry.register(race_lint::info());
 }
 
 /// A registry holding every hat pass.

@@ -12,7 +12,9 @@
 //!   guards and counted loops around them, helpers first and mapped through each call;
 //! - `dispatch`: a dispatch's grid, shapes and scalars turn the expressions into numbers;
 //!   `interval` bounds them and `guard` narrows the bounds by the conditions;
-//! - `ranges` and `coverage`: the answers, [`print`]: the `print-kernel-effects` pass.
+//! - `ranges` and `coverage`: the answers, [`print`]: the `print-kernel-effects` pass;
+//! - [`races`]: pairs of work items of one dispatch that touch one element, one of them writing
+//!   (the `race-lint` pass reports them).
 //!
 //! Every answer errs on the safe side: an access the analysis cannot follow reads and writes
 //! anything of every buffer it may reach; element ranges over-approximate ([`None`] when
@@ -28,6 +30,7 @@ mod dispatch;
 mod guard;
 mod interval;
 pub mod print;
+pub mod races;
 mod ranges;
 mod summary;
 #[cfg(test)]

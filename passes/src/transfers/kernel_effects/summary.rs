@@ -100,6 +100,11 @@ pub(super) struct Access {
     pub(super) guards: Vec<Guard>,
     /// The counted loops around it, outermost first.
     pub(super) loops: Vec<Loop>,
+    /// The op that makes it (in a helper, for an access through a call): where a diagnostic
+    /// about it points.
+    pub(super) op: Op,
+    /// The op of the summarised function that leads to it: `op` itself, or the call.
+    pub(super) site: Op,
 }
 
 impl Access {
@@ -139,6 +144,8 @@ impl Access {
             must: self.must && placement.must && sole && exact_loops,
             guards,
             loops,
+            op: self.op,
+            site: binding.call(),
         }
     }
 }
@@ -480,7 +487,7 @@ impl Builder<'_> {
                 // Recursion, a declaration, an unresolved callee: anything on what it is passed.
                 _ => {
                     for argument in arguments.into_iter().filter(|&a| ctx.type_kind(ctx.value_type(a)).is_memref()) {
-                        self.push_unknown(argument, placement, accesses);
+                        self.push_unknown(op, argument, placement, accesses);
                     }
                 }
             }
@@ -495,7 +502,7 @@ impl Builder<'_> {
         let effects = ctx.definition(ctx.name(op)).map_or(MemoryEffects::Unknown, |d| d.memory_effects(ctx, op));
         let MemoryEffects::Known(effects) = effects else {
             for &operand in ctx.operands(op).iter().filter(|&&v| ctx.type_kind(ctx.value_type(v)).is_memref()) {
-                self.push_unknown(operand, placement, accesses);
+                self.push_unknown(op, operand, placement, accesses);
             }
             return;
         };
@@ -541,13 +548,15 @@ impl Builder<'_> {
                     must: effect.must && placement.must && sole,
                     guards: placement.guards.clone(),
                     loops: placement.loops.clone(),
+                    op,
+                    site: op,
                 });
             }
         }
     }
 
-    /// A read and write of anything of `buffer`.
-    fn push_unknown(&self, buffer: Value, placement: &Placement, accesses: &mut Vec<Access>) {
+    /// A read and write of anything of `buffer`, by `op`.
+    fn push_unknown(&self, op: Op, buffer: Value, placement: &Placement, accesses: &mut Vec<Access>) {
         for target in self.origins(buffer).into_iter().filter_map(target_of) {
             accesses.push(Access {
                 target,
@@ -558,6 +567,8 @@ impl Builder<'_> {
                 must: false,
                 guards: placement.guards.clone(),
                 loops: placement.loops.clone(),
+                op,
+                site: op,
             });
         }
     }

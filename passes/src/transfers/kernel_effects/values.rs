@@ -320,6 +320,11 @@ impl CallBinding {
         Some(CallBinding { call, arguments, static_shapes })
     }
 
+    /// The call.
+    pub(super) fn call(&self) -> Op {
+        self.call
+    }
+
     /// The caller's expression for a callee atom, when it differs (`None`: the atom stays):
     /// parameters become the arguments, the callee's unknowns this call's own.
     pub(super) fn replace(&self, atom: &Atom) -> Option<Affine> {

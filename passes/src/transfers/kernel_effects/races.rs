@@ -1,0 +1,421 @@
+//! Data races of one dispatch: two work items touching one element of a buffer parameter, at
+//! least one of them writing, neither atomically.
+//!
+//! The accesses of the kernel's summary (helpers' included, mapped through each call) are
+//! evaluated work item by work item over the dispatch's grid: each work-item id becomes a
+//! number, then each iteration of a counted loop whose bounds are then numbers, so an index
+//! becomes an element (or an expression in what the whole dispatch shares: scalar arguments,
+//! dynamic sizes) and a guard is decided. Two work items whose accesses land on one element race
+//! when their guards can hold together. This is exact where everything folds to numbers, which
+//! needs no solver; where it does not:
+//! - an index that still depends on something each work item computes for itself (a loaded
+//!   value, narrow arithmetic, a loop with unknown bounds) cannot be proved one-to-one: a store
+//!   through it is reported as [`RaceKind::UnprovenIndex`];
+//! - a guard that depends on such a value makes a race uncertain ([`Race::uncertain`]);
+//! - two elements given by different dispatch-wide expressions are taken to be distinct;
+//! - a read whose index chooses (`select`) between elements may read either of them.
+//!
+//! Only the work items below the grid touch buffers (docs/lowering.md, "Which work items
+//! exist"); an index out of the buffer's bounds stops the dispatch, so touches nothing. A grid
+//! larger than [`MAX_ITEMS`] work items is looked at in its first items only (per dimension, a
+//! prefix), which finds races among those and proves nothing of the rest. Two parameters are
+//! taken to be bound to distinct buffers; workgroup memory is not looked at.
+
+use super::affine::{Affine, Atom};
+use super::dispatch::{narrow, Dispatch};
+use super::guard::Guard;
+use super::interval::Environment;
+use super::summary::{Extent, Loop, Target};
+use super::KernelEffects;
+use hat_ir::Op;
+use std::collections::BTreeMap;
+
+/// Numbers given to atoms (work-item ids, loop variables) for one evaluation.
+type Bindings = [(Atom, i64)];
+
+/// The most work items evaluated per dispatch.
+pub const MAX_ITEMS: u64 = 4096;
+
+/// The most access evaluations (work items × loop iterations × accesses) per dispatch.
+const MAX_EVALUATIONS: usize = 1 << 18;
+
+/// What kind of race.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RaceKind {
+    /// Two work items store to one element.
+    Store,
+    /// One work item reads an element another stores to.
+    Read,
+    /// A store whose index depends on values the analysis does not follow: not provably
+    /// one-to-one in the work items.
+    UnprovenIndex,
+}
+
+/// One work item, by its id in each dimension.
+pub type Item = [i64; 3];
+
+/// A race found in one dispatch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Race {
+    /// What kind.
+    pub kind: RaceKind,
+    /// The kernel parameter whose buffer it is on.
+    pub param: usize,
+    /// The racing access: the store, or for [`RaceKind::Read`] the read.
+    pub op: Op,
+    /// The op of the kernel that leads to `op` (a call of the helper holding it, or `op`).
+    pub site: Op,
+    /// The access it races with (the same op for a store that races with itself).
+    pub other: Op,
+    /// The op of the kernel that leads to `other`.
+    pub other_site: Op,
+    /// The work item making `op`'s access and the one making `other`'s, when named.
+    pub items: Option<(Item, Item)>,
+    /// The element (one index per dimension), as text: numbers, or an expression in the
+    /// dispatch's unknowns.
+    pub element: Option<String>,
+    /// Whether a guard on data the analysis does not follow may keep it from happening.
+    pub uncertain: bool,
+}
+
+/// One evaluation of an access by one work item (in one loop iteration).
+struct Touch {
+    access: usize,
+    item: Item,
+    guards: Vec<Guard>,
+    /// Whether the guards are decided by what the dispatch shares (no per-item unknown).
+    uniform_guards: bool,
+}
+
+impl KernelEffects {
+    /// The races of a dispatch: at most one per pair of accesses (and kind), in the order of
+    /// the elements. See the module documentation.
+    pub fn races(&self, dispatch: &Dispatch) -> Vec<Race> {
+        let query = self.query(dispatch);
+        let rank = dispatch.grid.len().clamp(1, 3);
+        let mut limits = [1i64; 3];
+        for (d, limit) in limits.iter_mut().enumerate().take(rank) {
+            let Some(size) = dispatch.grid_size(d) else { return Vec::new() };
+            let cap = match rank {
+                1 => MAX_ITEMS,
+                2 => 64,
+                _ => 16,
+            };
+            *limit = i64::try_from(size.min(cap)).unwrap_or(0);
+        }
+        let mut touches: BTreeMap<(usize, Vec<Affine>), Vec<Touch>> = BTreeMap::new();
+        let mut unproven = vec![false; self.accesses.len()];
+        let mut budget = MAX_EVALUATIONS;
+        for (index, access) in self.accesses.iter().enumerate() {
+            if access.atomic || !(access.read || access.write) {
+                continue;
+            }
+            let resolved = query.resolve(access);
+            let param = match access.target {
+                Target::Param(p) => p,
+                Target::Any => {
+                    if access.write {
+                        unproven[index] = true;
+                    }
+                    continue;
+                }
+            };
+            let Extent::Element(indices) = &resolved.extent else {
+                if access.write && !matches!(resolved.extent, Extent::Whole) {
+                    unproven[index] = true;
+                }
+                continue;
+            };
+            let shape = query.shape(param);
+            for z in 0..limits[2] {
+                for y in 0..limits[1] {
+                    for x in 0..limits[0] {
+                        let item = [x, y, z];
+                        let mut bindings: Vec<(Atom, i64)> =
+                            (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
+                        let mut visit = |bindings: &Bindings| {
+                            let replace = |atom: &Atom| {
+                                bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v))
+                            };
+                            let guards: Vec<Guard> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
+                            let mut env = Environment::default();
+                            if !narrow(&mut env, &[], &guards) {
+                                return; // this work item does not run it
+                            }
+                            let Some(key) = indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>()
+                            else {
+                                unproven[index] |= access.write;
+                                return;
+                            };
+                            // A read through a choice (`select`) may read either element.
+                            let keys = if key.iter().all(is_uniform) {
+                                vec![key]
+                            } else if access.write {
+                                unproven[index] = true;
+                                return;
+                            } else {
+                                match choices(&key) {
+                                    Some(keys) => keys,
+                                    None => return,
+                                }
+                            };
+                            let uniform_guards = guards.iter().all(guard_is_uniform);
+                            for key in keys.into_iter().filter(|k| !out_of_bounds(k, shape.as_deref())) {
+                                touches.entry((param, key)).or_default().push(Touch {
+                                    access: index,
+                                    item,
+                                    guards: guards.clone(),
+                                    uniform_guards,
+                                });
+                            }
+                        };
+                        if !iterate(&resolved.loops, &mut bindings, &mut budget, &mut visit) {
+                            return races_so_far(self, &touches, &unproven);
+                        }
+                    }
+                }
+            }
+        }
+        races_so_far(self, &touches, &unproven)
+    }
+}
+
+/// The races among `touches`, then the unproven stores.
+fn races_so_far(
+    effects: &KernelEffects,
+    touches: &BTreeMap<(usize, Vec<Affine>), Vec<Touch>>,
+    unproven: &[bool],
+) -> Vec<Race> {
+    let mut races = Vec::new();
+    let mut reported: Vec<(usize, usize)> = Vec::new();
+    for ((param, key), list) in touches {
+        for write in list.iter().filter(|t| effects.accesses[t.access].write) {
+            for other in list {
+                if other.item == write.item || reported.contains(&(write.access, other.access)) {
+                    continue;
+                }
+                let (w, o) = (&effects.accesses[write.access], &effects.accesses[other.access]);
+                let Some(uncertain) = together(write, other) else { continue };
+                reported.push((write.access, other.access));
+                reported.push((other.access, write.access));
+                let element = Some(key.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "));
+                let race = if o.write {
+                    Race {
+                        kind: RaceKind::Store,
+                        param: *param,
+                        op: w.op,
+                        site: w.site,
+                        other: o.op,
+                        other_site: o.site,
+                        items: Some((write.item, other.item)),
+                        element,
+                        uncertain,
+                    }
+                } else {
+                    Race {
+                        kind: RaceKind::Read,
+                        param: *param,
+                        op: o.op,
+                        site: o.site,
+                        other: w.op,
+                        other_site: w.site,
+                        items: Some((other.item, write.item)),
+                        element,
+                        uncertain,
+                    }
+                };
+                races.push(race);
+            }
+        }
+    }
+    for (index, _) in unproven.iter().enumerate().filter(|(_, &u)| u) {
+        let access = &effects.accesses[index];
+        if races.iter().any(|r| r.op == access.op && r.kind == RaceKind::Store) {
+            continue;
+        }
+        races.push(Race {
+            kind: RaceKind::UnprovenIndex,
+            param: match access.target {
+                Target::Param(p) => p,
+                Target::Any => usize::MAX,
+            },
+            op: access.op,
+            site: access.site,
+            other: access.op,
+            other_site: access.site,
+            items: None,
+            element: None,
+            uncertain: !access.guards.iter().all(guard_is_uniform),
+        });
+    }
+    races
+}
+
+/// Whether two touches may happen in one dispatch: `None` when their guards cannot both hold,
+/// else whether that is uncertain (a guard on per-item unknowns).
+fn together(a: &Touch, b: &Touch) -> Option<bool> {
+    if a.uniform_guards && b.uniform_guards {
+        let mut env = Environment::default();
+        let guards: Vec<Guard> = a.guards.iter().chain(&b.guards).cloned().collect();
+        return narrow(&mut env, &[], &guards).then_some(false);
+    }
+    // A per-item unknown is a different value in each work item: the guards are not joined.
+    let decided = |t: &Touch| t.guards.iter().all(|g| g.holds_everywhere(&Environment::default(), true));
+    Some(!(decided(a) && decided(b)))
+}
+
+/// Calls `visit` with `bindings` extended by every iteration of `loops` (outermost first) whose
+/// bounds fold to numbers; a loop that does not fold leaves its variable unbound. `false` when
+/// the budget ran out.
+fn iterate(
+    loops: &[Loop],
+    bindings: &mut Vec<(Atom, i64)>,
+    budget: &mut usize,
+    visit: &mut dyn FnMut(&Bindings),
+) -> bool {
+    let Some((first, rest)) = loops.split_first() else {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        visit(bindings);
+        return true;
+    };
+    let numbers = {
+        let replace = |atom: &Atom| bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v));
+        let number = |form: &Affine| form.substitute(&replace).and_then(|f| f.as_constant());
+        (number(&first.lower), number(&first.upper), number(&first.step))
+    };
+    let (Some(lower), Some(upper), Some(step)) = numbers else { return iterate(rest, bindings, budget, visit) };
+    if step <= 0 {
+        return iterate(rest, bindings, budget, visit);
+    }
+    let mut value = lower;
+    while value < upper {
+        bindings.push((Atom::Loop(first.variable), value));
+        let more = iterate(rest, bindings, budget, visit);
+        bindings.pop();
+        if !more {
+            return false;
+        }
+        value = match value.checked_add(step) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    true
+}
+
+/// The most elements a read through choices is taken to read.
+const MAX_CHOICES: usize = 8;
+
+/// The elements an index through choices (`select`s of dispatch-wide expressions, at the top of
+/// each index) may be; `None` when it is something else or too many.
+fn choices(key: &[Affine]) -> Option<Vec<Vec<Affine>>> {
+    let mut keys: Vec<Vec<Affine>> = vec![Vec::new()];
+    for index in key {
+        let mut forms = vec![Affine::constant(index.constant_part())];
+        for (atom, coefficient) in index.terms() {
+            let options: Vec<Affine> = match atom {
+                Atom::Select(a, b) if is_uniform(a) && is_uniform(b) => vec![(**a).clone(), (**b).clone()],
+                other if atom_is_uniform(other) => vec![Affine::atom(other.clone())],
+                _ => return None,
+            };
+            let mut next = Vec::new();
+            for form in &forms {
+                for option in &options {
+                    next.push(form.add(&option.scale(coefficient)?)?);
+                }
+            }
+            forms = next;
+        }
+        keys = keys.iter().flat_map(|k| forms.iter().map(move |f| [k.clone(), vec![f.clone()]].concat())).collect();
+        if keys.len() > MAX_CHOICES {
+            return None;
+        }
+    }
+    Some(keys)
+}
+
+/// Whether `key` (numbers) is outside a buffer of `shape`.
+fn out_of_bounds(key: &[Affine], shape: Option<&[Option<u64>]>) -> bool {
+    let Some(shape) = shape.filter(|s| s.len() == key.len()) else { return false };
+    key.iter().zip(shape).any(|(k, &size)| match (k.as_constant(), size) {
+        (Some(i), Some(n)) => i < 0 || u64::try_from(i).is_ok_and(|i| i >= n),
+        (Some(i), None) => i < 0,
+        _ => false,
+    })
+}
+
+/// Whether `form` is the same in every work item (made of what the whole dispatch shares).
+fn is_uniform(form: &Affine) -> bool {
+    form.terms().all(|(atom, _)| atom_is_uniform(atom))
+}
+
+fn atom_is_uniform(atom: &Atom) -> bool {
+    match atom {
+        Atom::GridSize(_) | Atom::WorkgroupSize(_) | Atom::Dim { .. } | Atom::Param(_) => true,
+        Atom::Div(a, b, _) | Atom::Rem(a, b, _) | Atom::Min(a, b, _) | Atom::Max(a, b, _) | Atom::Mul(a, b) => {
+            is_uniform(a) && is_uniform(b)
+        }
+        _ => false,
+    }
+}
+
+fn guard_is_uniform(guard: &Guard) -> bool {
+    match guard {
+        Guard::True | Guard::False => true,
+        Guard::Unknown => false,
+        Guard::Compare { lhs, rhs, .. } => is_uniform(lhs) && is_uniform(rhs),
+        Guard::And(a, b) | Guard::Or(a, b) => guard_is_uniform(a) && guard_is_uniform(b),
+        Guard::Not(a) => guard_is_uniform(a),
+    }
+}
+
+impl KernelEffects {
+    /// How many dimensions of work-item ids the accesses use (1 to 3): the highest one used,
+    /// in an index or a guard, plus one.
+    pub fn id_dimensions(&self) -> usize {
+        let mut highest = 0;
+        for access in &self.accesses {
+            if let Extent::Element(indices) = &access.extent {
+                indices.iter().for_each(|i| highest_id(i, &mut highest));
+            }
+            access.guards.iter().for_each(|g| guard_highest_id(g, &mut highest));
+        }
+        highest + 1
+    }
+}
+
+fn highest_id(form: &Affine, highest: &mut usize) {
+    for (atom, _) in form.terms() {
+        match atom {
+            Atom::Id(d) => *highest = (*highest).max(*d as usize),
+            Atom::Div(a, b, _)
+            | Atom::Rem(a, b, _)
+            | Atom::Min(a, b, _)
+            | Atom::Max(a, b, _)
+            | Atom::Mul(a, b)
+            | Atom::Select(a, b) => {
+                highest_id(a, highest);
+                highest_id(b, highest);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn guard_highest_id(guard: &Guard, highest: &mut usize) {
+    match guard {
+        Guard::Compare { lhs, rhs, .. } => {
+            highest_id(lhs, highest);
+            highest_id(rhs, highest);
+        }
+        Guard::And(a, b) | Guard::Or(a, b) => {
+            guard_highest_id(a, highest);
+            guard_highest_id(b, highest);
+        }
+        Guard::Not(a) => guard_highest_id(a, highest),
+        _ => {}
+    }
+}
