@@ -1402,6 +1402,15 @@ impl<'a> Planner<'a> {
             let mut state = header.clone();
             let (exit, back) = iteration(self, &mut state)?;
             let (next, fixups) = self.header(entry, &back, first_op, op);
+            // A flag beside a whole host copy says nothing: states that differ only there are
+            // the same state (else the header can alternate between them and never settle).
+            let next: State = next
+                .into_iter()
+                .map(|(root, mut c)| {
+                    c.normalize(&whole(self.ctx, root));
+                    (root, c)
+                })
+                .collect();
             rounds += 1;
             if next == header {
                 return Ok(LoopOutcome { header, exit, back, fixups, settled: true });
