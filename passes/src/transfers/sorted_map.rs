@@ -65,6 +65,11 @@ impl<K: Ord + Copy, V> SortedMap<K, V> {
         self.entries.iter().map(|(k, _)| k)
     }
 
+    /// The entries, in key order, the values to change.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> + '_ {
+        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
     /// The entries, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
         self.entries.iter().map(|(k, v)| (k, v))

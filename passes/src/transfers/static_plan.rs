@@ -1404,13 +1404,10 @@ impl<'a> Planner<'a> {
             let (next, fixups) = self.header(entry, &back, first_op, op);
             // A flag beside a whole host copy says nothing: states that differ only there are
             // the same state (else the header can alternate between them and never settle).
-            let next: State = next
-                .into_iter()
-                .map(|(root, mut c)| {
-                    c.normalize(&whole(self.ctx, root));
-                    (root, c)
-                })
-                .collect();
+            let mut next = next;
+            for (&root, c) in next.iter_mut().filter(|(_, c)| c.host_flag) {
+                c.normalize(&whole(self.ctx, root));
+            }
             rounds += 1;
             if next == header {
                 return Ok(LoopOutcome { header, exit, back, fixups, settled: true });
