@@ -13,14 +13,13 @@
 //! (`error` with `severity=error`, which also fails the pass), `remark` where a guard on data the
 //! analysis does not follow may keep the race from happening. The pass changes nothing.
 
+use crate::transfers::kernel_effects::print::launch;
 use crate::transfers::kernel_effects::races::{Item, Race, RaceKind};
 use crate::transfers::kernel_effects::{Dispatch, KernelEffects};
-use hat_ir::interfaces::{
-    constant_integer, execution_space, lookup_symbol, CallableOpInterface, ExecutionSpace, LaunchOpInterface,
-};
+use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassState};
 use hat_ir::verifier::symbol_name;
-use hat_ir::{Context, Diagnostic, Op, Severity, TypeKind, Value};
+use hat_ir::{Context, Diagnostic, Op, Severity};
 use rustc_hash::FxHashMap;
 
 const OPTIONS: &[PassOptionInfo] = &[PassOptionInfo {
@@ -196,34 +195,4 @@ fn is_kernel(ctx: &Context, op: Op) -> bool {
         && ctx
             .interface::<dyn CallableOpInterface>(op)
             .is_some_and(|c| c.body(ctx, op).is_some() && !c.is_discardable(ctx, op, true))
-}
-
-/// The kernel `op` launches and what the launch fixes, when its grid is made of constants.
-fn launch(ctx: &Context, op: Op) -> Option<(Op, Dispatch)> {
-    let launching = ctx.interface::<dyn LaunchOpInterface>(op)?;
-    let kernel = lookup_symbol(ctx, op, ctx.ident_str(launching.kernel(ctx, op)?))?;
-    let operands = ctx.operands(op);
-    let grid: Vec<Option<u64>> = operands[launching.grid(ctx, op)]
-        .iter()
-        .map(|&v| constant_integer(ctx, v).and_then(|c| u64::try_from(c).ok()))
-        .collect::<Option<Vec<u64>>>()?
-        .into_iter()
-        .map(Some)
-        .collect();
-    let mut dispatch = Dispatch::new(&grid);
-    for (param, &argument) in operands[launching.arguments(ctx, op)].iter().enumerate() {
-        if let Some(shape) = static_shape(ctx, argument) {
-            dispatch = dispatch.with_shape(param, &shape);
-        } else if let Some(value) = constant_integer(ctx, argument) {
-            dispatch = dispatch.with_scalar(param, value);
-        }
-    }
-    Some((kernel, dispatch))
-}
-
-fn static_shape(ctx: &Context, buffer: Value) -> Option<Vec<Option<u64>>> {
-    match ctx.type_kind(ctx.value_type(buffer)) {
-        TypeKind::MemRef { shape, .. } => Some(shape.iter().map(|&s| u64::try_from(s).ok()).collect()),
-        _ => None,
-    }
 }

@@ -80,8 +80,9 @@ impl Pass for PrintKernelEffects {
     }
 }
 
-/// The kernel `op` launches and what the launch fixes, when its grid is made of constants.
-fn launch(ctx: &Context, op: Op) -> Option<(Op, Dispatch)> {
+/// The kernel `op` launches and what the launch fixes, when its grid is made of constants
+/// (also what `race-lint` checks each launch over).
+pub fn launch(ctx: &Context, op: Op) -> Option<(Op, Dispatch)> {
     let launching = ctx.interface::<dyn LaunchOpInterface>(op)?;
     let kernel = lookup_symbol(ctx, op, ctx.ident_str(launching.kernel(ctx, op)?))?;
     let operands = ctx.operands(op);
