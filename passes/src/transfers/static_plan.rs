@@ -147,8 +147,6 @@ struct LoopOutcome {
     back: State,
     /// The copies the entry edge needs.
     fixups: Vec<Fixup>,
-    /// Whether the header state reached a fixpoint (else the back edge needs copies).
-    settled: bool,
 }
 
 /// Where one path into a merge can take copies (`None`: it cannot, it skips every region) and
@@ -512,6 +510,22 @@ impl<'a> Planner<'a> {
             action: Action::SetFlag(value),
             direction: Direction::FromDevice,
             buffer: root,
+            ranges: RangeSet::empty(),
+            element: None,
+            location,
+            reason: String::new(),
+        });
+    }
+
+    /// Plans setting the "deferred copies pending" cell of the `while` loop `looped` at `anchor`
+    /// (`buffer`: one of the buffers whose copies wait, for the item's record).
+    fn set_pending(&mut self, looped: Op, buffer: Value, value: bool, anchor: Anchor, location: Location) {
+        self.items.push(Planned {
+            anchor,
+            guards: vec![],
+            action: Action::SetPending(looped, value),
+            direction: Direction::ToDevice,
+            buffer,
             ranges: RangeSet::empty(),
             element: None,
             location,
@@ -1410,14 +1424,14 @@ impl<'a> Planner<'a> {
             }
             rounds += 1;
             if next == header {
-                return Ok(LoopOutcome { header, exit, back, fixups, settled: true });
+                return Ok(LoopOutcome { header, exit, back, fixups });
             }
             self.items.truncate(mark);
             if rounds >= ROUNDS_BEFORE_WIDENING {
                 let (widened, fixups) = self.widen(entry, &header, &next, fixups);
                 let mut state = widened.clone();
                 let (exit, back) = iteration(self, &mut state)?;
-                return Ok(LoopOutcome { header: widened, exit, back, fixups, settled: false });
+                return Ok(LoopOutcome { header: widened, exit, back, fixups });
             }
             header = next;
         }
@@ -1467,7 +1481,7 @@ impl<'a> Planner<'a> {
         let body = self.single_block(op, 0)?;
         let location = ctx.location(op);
         let entry = state.clone();
-        let LoopOutcome { header, back, fixups, settled, .. } =
+        let LoopOutcome { header, back, fixups, .. } =
             self.fixpoint(op, &entry, ctx.first_op(body), &mut |this, s| {
                 this.block(body, s)?;
                 Ok((s.clone(), s.clone()))
@@ -1475,7 +1489,6 @@ impl<'a> Planner<'a> {
         // The back edge brings what the header needs that the body's end lacks (a header that
         // did not settle, or elements the header keeps on the host that the body left only on
         // the device); after that copy the back edge has both.
-        let _ = settled;
         self.settle(&header, &back, body, location)?;
         let back: State = back
             .into_iter()
@@ -1581,7 +1594,8 @@ impl<'a> Planner<'a> {
         let sure = self.surely_observed(op, want, observer);
         let all_take_copies = paths.iter().all(|(path, _)| path.copies.is_some());
         // (Not when the observer wants only part of the buffer: under a flag it copies just that.)
-        let wants_all = observer.is_none_or(|o| self.elements_wanted(root, o).contains(&all));
+        let wanted = observer.map_or_else(|| all.clone(), |o| self.elements_wanted(root, o));
+        let wants_all = wanted.contains(&all);
         let prefer_copies = sure && all_take_copies && want != Want::Nothing && wants_all;
         if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
@@ -1634,10 +1648,6 @@ impl<'a> Planner<'a> {
             let have = match side {
                 Direction::ToDevice => &device,
                 Direction::FromDevice => &host,
-            };
-            let wanted = match observer {
-                Some(o) => self.elements_wanted(root, o),
-                None => all.clone(),
             };
             lost = lost.union(&some.minus(have).intersect(&wanted));
         }
@@ -1727,14 +1737,13 @@ impl<'a> Planner<'a> {
         let location = ctx.location(op);
         let entry = state.clone();
         let body_start = self.items.len();
-        let LoopOutcome { header, exit, back, fixups, settled } =
+        let LoopOutcome { header, exit, back, fixups } =
             self.fixpoint(op, &entry, ctx.first_op(before), &mut |this, s| {
                 this.block(before, s)?;
                 let exit = s.clone();
                 this.block(after, s)?;
                 Ok((exit, s.clone()))
             })?;
-        let _ = settled;
         self.settle(&header, &back, after, location)?;
         // A flagged top of the body from a back edge that is not: the back edge sets the flag.
         for (&root, h) in &header {
@@ -1771,28 +1780,12 @@ impl<'a> Planner<'a> {
         }
         let mut exit: State = exit.into_iter().filter(|(root, _)| entry.contains_key(root)).collect();
         if let (Some(top), false) = (body_top, deferred_roots.is_empty()) {
-            self.items.push(Planned {
-                anchor: Anchor::Before(op),
-                guards: vec![],
-                action: Action::SetPending(op, true),
-                direction: Direction::ToDevice,
-                buffer: *deferred_roots.first().expect("not empty"),
-                ranges: RangeSet::empty(),
-                element: None,
-                location,
-                reason: String::new(),
-            });
-            deferred.push(Planned {
-                anchor: Anchor::Before(top),
-                guards: vec![Guard::Pending(op)],
-                action: Action::SetPending(op, false),
-                direction: Direction::ToDevice,
-                buffer: *deferred_roots.first().expect("not empty"),
-                ranges: RangeSet::empty(),
-                element: None,
-                location,
-                reason: String::new(),
-            });
+            let key = *deferred_roots.first().expect("not empty");
+            self.set_pending(op, key, true, Anchor::Before(op), location);
+            let mark = self.items.len();
+            self.set_pending(op, key, false, Anchor::Before(top), location);
+            self.items[mark].guards.push(Guard::Pending(op));
+            deferred.extend(self.items.drain(mark..));
             // Before what the body's plan put at its top.
             self.items.splice(body_start..body_start, deferred);
             // After the loop the buffer is as on entry if the body never ran.
