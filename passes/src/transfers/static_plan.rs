@@ -653,10 +653,12 @@ impl<'a> Planner<'a> {
         // So is a read through such an alias where every buffer it may name has what it reads
         // current on the host but not all on the device (copying each to the device could move
         // buffers this dispatch does not read).
+        // The buffers each argument may be (the state's keys do not change here).
+        let arg_roots: Vec<Vec<Value>> = args.iter().map(|a| self.roots_of(state, a.value)).collect();
         let through_alias: Vec<bool> = args
             .iter()
-            .map(|a| {
-                let roots = self.roots_of(state, a.value);
+            .zip(&arg_roots)
+            .map(|(a, roots)| {
                 if roots.len() < 2 {
                     return false;
                 }
@@ -674,22 +676,22 @@ impl<'a> Planner<'a> {
         // (Only the written arguments' buffers are asked: the state may hold every buffer.)
         let flagged_before: Vec<Value> = args
             .iter()
-            .filter(|a| a.writes)
-            .flat_map(|a| self.roots_of(state, a.value))
+            .zip(&arg_roots)
+            .filter(|(a, _)| a.writes)
+            .flat_map(|(_, roots)| roots.iter().copied())
             .filter(|r| state.get(r).is_some_and(|c| c.host_flag))
             .collect();
-        for (arg, &alias) in args.iter().zip(&through_alias) {
-            let roots = self.roots_of(state, arg.value);
+        for ((arg, &alias), roots) in args.iter().zip(&through_alias).zip(&arg_roots) {
             let reason = || format!("{} at {at}", describe_need(arg, kernel_name));
             if alias {
-                for root in roots {
+                for &root in roots {
                     self.need(state, root, Direction::FromDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
                 }
                 let needs = arg.needs.clamp(element_count(ctx, arg.value));
                 self.push(arg.value, Direction::ToDevice, needs, Anchor::Before(op), vec![], location, reason())?;
                 continue;
             }
-            for root in roots {
+            for &root in roots {
                 self.need(state, root, Direction::ToDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
             }
         }
@@ -697,7 +699,7 @@ impl<'a> Planner<'a> {
             .next_op(op)
             .map(Anchor::Before)
             .ok_or_else(|| self.unsupported(op, "a dispatch that ends its block"))?;
-        for (arg, &alias) in args.iter().zip(&through_alias).filter(|(a, _)| a.writes) {
+        for ((arg, &alias), roots) in args.iter().zip(&through_alias).zip(&arg_roots).filter(|((a, _), _)| a.writes) {
             if alias {
                 let written = arg.written.clamp(element_count(ctx, arg.value));
                 let why = self
@@ -706,9 +708,8 @@ impl<'a> Planner<'a> {
                 self.push(arg.value, Direction::FromDevice, written, after, vec![], location, why.unwrap_or_default())?;
                 continue;
             }
-            let roots = self.roots_of(state, arg.value);
             let single = roots.len() == 1;
-            for root in roots {
+            for &root in roots {
                 let copies = state.get_mut(&root).expect("roots_of gives tracked roots");
                 if single && arg.writes_all {
                     copies.device = whole(ctx, root);
