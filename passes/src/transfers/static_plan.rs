@@ -1673,9 +1673,12 @@ impl<'a> Planner<'a> {
                 rest = RangeSet::empty();
             }
         }
+        // An observer on the device that may not come is not worth a copy to the device on a
+        // path that has the element on the host: the path that left it only on the device
+        // copies it back instead (as the `kernel` strategy would have, right after the write).
         match side {
-            Direction::FromDevice => to_host = to_host.union(&rest),
-            Direction::ToDevice => to_device = to_device.union(&rest),
+            Direction::ToDevice if sure => to_device = to_device.union(&rest),
+            _ => to_host = to_host.union(&rest),
         }
         let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
         for (path, c) in paths {
