@@ -1638,6 +1638,17 @@ impl<'a> Planner<'a> {
         // completed on the paths that lack it now, under their own guards, rather than later
         // on every path.
         let mut lost = all.minus(&host.union(&device));
+        if !sure && side == Direction::ToDevice {
+            // An element current on the host on some paths and only on the device on others
+            // goes back to the host on the latter now (as `kernel` would have copied it back
+            // after the write): left as it is, a later merge would have to copy it back on
+            // every path of this construct, including those that did not write it.
+            let mut host_somewhere = RangeSet::empty();
+            for (_, c) in paths {
+                host_somewhere = host_somewhere.union(&c.host);
+            }
+            lost = lost.union(&host_somewhere.minus(&host));
+        }
         if sure {
             let mut some = RangeSet::empty();
             for (_, c) in paths {
