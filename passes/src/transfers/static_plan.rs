@@ -1166,6 +1166,38 @@ impl<'a> Planner<'a> {
         wanted.clamp(element_count(ctx, root))
     }
 
+    /// The elements of `root` that the host op `observer` reads, where its effects name them
+    /// (else the whole buffer).
+    fn elements_read_on_host(&self, root: Value, observer: Op) -> RangeSet {
+        let ctx = self.ctx;
+        let all = whole(ctx, root);
+        let Some(definition) = ctx.definition(ctx.name(observer)) else { return all };
+        if ctx.interface::<dyn LaunchOpInterface>(observer).is_some()
+            || ctx.interface::<dyn CallOpInterface>(observer).is_some()
+        {
+            return all;
+        }
+        let MemoryEffects::Known(effects) = definition.memory_effects(ctx, observer) else { return all };
+        let mut read = RangeSet::empty();
+        for effect in &effects {
+            let EffectTarget::Operand(i) = effect.target else { continue };
+            if !ctx.operands(observer).get(i).is_some_and(|&v| self.may_alias(v, root)) {
+                continue;
+            }
+            match effect.kind {
+                EffectKind::Read => match self.extent(observer, root, effect.extent) {
+                    Some(ranges) => read = read.union(&ranges),
+                    None => return all,
+                },
+                // A write of known elements keeps the others as they are, without reading them.
+                EffectKind::Write if effect.must && self.extent(observer, root, effect.extent).is_some() => {}
+                EffectKind::Free => {}
+                _ => return all,
+            }
+        }
+        read.clamp(element_count(ctx, root))
+    }
+
     /// The first observer of `root` in `op` (pre-order), if any.
     fn first_use(&self, root: Value, op: Op) -> Option<(Want, Option<Op>)> {
         let index = &self.uses;
@@ -1304,7 +1336,12 @@ impl<'a> Planner<'a> {
                     to_device = b.device.minus(&e.device);
                 }
                 Want::Host => {
-                    h.host = b.host.clone();
+                    // What the first observer reads and the entry has on the host stays there:
+                    // when the body leaves it only on the device, the back edge copies it back
+                    // (as `kernel` would, after the write), rather than the observer copying it
+                    // on every iteration, the first included.
+                    let read = observer.map_or_else(|| whole(self.ctx, root), |o| self.elements_read_on_host(root, o));
+                    h.host = b.host.union(&e.host.intersect(&read));
                     from_device = b.host.minus(&e.host);
                 }
                 Want::Nothing => {}
