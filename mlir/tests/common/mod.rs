@@ -83,3 +83,14 @@ pub fn tempdir() -> PathBuf {
     std::fs::create_dir_all(&path).unwrap();
     path
 }
+
+/// `module` after hat's `default` pipeline (transfers decided).
+pub fn run_default_pipeline(ctx: &mut Context, module: Op) {
+    let registry = hat_passes::registry();
+    let mut manager =
+        hat_ir::pass::PassManager::new("builtin.module", hat_ir::pass::PassManagerOptions { verify_each: true });
+    manager.add_pipeline(&registry, "default").unwrap();
+    if let Err(errors) = manager.run(ctx, module) {
+        panic!("the default pipeline fails: {}", hat_ir::diagnostics::render(&ctx.sources, &errors));
+    }
+}
