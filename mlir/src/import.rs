@@ -3,7 +3,7 @@
 //! MLIR parses and verifies the text (its errors keep their file:line:col). A module in hat's
 //! subset — upstream `arith`, `math`, `scf`, and hat's own dialects, as `--to-mlir` writes them —
 //! is then read op for op ([`read_ops`]); one with upstream host or GPU code (`func`, `memref`,
-//! `gpu`) is first translated to hat's dialects ([`crate::upstream_import`]).
+//! `gpu`) is translated to hat's dialects instead ([`crate::upstream_import`]).
 //!
 //! Invariants:
 //! - every imported op is located in the `.mlir` file (its MLIR location, where that is a
@@ -29,12 +29,11 @@ pub fn import(ctx: &mut Context, name: &str, bytes: &[u8]) -> Result<Op, Vec<Dia
     let source = ctx.sources.add(name, text.as_str());
     let start = Location::new(source, 0);
     let session = Session::new(true);
-    let module = session.parse(name, &text).map_err(|errors| located(ctx, source, start, errors))?;
+    let mut module = session.parse(name, &text).map_err(|errors| located(ctx, source, start, errors))?;
     session.verify(&module).map_err(|errors| located(ctx, source, start, errors))?;
     if crate::upstream_import::is_upstream(&module) {
-        let translated = crate::upstream_import::translate(&session, &module, name)
-            .map_err(|errors| located(ctx, source, start, errors))?;
-        return read_ops(ctx, source, translated.as_operation());
+        crate::upstream_import::outline(&session, &mut module).map_err(|errors| located(ctx, source, start, errors))?;
+        return crate::upstream_import::read(ctx, source, &module);
     }
     read_ops(ctx, source, module.as_operation())
 }
@@ -107,7 +106,7 @@ fn collect(ctx: &Context, op: Op, out: &mut Vec<Op>) {
     }
 }
 
-fn collect_arguments(ctx: &Context, op: Op, out: &mut Vec<hat_ir::Value>) {
+pub(crate) fn collect_arguments(ctx: &Context, op: Op, out: &mut Vec<hat_ir::Value>) {
     for &region in ctx.regions(op) {
         for &block in ctx.region_blocks(region) {
             out.extend_from_slice(ctx.block_arguments(block));

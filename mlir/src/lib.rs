@@ -13,6 +13,8 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "mlir")]
+pub mod dead_copies;
+#[cfg(feature = "mlir")]
 pub mod export;
 pub mod generic_text;
 #[cfg(feature = "mlir")]

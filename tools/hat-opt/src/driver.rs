@@ -238,8 +238,13 @@ fn process_chunk(
                 let started = Instant::now();
                 // It parsed and verified once: it does again.
                 let mut original_ctx = new_context();
-                let original = parse_owned_bytes(&mut original_ctx, name, original_bytes)
-                    .map_err(|error| render(&original_ctx.sources, &[Diagnostic::from(error)]))?;
+                let original = match crate::mlir_flags::import(&options.mlir, &mut original_ctx, name, &original_bytes)
+                {
+                    Some(imported) => imported,
+                    None => parse_owned_bytes(&mut original_ctx, name, original_bytes)
+                        .map_err(|e| vec![Diagnostic::from(e)]),
+                }
+                .map_err(|errors| render(&original_ctx.sources, &errors))?;
                 let original = hat_ir::verify_module(&original_ctx, original)
                     .map_err(|errors| render(&original_ctx.sources, &errors))?;
                 // The executor takes only verified IR (the pipeline may have run without
