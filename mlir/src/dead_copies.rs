@@ -110,6 +110,11 @@ fn copies_of_same_bytes(ctx: &Context, block: hat_ir::Block) -> Vec<Op> {
     for op in ctx.block_ops(block) {
         if let Some(destination) = copy_destination(ctx, op) {
             let source = copy_source(ctx, op);
+            if is_range_copy(ctx, op) {
+                // Part of the destination now equals part of the source: no pair.
+                forget(ctx, &mut equal, destination);
+                continue;
+            }
             if equal.iter().any(|&(a, b)| (a, b) == (source, destination) || (b, a) == (source, destination)) {
                 redundant.push(op);
                 continue;
@@ -123,6 +128,14 @@ fn copies_of_same_bytes(ctx: &Context, block: hat_ir::Block) -> Vec<Op> {
         }
     }
     redundant
+}
+
+/// The name every range-copy kernel of the importer starts with.
+pub const RANGE_COPY_KERNEL_PREFIX: &str = "mlir_memcpy_range_";
+
+fn is_range_copy(ctx: &Context, op: Op) -> bool {
+    let launching = ctx.interface::<dyn LaunchOpInterface>(op);
+    launching.and_then(|l| l.kernel(ctx, op)).is_some_and(|k| ctx.ident_str(k).starts_with(RANGE_COPY_KERNEL_PREFIX))
 }
 
 fn copy_source(ctx: &Context, op: Op) -> Value {

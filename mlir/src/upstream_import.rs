@@ -135,6 +135,22 @@ struct Translator<'x> {
     device: bool,
     /// The source name of each region argument written, in the order hat visits them.
     names: Vec<Option<String>>,
+    /// Views (`memref.collapse_shape` to one dimension, then `memref.subview` of a range), by
+    /// the raw value: what `gpu.memcpy` of a range copies.
+    views: HashMap<usize, View>,
+    /// The range-copy kernels needed, by (source type, destination type).
+    range_copies: BTreeMap<(String, String), String>,
+}
+
+/// A flat range of a buffer's elements (row-major), as the upstream export writes transfers of
+/// a range.
+#[derive(Clone)]
+struct View {
+    /// The buffer (its hat name) and type.
+    base: String,
+    base_type: String,
+    /// The first element and the count, as hat values; `None`: the whole buffer.
+    range: Option<(String, String)>,
 }
 
 /// The `value` of an `arith.constant` of integer type that defines `value`, if one does.
@@ -177,6 +193,8 @@ impl<'x> Translator<'x> {
             copies: BTreeMap::new(),
             device: false,
             names: Vec::new(),
+            views: HashMap::new(),
+            range_copies: BTreeMap::new(),
         }
     }
 
@@ -335,6 +353,11 @@ impl<'x> Translator<'x> {
         for (ty, kernel) in copies {
             self.copy_kernel(&ty, &kernel);
         }
+        let range_copies: Vec<((String, String), String)> =
+            self.range_copies.iter().map(|(t, k)| (t.clone(), k.clone())).collect();
+        for ((source, destination), kernel) in range_copies {
+            self.range_copy_kernel(&source, &destination, &kernel);
+        }
         self.raw(0, "}) : () -> ()");
     }
 
@@ -445,6 +468,9 @@ impl<'x> Translator<'x> {
     fn op(&mut self, op: &OperationRef<'_, '_>, depth: usize) {
         let name = op_name(op);
         let device = self.device;
+        if !device && self.view_op(op, depth, &name) {
+            return;
+        }
         let (operands, operand_types) = self.operands(op);
         let simple = |hat: &str, this: &mut Self, attributes: &str| {
             let (results, result_types) = this.results(op);
@@ -622,6 +648,195 @@ impl<'x> Translator<'x> {
             }
         }
         self.emit(depth, op, &format!("}}) : ({}) -> ({})", operand_types.join(", "), result_types.join(", ")));
+    }
+
+    /// `memref.collapse_shape` to one dimension, `memref.subview` of a range, and `gpu.memcpy`
+    /// between such views: true when `op` was one of them (and is handled).
+    fn view_op(&mut self, op: &OperationRef<'_, '_>, depth: usize, name: &str) -> bool {
+        let key = |v: Value<'_, '_>| v.to_raw().ptr as usize;
+        match name {
+            "memref.collapse_shape" => {
+                let (Ok(source), Ok(result)) = (op.operand(0), op.result(0)) else { return false };
+                if result.r#type().to_string().matches('x').count() != 1 || self.views.contains_key(&key(source)) {
+                    self.refuse(op, "a collapse to more than one dimension, or of a view");
+                    return true;
+                }
+                let base = self.value(source);
+                let base_type = self.ty(op, source.r#type());
+                self.views.insert(result.to_raw().ptr as usize, View { base, base_type, range: None });
+                true
+            }
+            "memref.subview" => {
+                let (Ok(source), Ok(result)) = (op.operand(0), op.result(0)) else { return false };
+                let static_of = |attribute: &str| -> Vec<i64> {
+                    op.attribute(attribute)
+                        .map(|a| a.to_string())
+                        .unwrap_or_default()
+                        .trim_start_matches("array<i64")
+                        .trim_start_matches(':')
+                        .trim_end_matches('>')
+                        .split(',')
+                        .filter_map(|n| n.trim().parse().ok())
+                        .collect()
+                };
+                let (offsets, sizes, strides) =
+                    (static_of("static_offsets"), static_of("static_sizes"), static_of("static_strides"));
+                if offsets.len() != 1 || sizes.len() != 1 || strides != [1] {
+                    self.refuse(op, "a view other than a range of a one-dimensional buffer with stride 1");
+                    return true;
+                }
+                let view = match self.views.get(&key(source)).cloned() {
+                    Some(View { range: None, base, base_type }) => View { base, base_type, range: None },
+                    Some(_) => {
+                        self.refuse(op, "a view of a view of a range");
+                        return true;
+                    }
+                    None => {
+                        let base = self.value(source);
+                        let base_type = self.ty(op, source.r#type());
+                        View { base, base_type, range: None }
+                    }
+                };
+                let mut dynamic = op.operands().skip(1);
+                let mut part = |this: &mut Self, value: i64| match value {
+                    i64::MIN => dynamic.next().map(|v| this.value(v)).unwrap_or_default(),
+                    _ => {
+                        let constant = this.fresh();
+                        this.emit(
+                            depth,
+                            op,
+                            &format!("{constant} = \"arith.constant\"() {{value = {value} : index}} : () -> index"),
+                        );
+                        constant
+                    }
+                };
+                let offset = part(self, offsets[0]);
+                let count = part(self, sizes[0]);
+                self.views.insert(result.to_raw().ptr as usize, View { range: Some((offset, count)), ..view });
+                true
+            }
+            "gpu.memcpy" => {
+                let values: Vec<Value> = op.operands().filter(|v| !Self::is_token(v.r#type())).collect();
+                let [destination, source] = values[..] else { return false };
+                let (d, s) = (self.views.get(&key(destination)).cloned(), self.views.get(&key(source)).cloned());
+                let (d, s) = match (d, s) {
+                    (None, None) => return false,
+                    (Some(d), Some(s)) => (d, s),
+                    _ => {
+                        self.refuse(op, "a copy between a view and a whole buffer");
+                        return true;
+                    }
+                };
+                let whole = |this: &mut Self, view: &View| {
+                    let count: usize = view
+                        .base_type
+                        .trim_start_matches("memref<")
+                        .split('x')
+                        .filter_map(|e| e.parse::<usize>().ok())
+                        .product();
+                    let (zero, all) = (this.fresh(), this.fresh());
+                    this.emit(depth, op, &format!("{zero} = \"arith.constant\"() {{value = 0 : index}} : () -> index"));
+                    this.emit(
+                        depth,
+                        op,
+                        &format!("{all} = \"arith.constant\"() {{value = {count} : index}} : () -> index"),
+                    );
+                    (zero, all)
+                };
+                let (source_offset, count) = match s.range.clone() {
+                    Some(range) => range,
+                    None => whole(self, &s),
+                };
+                let destination_offset = match d.range.clone() {
+                    Some((offset, _)) => offset,
+                    None => whole(self, &d).0,
+                };
+                let next = self.range_copies.len();
+                let kernel = self
+                    .range_copies
+                    .entry((s.base_type.clone(), d.base_type.clone()))
+                    .or_insert_with(|| format!("mlir_memcpy_range_{next}"))
+                    .clone();
+                self.emit(
+                    depth,
+                    op,
+                    &format!(
+                        "\"compute.dispatch\"({count}, {}, {}, {source_offset}, {destination_offset}) {{kernel = @{kernel}, operandSegmentSizes = array<i32: 1, 4>}} : (index, {}, {}, index, index) -> ()",
+                        s.base, d.base, s.base_type, d.base_type
+                    ),
+                );
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A kernel that copies `count` (its grid) elements from flat element `source_offset` of a
+    /// `source_type` buffer to flat element `destination_offset` of a `destination_type` one.
+    fn range_copy_kernel(&mut self, source_type: &str, destination_type: &str, kernel: &str) {
+        self.raw(1, "\"kernel.func\"() ({");
+        self.raw(
+            1,
+            &format!("^bb0(%src: {source_type}, %dst: {destination_type}, %src_offset: index, %dst_offset: index):"),
+        );
+        self.raw(2, "%id = \"kernel.global_id\"() {dimension = 0 : i64} : () -> index");
+        self.raw(2, "%count = \"kernel.global_size\"() {dimension = 0 : i64} : () -> index");
+        self.raw(2, "%inside = \"arith.cmpi\"(%id, %count) {predicate = 6 : i64} : (index, index) -> i1");
+        self.raw(2, "\"scf.if\"(%inside) ({");
+        let element = source_type
+            .trim_start_matches("memref<")
+            .rsplit('x')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('>')
+            .to_string();
+        for (side, ty, offset) in [("s", source_type, "%src_offset"), ("d", destination_type, "%dst_offset")] {
+            let shape: Vec<&str> = ty.trim_start_matches("memref<").split('x').collect();
+            let rank = shape.len() - 1;
+            let buffer = if side == "s" { "%src" } else { "%dst" };
+            self.raw(3, &format!("%{side}flat = \"arith.addi\"(%id, {offset}) : (index, index) -> index"));
+            let mut rest = format!("%{side}flat");
+            let mut indices = vec![String::new(); rank];
+            for dimension in (0..rank).rev() {
+                self.raw(3, &format!("%{side}n{dimension} = \"buffer.dim\"({buffer}) {{dimension = {dimension} : i64}} : ({ty}) -> index"));
+                if dimension == 0 {
+                    indices[0] = rest.clone();
+                } else {
+                    self.raw(3, &format!("%{side}i{dimension} = \"arith.remui\"({rest}, %{side}n{dimension}) : (index, index) -> index"));
+                    self.raw(3, &format!("%{side}r{dimension} = \"arith.divui\"({rest}, %{side}n{dimension}) : (index, index) -> index"));
+                    indices[dimension] = format!("%{side}i{dimension}");
+                    rest = format!("%{side}r{dimension}");
+                }
+            }
+            let index_types = vec!["index"; rank].join(", ");
+            let comma = if rank > 0 { ", " } else { "" };
+            if side == "s" {
+                self.raw(
+                    3,
+                    &format!(
+                        "%value = \"buffer.load\"({buffer}{comma}{}) : ({ty}{comma}{index_types}) -> {element}",
+                        indices.join(", ")
+                    ),
+                );
+            } else {
+                self.raw(
+                    3,
+                    &format!(
+                        "\"buffer.store\"(%value, {buffer}{comma}{}) : ({element}, {ty}{comma}{index_types}) -> ()",
+                        indices.join(", ")
+                    ),
+                );
+            }
+        }
+        self.raw(3, "\"scf.yield\"() : () -> ()");
+        self.raw(2, "}, {\n  }) : (i1) -> ()");
+        self.raw(2, "\"kernel.return\"() : () -> ()");
+        self.raw(
+            1,
+            &format!(
+                "}}) {{function_type = ({source_type}, {destination_type}, index, index) -> (), sym_name = \"{kernel}\", workgroup_size = array<i64: 64, 1, 1>}} : () -> ()"
+            ),
+        );
     }
 
     fn memcpy(&mut self, op: &OperationRef<'_, '_>, depth: usize, operands: &[String], types: &[String]) {
