@@ -20,7 +20,7 @@
 //! every work item must reach), each access to a buffer argument does.
 //!
 //! Refused, with an error at the op: ops with no upstream spelling (`compute.host_func` and
-//! calls to it, the `track-accesses` hooks, `atomic_rmw xor`), a module that dispatches but has
+//! calls to it, the `track-accesses` hooks), a module that dispatches but has
 //! no transfer op (its transfers are not decided yet: run a pipeline such as `-p default`
 //! first), buffers carried through `scf` results, and compute functions returning buffers.
 //!
@@ -828,6 +828,7 @@ impl<'c> Upstream<'c> {
                     ("max", true) => "maximumf",
                     ("and", _) => "andi",
                     ("or", _) => "ori",
+                    ("xor", _) => "xori",
                     ("exchange", _) => "assign",
                     _ => {
                         self.error(op, format!("'kernel.atomic_rmw {kind}' has no upstream spelling (memref.atomic_rmw has no such kind)"));

@@ -408,6 +408,7 @@ impl<'x> Translator<'x> {
             let known = op.attribute("known_block_size").ok().map(|a| a.to_string());
             let (conflict, block) =
                 self.launches.get(&name).map(|l| (l.conflict.clone(), l.block)).unwrap_or((None, None));
+            let refused = conflict.is_some();
             if let Some(conflict) = conflict {
                 self.refuse(op, &format!("hat's workgroup size is a property of the kernel, and {conflict}"));
             }
@@ -415,6 +416,7 @@ impl<'x> Translator<'x> {
             let known = known.map(|k| k.replace("array<i32:", "array<i64:"));
             match block.or(known) {
                 Some(size) => attributes.push(format!("workgroup_size = {size}")),
+                None if refused => {}
                 None => self.refuse(op, "a kernel that is never launched and has no known_block_size"),
             }
         }
@@ -577,13 +579,23 @@ impl<'x> Translator<'x> {
             "gpu.barrier" if device => simple("kernel.barrier", self, ""),
             "memref.atomic_rmw" if device => {
                 let kind = op.attribute("kind").map(|a| a.to_string()).unwrap_or_default();
-                let kind_name = kind.split_whitespace().last().unwrap_or("").trim_end_matches('>').to_string();
+                // The kind prints as its number (arith's AtomicRMWKind) or, in a custom form, its name.
+                const KINDS: [&str; 16] = [
+                    "addf", "addi", "andi", "assign", "maximumf", "maxnumf", "maxs", "maxu", "minimumf", "minnumf",
+                    "mins", "minu", "mulf", "muli", "ori", "xori",
+                ];
+                let first = kind.split_whitespace().next().unwrap_or("");
+                let kind_name = match first.parse::<usize>() {
+                    Ok(number) => KINDS.get(number).copied().unwrap_or("unknown").to_string(),
+                    Err(_) => kind.split_whitespace().last().unwrap_or("").trim_end_matches('>').to_string(),
+                };
                 let hat_kind = match kind_name.as_str() {
                     "addi" | "addf" => "add",
                     "mins" | "minimumf" => "min",
                     "maxs" | "maximumf" => "max",
                     "andi" => "and",
                     "ori" => "or",
+                    "xori" => "xor",
                     "assign" => "exchange",
                     _ => {
                         self.refuse(op, &format!("hat's atomics have no kind '{kind_name}'"));
