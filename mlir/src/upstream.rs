@@ -15,6 +15,9 @@
 //! | `compute.dispatch @k[grid](args)` | `gpu.launch_func @kernels::@k` with `ceildiv(grid, workgroup)` blocks, the twins for buffers, and the grid |
 //! | `compute.sync` | `gpu.wait` |
 //!
+//! MLIR's `canonicalize` and `cse` then tidy the module (constants folded, host copies that
+//! nothing reads dropped), and it is verified again.
+//!
 //! A work item past the grid (in the last, partial workgroup) does nothing observable in hat:
 //! the kernel's body runs under `gpu.global_id < grid`, or, in a kernel with a barrier (which
 //! every work item must reach), each access to a buffer argument does.
@@ -42,7 +45,18 @@ pub fn export(ctx: &Context, module: Op) -> Result<String, Vec<Diagnostic>> {
         return Err(writer.errors);
     }
     let session = Session::new(false);
-    let parsed = session.parse("<upstream export>", &writer.out).map_err(|errors| internal(ctx, module, errors))?;
+    let mut parsed = session.parse("<upstream export>", &writer.out).map_err(|errors| internal(ctx, module, errors))?;
+    session.verify(&parsed).map_err(|errors| internal(ctx, module, errors))?;
+    // MLIR's own canonicalize and cse fold the launch arithmetic and drop the host copies of
+    // buffers the host never touches (an alloc whose only user is its dealloc).
+    let manager = melior::pass::PassManager::new(&session.context);
+    manager.add_pass(melior::pass::transform::create_canonicalizer());
+    manager.add_pass(melior::pass::transform::create_cse());
+    manager.run(&mut parsed).map_err(|e| {
+        let mut errors = session.take_errors();
+        errors.push(crate::session::MlirError { position: None, message: format!("canonicalize/cse failed: {e}") });
+        internal(ctx, module, errors)
+    })?;
     session.verify(&parsed).map_err(|errors| internal(ctx, module, errors))?;
     parsed
         .as_operation()

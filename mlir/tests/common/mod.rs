@@ -43,7 +43,8 @@ pub fn print(ctx: &Context, module: Op) -> String {
     hat_ir::print_op(ctx, module, PrintOptions::default())
 }
 
-/// mlir-opt 22, if installed; with `HAT_REQUIRE_MLIR=1` its absence fails the test instead.
+/// mlir-opt 22, if installed; with `HAT_REQUIRE_MLIR=1` (or the existing tests'
+/// `HAT_REQUIRE_MLIR_OPT=1`) its absence fails the test instead.
 pub fn mlir_opt() -> Option<PathBuf> {
     let path = PathBuf::from("/usr/lib/llvm-22/bin/mlir-opt");
     if path.exists() {
