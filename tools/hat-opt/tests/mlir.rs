@@ -73,3 +73,18 @@ fn mlir_parse_errors_keep_their_position() {
     assert!(message.contains("use of undeclared SSA value name"), "{message}");
     assert!(message.contains("bad.mlir:3:10"), "{message}");
 }
+
+#[cfg(feature = "mlir")]
+#[test]
+fn the_readme_mlir_command_runs_and_moves_the_optimum() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let prefix = "cargo run -p hat-opt --features mlir -- ";
+    let line = readme.lines().find(|l| l.starts_with(prefix)).expect("the README's MLIR command");
+    let command = line.split('#').next().unwrap().trim().strip_prefix(prefix).unwrap();
+    let arguments = shlex::split(command).unwrap();
+    let output = hat_opt(&arguments.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(report.contains("transfers:  to device 2 copies (2048 B), from device 1 copy (1024 B)"), "{report}");
+}
