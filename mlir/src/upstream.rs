@@ -25,7 +25,8 @@
 //! Refused, with an error at the op: ops with no upstream spelling (`compute.host_func` and
 //! calls to it, the `track-accesses` hooks), a module that dispatches but has
 //! no transfer op (its transfers are not decided yet: run a pipeline such as `-p default`
-//! first), buffers carried through `scf` results, and compute functions returning buffers.
+//! first), buffers carried through `scf.while`, and compute functions returning buffers.
+//! Buffers carried through `scf.for` and `scf.if` carry their twins beside them.
 //!
 //! The translation dispatches on op names: it is a dialect conversion, whose source and target
 //! are sets of named ops.
@@ -409,7 +410,13 @@ impl<'c> Upstream<'c> {
                 let carries_buffer = ctx.results(op).any(|r| self.is_buffer(r))
                     || (name != "scf.if" && operands.iter().any(|&v| self.is_buffer(v)));
                 if carries_buffer {
-                    self.error(op, format!("'{name}' carrying a buffer has no upstream spelling here yet (its device copy would have to be carried too)"));
+                    match name.as_str() {
+                        "scf.for" | "scf.if" | "scf.yield" => self.carrying(op, depth, owned),
+                        _ => self.error(
+                            op,
+                            format!("'{name}' carrying a buffer has no upstream spelling here yet (its device copy would have to be carried too)"),
+                        ),
+                    }
                     return;
                 }
                 let owned = owned.to_vec();
@@ -504,6 +511,70 @@ impl<'c> Upstream<'c> {
             "compute.sync" => self.line(depth, "gpu.wait"),
             _ => self.error(op, format!("'{name}' has no upstream spelling")),
         }
+    }
+
+    /// `scf.for`, `scf.if` or `scf.yield` carrying buffers: each carried buffer's device twin is
+    /// carried beside it (an extra loop argument, result and yielded value).
+    fn carrying(&mut self, op: Op, depth: usize, owned: &[(String, String)]) {
+        let ctx = self.ctx;
+        let name = ctx.name_str(op).to_string();
+        let operands: Vec<Value> = ctx.operands(op).to_vec();
+        let mut operand_names: Vec<String> = operands.iter().map(|&v| self.name(v)).collect();
+        let mut operand_types: Vec<String> = operands.iter().map(|&v| self.ty(v)).collect();
+        // Loop-carried (for) or yielded (yield) buffers: their twins go at the end.
+        let carried: Vec<Value> = match name.as_str() {
+            "scf.for" => operands[3..].to_vec(),
+            "scf.yield" => operands.clone(),
+            _ => Vec::new(),
+        };
+        let carried: Vec<Value> = carried.into_iter().filter(|&v| self.is_buffer(v)).collect();
+        for value in carried {
+            let Some(twin) = self.twin(op, value) else { return };
+            operand_names.push(twin);
+            operand_types.push(self.ty(value));
+        }
+        let results: Vec<Value> = ctx.results(op).collect();
+        let mut result_names: Vec<String> = results.iter().map(|&r| self.name(r)).collect();
+        let mut result_types: Vec<String> = results.iter().map(|&r| self.ty(r)).collect();
+        let carried_results: Vec<Value> = results.iter().copied().filter(|&r| self.is_buffer(r)).collect();
+        for result in carried_results {
+            let twin = self.fresh();
+            result_names.push(twin.clone());
+            result_types.push(self.ty(result));
+            self.twins.insert(result, twin);
+        }
+        let prefix = if result_names.is_empty() { String::new() } else { format!("{} = ", result_names.join(", ")) };
+        if name == "scf.yield" {
+            self.line(
+                depth,
+                &format!("\"scf.yield\"({}) : ({}) -> ()", operand_names.join(", "), operand_types.join(", ")),
+            );
+            return;
+        }
+        self.line(depth, &format!("{prefix}\"{name}\"({}) ({{", operand_names.join(", ")));
+        for (index, &region) in ctx.regions(op).iter().enumerate() {
+            if index > 0 {
+                self.line(depth, "}, {");
+            }
+            for &block in ctx.region_blocks(region) {
+                let arguments: Vec<Value> = ctx.block_arguments(block).to_vec();
+                let mut parameters: Vec<String> =
+                    arguments.iter().map(|&a| format!("{}: {}", self.name(a), self.ty(a))).collect();
+                let carried_arguments: Vec<Value> = arguments.iter().copied().filter(|&a| self.is_buffer(a)).collect();
+                for argument in carried_arguments {
+                    let twin = self.fresh();
+                    parameters.push(format!("{twin}: {}", self.ty(argument)));
+                    self.twins.insert(argument, twin);
+                }
+                let label = format!("^bb{}", self.next);
+                self.next += 1;
+                self.line(depth, &format!("{label}({}):", parameters.join(", ")));
+                for inner in ctx.block_ops(block) {
+                    self.host_op(inner, depth + 1, owned);
+                }
+            }
+        }
+        self.line(depth, &format!("}}) : ({}) -> ({})", operand_types.join(", "), result_types.join(", ")));
     }
 
     fn is_host_declaration(&self, op: Op, callee: &str) -> bool {

@@ -92,3 +92,19 @@ fn region_argument_names_travel_as_name_locations() {
     assert!(mlir.contains("loc(\"it\")"), "{mlir}");
     assert!(mlir.contains("loc(\"count\")"), "{mlir}");
 }
+
+#[test]
+fn every_example_after_the_default_pipeline_comes_back_exactly() {
+    // Transfers, hoisted guards and the pipeline's attributes go through MLIR too.
+    for (name, text) in examples() {
+        let (mut ctx, module) = parse(&name, &text);
+        run_default_pipeline(&mut ctx, module);
+        let expected = print(&ctx, module);
+        let mlir = hat_mlir::export::export(&ctx, module)
+            .unwrap_or_else(|e| panic!("{name}: {}", hat_ir::diagnostics::render(&ctx.sources, &e)));
+        let mut back = hat_dialects::context();
+        let imported = hat_mlir::import::import(&mut back, "exported.mlir", mlir.as_bytes())
+            .unwrap_or_else(|e| panic!("{name}: {}", hat_ir::diagnostics::render(&back.sources, &e)));
+        assert_eq!(print(&back, imported), expected, "{name} after -p default did not come back exactly");
+    }
+}

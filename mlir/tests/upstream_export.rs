@@ -11,7 +11,6 @@ use common::*;
 /// The examples with something that has no upstream spelling, and what.
 const REFUSED: &[(&str, &str)] = &[
     ("examples/07-life-display.hat", "'compute.host_func' has no upstream spelling"),
-    ("examples/11-morphology.hat", "'scf.for' carrying a buffer"),
     ("examples/18-conditional-escape.hat", "'compute.host_func' has no upstream spelling"),
 ];
 
