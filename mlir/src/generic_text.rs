@@ -47,6 +47,11 @@ impl Writer<'_> {
     }
 
     fn op(&mut self, op: Op, depth: usize) {
+        // As deep as hat's parser reads (hat_ir::parser::MAX_NESTING), on a stack that grows.
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.op_unguarded(op, depth))
+    }
+
+    fn op_unguarded(&mut self, op: Op, depth: usize) {
         let ctx = self.ctx;
         self.indent(depth);
         let results: Vec<Value> = ctx.results(op).collect();

@@ -23,11 +23,21 @@ use melior::ir::{BlockRef, OperationRef, RegionRef};
 use std::collections::HashMap;
 use std::fmt::Write;
 
+/// How deep ops may nest in an imported module: within what hat's parser reads
+/// ([`hat_ir::parser::MAX_NESTING`] counts regions and blocks as well as ops).
+pub const MAX_DEPTH: usize = hat_ir::parser::MAX_NESTING / 4;
+
 /// The MLIR text `bytes` (named `name`) as a hat module in `ctx`.
 pub fn import(ctx: &mut Context, name: &str, bytes: &[u8]) -> Result<Op, Vec<Diagnostic>> {
     let text = String::from_utf8_lossy(bytes).into_owned();
     let source = ctx.sources.add(name, text.as_str());
     let start = Location::new(source, 0);
+    // MLIR's parser recurses per region: text nested deeper than hat reads is refused before it
+    // reaches MLIR, whose stack it could overflow.
+    if let Some(offset) = too_deep(&text) {
+        let message = format!("regions nested more than {MAX_DEPTH} deep, deeper than hat reads");
+        return Err(vec![Diagnostic::error(Location::new(source, offset as u32), message)]);
+    }
     let session = Session::new(true);
     let mut module = session.parse(name, &text).map_err(|errors| located(ctx, source, start, errors))?;
     session.verify(&module).map_err(|errors| located(ctx, source, start, errors))?;
@@ -36,6 +46,38 @@ pub fn import(ctx: &mut Context, name: &str, bytes: &[u8]) -> Result<Op, Vec<Dia
         return crate::upstream_import::read(ctx, source, &module);
     }
     read_ops(ctx, source, module.as_operation())
+}
+
+/// The offset of the first `{` that opens a region nested deeper than [`MAX_DEPTH`], outside
+/// string literals and comments, if one does.
+fn too_deep(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(i);
+                }
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// MLIR's errors as hat diagnostics in the `.mlir` source.
@@ -156,6 +198,19 @@ impl Reader<'_> {
     }
 
     fn op(&mut self, op: OperationRef<'_, '_>, depth: usize) {
+        if depth > MAX_DEPTH {
+            let location = self.location(op.location());
+            let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
+            self.errors.push(Diagnostic::error(
+                location,
+                format!("'{name}' is nested more than {MAX_DEPTH} ops deep, deeper than hat reads"),
+            ));
+            return;
+        }
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.op_unguarded(op, depth))
+    }
+
+    fn op_unguarded(&mut self, op: OperationRef<'_, '_>, depth: usize) {
         let location = self.location(op.location());
         self.positions.push(location);
         let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();

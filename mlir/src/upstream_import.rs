@@ -468,6 +468,14 @@ impl<'x> Translator<'x> {
     }
 
     fn op(&mut self, op: &OperationRef<'_, '_>, depth: usize) {
+        if depth > crate::import::MAX_DEPTH {
+            self.refuse(op, &format!("ops nested more than {} deep", crate::import::MAX_DEPTH));
+            return;
+        }
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.op_unguarded(op, depth))
+    }
+
+    fn op_unguarded(&mut self, op: &OperationRef<'_, '_>, depth: usize) {
         let name = op_name(op);
         let device = self.device;
         if !device && self.view_op(op, depth, &name) {

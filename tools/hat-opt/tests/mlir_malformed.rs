@@ -33,6 +33,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("22-never-launched.mlir", "3:5", "a kernel that is never launched"),
     ("23-hat-op-malformed.mlir", "4:10", "'buffer.load' op expects 1 index operand(s)"),
     ("24-invalid-utf8.mlir", "2:23", "unexpected character"),
+    ("25-too-deep.mlir", "514:11", "regions nested more than 512 deep"),
 ];
 
 #[test]
