@@ -22,6 +22,12 @@ pub fn run(
     pass_flags: &[PassFlag],
     stdout: &mut dyn Write,
 ) -> Result<(), String> {
+    options.mlir.check()?;
+    if let Some(irdl) = options.mlir.irdl() {
+        let mut output = Output::open(&options.output)?;
+        output.sink(stdout).write_all(irdl.as_bytes()).map_err(|e| format!("error: cannot write output: {e}"))?;
+        return output.commit(stdout);
+    }
     if options.show_dialects || options.list_passes {
         let mut out = String::new();
         if options.show_dialects {
@@ -158,7 +164,10 @@ fn process_chunk(
     let original_bytes = plan.is_some().then(|| bytes.clone());
     let expectations_text = options.verify_diagnostics.then(|| String::from_utf8_lossy(&bytes).into_owned());
     let started = Instant::now();
-    let parsed = parse_owned_bytes(&mut ctx, name, bytes);
+    let parsed = match crate::mlir_flags::import(&options.mlir, &mut ctx, name, &bytes) {
+        Some(imported) => imported,
+        None => parse_owned_bytes(&mut ctx, name, bytes).map_err(|error| vec![Diagnostic::from(error)]),
+    };
     report.add_time("Parser", started.elapsed());
     let (module, mut diagnostics) = match parsed {
         Ok(module) => {
@@ -167,7 +176,7 @@ fn process_chunk(
             report.add_time("Verifier", started.elapsed());
             (Some(module).filter(|_| errors.is_empty()), errors)
         }
-        Err(error) => (None, vec![Diagnostic::from(error)]),
+        Err(errors) => (None, errors),
     };
     let mut succeeded = module.is_some();
     if let Some(module) = module {
@@ -202,6 +211,17 @@ fn process_chunk(
                     Err(crate::emit::EmitError::Output(message)) => return Err(message),
                 }
                 report.add_time("Output", started.elapsed());
+            } else if let Some(exported) = crate::mlir_flags::export(&options.mlir, &ctx, module) {
+                match exported {
+                    Ok(text) => output
+                        .sink(stdout)
+                        .write_all(text.as_bytes())
+                        .map_err(|e| format!("error: cannot write output: {e}"))?,
+                    Err(emitted) => {
+                        diagnostics.extend(emitted);
+                        succeeded = false;
+                    }
+                }
             // With --run the IR goes only to an `-o FILE`; the run's summary goes to stdout.
             } else if !options.run.running() || options.output.as_os_str() != "-" {
                 let started = Instant::now();
@@ -218,8 +238,13 @@ fn process_chunk(
                 let started = Instant::now();
                 // It parsed and verified once: it does again.
                 let mut original_ctx = new_context();
-                let original = parse_owned_bytes(&mut original_ctx, name, original_bytes)
-                    .map_err(|error| render(&original_ctx.sources, &[Diagnostic::from(error)]))?;
+                let original = match crate::mlir_flags::import(&options.mlir, &mut original_ctx, name, &original_bytes)
+                {
+                    Some(imported) => imported,
+                    None => parse_owned_bytes(&mut original_ctx, name, original_bytes)
+                        .map_err(|e| vec![Diagnostic::from(e)]),
+                }
+                .map_err(|errors| render(&original_ctx.sources, &errors))?;
                 let original = hat_ir::verify_module(&original_ctx, original)
                     .map_err(|errors| render(&original_ctx.sources, &errors))?;
                 // The executor takes only verified IR (the pipeline may have run without

@@ -18,6 +18,7 @@ mod check;
 #[cfg(test)]
 mod driver_tests;
 mod host_bindings;
+mod mlir_flags;
 
 mod op_graph;
 mod verify_diagnostics;
@@ -121,6 +122,9 @@ pub struct Options {
     /// `--emit` and its options.
     #[command(flatten)]
     pub emit: emit::EmitOptions,
+    /// `--to-mlir`, `--from-mlir` and `--to-mlir-irdl`.
+    #[command(flatten)]
+    pub mlir: mlir_flags::MlirOptions,
 }
 
 /// A pass given as its own flag (`--cse`, `--canonicalize=max-iterations=3`), or a named

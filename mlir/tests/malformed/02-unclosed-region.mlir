@@ -1,0 +1,2 @@
+func.func @main() {
+  %c0 = arith.constant 0 : index

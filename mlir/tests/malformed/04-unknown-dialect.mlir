@@ -1,0 +1,4 @@
+func.func @main() {
+  "foo.bar"() : () -> ()
+  return
+}

@@ -1,0 +1,4 @@
+func.func @main() {
+  %t = tensor.empty() : tensor<4xf32>
+  return
+}

@@ -1,0 +1,7 @@
+func.func @main(%c: i1) {
+  cf.cond_br %c, ^yes, ^no
+^yes:
+  return
+^no:
+  return
+}

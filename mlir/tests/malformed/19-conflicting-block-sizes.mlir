@@ -1,0 +1,16 @@
+module attributes {gpu.container_module} {
+  func.func @main(%a: memref<64xf32>) {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func @k::@f blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%a : memref<64xf32>)
+    gpu.launch_func @k::@f blocks in (%c2, %c1, %c1) threads in (%c32, %c1, %c1) args(%a : memref<64xf32>)
+    return
+  }
+  gpu.module @k {
+    gpu.func @f(%a: memref<64xf32>) kernel {
+      gpu.return
+    }
+  }
+}

@@ -1,0 +1,4 @@
+func.func @main() {
+  %x = arith.constant ÿþ : i32
+  return
+}
