@@ -91,7 +91,7 @@ impl ElementType {
         buffer[..self.size()].copy_from_slice(&bytes[..self.size()]);
         let raw = u64::from_le_bytes(buffer);
         match self {
-            ElementType::F32 => Scalar::Float(f32::from_bits(raw as u32) as f64),
+            ElementType::F32 => Scalar::Float(hat_dialects::semantics::widen(f32::from_bits(raw as u32))),
             ElementType::F64 => Scalar::Float(f64::from_bits(raw)),
             ElementType::I1 => Scalar::Int((raw & 1) as i64),
             _ => Scalar::Int(sign_extend(raw as i64, self.bits())),
@@ -101,7 +101,7 @@ impl ElementType {
     /// Writes one element as little-endian bytes.
     pub fn write(self, value: Scalar, bytes: &mut [u8]) {
         let raw: u64 = match (self, value) {
-            (ElementType::F32, v) => (v.as_f64() as f32).to_bits() as u64,
+            (ElementType::F32, v) => hat_dialects::semantics::narrow(v.as_f64()).to_bits() as u64,
             (ElementType::F64, v) => v.as_f64().to_bits(),
             (_, v) => v.as_i64() as u64,
         };

@@ -4,7 +4,7 @@
 
 use super::error::ScalarError;
 use super::ops::{OperandClass, ScalarOp};
-use super::scalar::{from_bits, mask, sign_extend, to_bits, Scalar, ScalarType};
+use super::scalar::{from_bits, mask, narrow, sign_extend, to_bits, widen, Scalar, ScalarType};
 
 /// The result of evaluating a scalar op on operands it accepts.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -149,7 +149,7 @@ impl ScalarOp {
             FPToSI | FPToUI => return float_to_int(self, a.as_f64(), result_type),
             ExtF | TruncF => {
                 let v = nan_result(a.as_f64(), &[a.as_f64()]);
-                float_result(self, result_type, v as f32, v)?
+                float_result(self, result_type, narrow(v), v)?
             }
             Bitcast => {
                 if t.bits() != result_type.bits() {
@@ -252,7 +252,7 @@ fn nan_result(result: f64, operands: &[f64]) -> f64 {
 /// A float result of a cast, in the result type's precision (one rounding, from `f32` or `f64`).
 fn float_result(op: ScalarOp, ty: ScalarType, as_f32: f32, as_f64: f64) -> Result<Scalar, ScalarError> {
     match ty {
-        ScalarType::F32 => Ok(Scalar::Float(as_f32 as f64)),
+        ScalarType::F32 => Ok(Scalar::Float(widen(as_f32))),
         ScalarType::F64 => Ok(Scalar::Float(as_f64)),
         _ => Err(ScalarError::ResultType { op: op.name(), ty }),
     }
@@ -261,19 +261,19 @@ fn float_result(op: ScalarOp, ty: ScalarType, as_f32: f32, as_f64: f64) -> Resul
 /// A binary float op computed in `t`'s precision (`f32` arithmetic for `f32`: one rounding).
 fn binary_float(t: ScalarType, a: Scalar, b: Scalar, f32: fn(f32, f32) -> f32, f64: fn(f64, f64) -> f64) -> Scalar {
     let (x, y) = (a.as_f64(), b.as_f64());
-    let result = if t == ScalarType::F32 { f32(x as f32, y as f32) as f64 } else { f64(x, y) };
+    let result = if t == ScalarType::F32 { widen(f32(narrow(x), narrow(y))) } else { f64(x, y) };
     Scalar::Float(round_to(t, nan_result(result, &[x, y])))
 }
 
 fn unary_float(t: ScalarType, a: Scalar, f32: fn(f32) -> f32, f64: fn(f64) -> f64) -> Scalar {
     let x = a.as_f64();
-    let result = if t == ScalarType::F32 { f32(x as f32) as f64 } else { f64(x) };
+    let result = if t == ScalarType::F32 { widen(f32(narrow(x))) } else { f64(x) };
     Scalar::Float(round_to(t, nan_result(result, &[x])))
 }
 
 fn round_to(t: ScalarType, v: f64) -> f64 {
     if t == ScalarType::F32 {
-        v as f32 as f64
+        widen(narrow(v))
     } else {
         v
     }

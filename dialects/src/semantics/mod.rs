@@ -62,7 +62,7 @@ pub use error::ScalarError;
 pub use evaluate::Evaluation;
 pub use ops::{OperandClass, ScalarOp};
 pub use predicate::{FloatPredicate, IntPredicate};
-pub use scalar::{from_bits, normalize, sign_extend, to_bits, Scalar, ScalarType};
+pub use scalar::{from_bits, narrow, normalize, sign_extend, to_bits, widen, Scalar, ScalarType};
 
 #[cfg(test)]
 mod tests;

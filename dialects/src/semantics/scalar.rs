@@ -163,12 +163,37 @@ pub fn sign_extend(value: i64, bits: u32) -> i64 {
     }
 }
 
+/// `value` rounded to `f32`. A NaN keeps its sign and the top of its payload and is quieted, as
+/// x86's and Arm's conversions do, written out on the bits: Rust leaves the NaN an `as` cast
+/// gives unspecified, and LLVM's constant folder gives another than the instruction does, so
+/// the result would depend on how the caller was compiled.
+pub fn narrow(value: f64) -> f32 {
+    if !value.is_nan() {
+        return value as f32;
+    }
+    let bits = value.to_bits();
+    let sign = ((bits >> 63) as u32) << 31;
+    let payload = ((bits >> 29) as u32) & 0x007F_FFFF;
+    f32::from_bits(sign | 0x7F80_0000 | 0x0040_0000 | payload)
+}
+
+/// `value` as an `f64` (exact). A NaN keeps its sign and payload and is quieted (see [`narrow`]).
+pub fn widen(value: f32) -> f64 {
+    if !value.is_nan() {
+        return value as f64;
+    }
+    let bits = value.to_bits();
+    let sign = u64::from(bits >> 31) << 63;
+    let payload = u64::from((bits & 0x007F_FFFF) | 0x0040_0000) << 29;
+    f64::from_bits(sign | 0x7FF0_0000_0000_0000 | payload)
+}
+
 /// `value` as a normal scalar of type `ty` (see the module docs): integers truncated to the width
 /// and sign-extended (`i1` to 0 or 1), floats rounded to `f32` for `f32`; an integer converts to
 /// a float type and a float to an integer type as `as` does.
 pub fn normalize(value: Scalar, ty: ScalarType) -> Scalar {
     match ty.0 {
-        Repr::F32 => Scalar::Float(value.as_f64() as f32 as f64),
+        Repr::F32 => Scalar::Float(widen(narrow(value.as_f64()))),
         Repr::F64 => Scalar::Float(value.as_f64()),
         _ => Scalar::Int(sign_extend(value.as_i64(), ty.bits())),
     }
@@ -178,7 +203,7 @@ pub fn normalize(value: Scalar, ty: ScalarType) -> Scalar {
 /// [`from_bits`]).
 pub fn to_bits(value: Scalar, ty: ScalarType) -> u64 {
     match ty.0 {
-        Repr::F32 => (value.as_f64() as f32).to_bits() as u64,
+        Repr::F32 => narrow(value.as_f64()).to_bits() as u64,
         Repr::F64 => value.as_f64().to_bits(),
         _ => value.as_i64() as u64 & mask(ty.bits()),
     }
@@ -187,7 +212,7 @@ pub fn to_bits(value: Scalar, ty: ScalarType) -> u64 {
 /// The normal scalar of type `ty` whose bit pattern is the low `ty.bits()` bits of `bits`.
 pub fn from_bits(bits: u64, ty: ScalarType) -> Scalar {
     match ty.0 {
-        Repr::F32 => Scalar::Float(f32::from_bits(bits as u32) as f64),
+        Repr::F32 => Scalar::Float(widen(f32::from_bits(bits as u32))),
         Repr::F64 => Scalar::Float(f64::from_bits(bits)),
         _ => Scalar::Int(sign_extend(bits as i64, ty.bits())),
     }

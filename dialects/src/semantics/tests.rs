@@ -57,7 +57,7 @@ fn cmpf(p: i64, a: f64, b: f64) -> bool {
 }
 
 fn bits32(v: Scalar) -> u32 {
-    (v.as_f64() as f32).to_bits()
+    super::narrow(v.as_f64()).to_bits()
 }
 
 #[test]
@@ -423,7 +423,7 @@ fn integers_of_any_width_up_to_64() {
 #[test]
 fn nan_results_do_not_depend_on_the_host() {
     let canonical = 0x7FC0_0000;
-    let negative_payload = f(f32::from_bits(0xFFC0_0001) as f64);
+    let negative_payload = f(super::widen(f32::from_bits(0xFFC0_0001)));
     // Invalid operations on numbers give the canonical quiet NaN.
     assert_eq!(bits32(ev("arith.subf", &[f(f64::INFINITY), f(f64::INFINITY)], F32, F32)), canonical);
     assert_eq!(bits32(ev("arith.divf", &[f(0.0), f(0.0)], F32, F32)), canonical);
