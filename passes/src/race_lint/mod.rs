@@ -88,7 +88,7 @@ impl Pass for RaceLint {
 
 /// How many dimensions a kernel's dispatches have, as far as the kernel says: those its accesses
 /// use ids of, and those its workgroup size spans (a store may ignore one dimension).
-fn dimensions(ctx: &Context, kernel: Op, effects: &KernelEffects) -> usize {
+pub fn dimensions(ctx: &Context, kernel: Op, effects: &KernelEffects) -> usize {
     let spanned = hat_dialects::kernel::workgroup_size(ctx, kernel)
         .and_then(|sizes| sizes.iter().rposition(|&s| s > 1))
         .map_or(1, |last| last + 1);
