@@ -19,13 +19,22 @@
 //! exist"); an index out of the buffer's bounds stops the dispatch, so touches nothing. A grid
 //! larger than [`MAX_ITEMS`] work items is looked at in its first items only (per dimension, a
 //! prefix), which finds races among those and proves nothing of the rest. Two parameters are
-//! taken to be bound to distinct buffers; workgroup memory is not looked at.
+//! taken to be bound to distinct buffers.
+//!
+//! Workgroup memory (each `kernel.local_alloc`, reached directly or through helpers) is looked
+//! at among the work items of the first workgroup (below the grid): two accesses race when they
+//! are by different work items, in the same barrier phase (`barriers.rs`: the number of
+//! barriers passed before them, from the structure and the loop iterations), on one element,
+//! at least one storing. An access whose phase is unknown is taken to be in every phase. A
+//! barrier also orders the global memory of one workgroup; that is not looked at (only
+//! workgroup memory is ordered here), so a kernel relying on it is reported.
 
 use super::affine::{Affine, Atom};
-use super::dispatch::{narrow, Dispatch};
+use super::barriers::Phase;
+use super::dispatch::{narrow, Dispatch, Query, Resolved};
 use super::guard::Guard;
 use super::interval::Environment;
-use super::summary::{Extent, Loop, Target};
+use super::summary::{Access, Extent, Loop, Target};
 use super::KernelEffects;
 use hat_ir::Op;
 use std::collections::BTreeMap;
@@ -59,8 +68,10 @@ pub type Item = [i64; 3];
 pub struct Race {
     /// What kind.
     pub kind: RaceKind,
-    /// The kernel parameter whose buffer it is on.
+    /// The kernel parameter whose buffer it is on (`usize::MAX` for workgroup memory).
     pub param: usize,
+    /// The op allocating the workgroup memory it is on, if that is what it is on.
+    pub local: Option<Op>,
     /// The racing access: the store, or for [`RaceKind::Read`] the read.
     pub op: Op,
     /// The op of the kernel that leads to `op` (a call of the helper holding it, or `op`).
@@ -79,17 +90,22 @@ pub struct Race {
 }
 
 /// One evaluation of an access by one work item (in one loop iteration).
+#[derive(Default)]
 struct Touch {
     access: usize,
     item: Item,
     guards: Vec<Guard>,
     /// Whether the guards are decided by what the dispatch shares (no per-item unknown).
     uniform_guards: bool,
+    /// The barrier phase (workgroup memory only), when known.
+    phase: Option<i64>,
+    /// The numbers of the ids and loop variables it was evaluated with.
+    bindings: Vec<(Atom, i64)>,
 }
 
 impl KernelEffects {
     /// The races of a dispatch: at most one per pair of accesses (and kind), in the order of
-    /// the elements. See the module documentation.
+    /// the elements, then those on workgroup memory. See the module documentation.
     pub fn races(&self, dispatch: &Dispatch) -> Vec<Race> {
         let query = self.query(dispatch);
         let rank = dispatch.grid.len().clamp(1, 3);
@@ -110,74 +126,213 @@ impl KernelEffects {
             if access.atomic || !(access.read || access.write) {
                 continue;
             }
-            let resolved = query.resolve(access);
             let param = match access.target {
                 Target::Param(p) => p,
                 Target::Any => {
-                    if access.write {
-                        unproven[index] = true;
-                    }
+                    unproven[index] |= access.write;
                     continue;
                 }
             };
-            let Extent::Element(indices) = &resolved.extent else {
-                if access.write && !matches!(resolved.extent, Extent::Whole) {
-                    unproven[index] = true;
-                }
-                continue;
-            };
             let shape = query.shape(param);
-            for z in 0..limits[2] {
-                for y in 0..limits[1] {
-                    for x in 0..limits[0] {
-                        let item = [x, y, z];
-                        let mut bindings: Vec<(Atom, i64)> =
-                            (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
-                        let mut visit = |bindings: &Bindings| {
-                            let replace = |atom: &Atom| {
-                                bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v))
-                            };
-                            let guards: Vec<Guard> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
-                            let mut env = Environment::default();
-                            if !narrow(&mut env, &[], &guards) {
-                                return; // this work item does not run it
-                            }
-                            let Some(key) = indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>()
-                            else {
-                                unproven[index] |= access.write;
-                                return;
-                            };
-                            // A read through a choice (`select`) may read either element.
-                            let keys = if key.iter().all(is_uniform) {
-                                vec![key]
-                            } else if access.write {
-                                unproven[index] = true;
-                                return;
-                            } else {
-                                match choices(&key) {
-                                    Some(keys) => keys,
-                                    None => return,
-                                }
-                            };
-                            let uniform_guards = guards.iter().all(guard_is_uniform);
-                            for key in keys.into_iter().filter(|k| !out_of_bounds(k, shape.as_deref())) {
-                                touches.entry((param, key)).or_default().push(Touch {
-                                    access: index,
-                                    item,
-                                    guards: guards.clone(),
-                                    uniform_guards,
-                                });
-                            }
-                        };
-                        if !iterate(&resolved.loops, &mut bindings, &mut budget, &mut visit) {
-                            return races_so_far(self, &touches, &unproven);
+            let resolved = query.resolve(access);
+            let complete =
+                evaluate(access, &resolved, shape.as_deref(), limits, &mut budget, &mut |touch, key| match key {
+                    Some(key) => touches.entry((param, key)).or_default().push(Touch { access: index, ..touch }),
+                    None => unproven[index] = true,
+                });
+            if !complete {
+                break;
+            }
+        }
+        let mut races = races_so_far(self, &touches, &unproven);
+        races.extend(self.local_races(&query, dispatch, &mut budget));
+        races
+    }
+
+    /// The races on workgroup memory: between the work items of the first workgroup (below the
+    /// grid), between the same two barriers.
+    fn local_races(&self, query: &Query<'_>, dispatch: &Dispatch, budget: &mut usize) -> Vec<Race> {
+        if self.locals.is_empty() {
+            return Vec::new();
+        }
+        let workgroup = self.workgroup.unwrap_or([64, 1, 1]);
+        let mut limits = [1i64; 3];
+        let mut items = 1u64;
+        for (d, limit) in limits.iter_mut().enumerate() {
+            let grid = dispatch.grid_size(d).unwrap_or(u64::MAX);
+            let size = workgroup[d].min(grid).min(MAX_ITEMS / items.max(1)).max(1);
+            items = items.saturating_mul(size);
+            *limit = i64::try_from(size).unwrap_or(1);
+        }
+        let mut touches: BTreeMap<(usize, Vec<Affine>), Vec<Touch>> = BTreeMap::new();
+        let mut unproven = vec![false; self.locals.len()];
+        let mut allocs: Vec<Op> = Vec::new();
+        for (index, local) in self.locals.iter().enumerate() {
+            let access = &local.access;
+            if access.atomic || !(access.read || access.write) {
+                continue;
+            }
+            let slot = allocs.iter().position(|&a| a == local.alloc).unwrap_or_else(|| {
+                allocs.push(local.alloc);
+                allocs.len() - 1
+            });
+            let resolved = query.resolve(access);
+            let complete = evaluate(access, &resolved, None, limits, budget, &mut |touch, key| match key {
+                Some(key) => {
+                    let phase = local.phase.as_ref().and_then(|p| phase_number(p, &touch.bindings));
+                    touches.entry((slot, key)).or_default().push(Touch { access: index, phase, ..touch })
+                }
+                None => unproven[index] = true,
+            });
+            if !complete {
+                break;
+            }
+        }
+        let mut races = Vec::new();
+        let mut reported: Vec<(usize, usize)> = Vec::new();
+        for ((slot, key), list) in &touches {
+            for write in list.iter().filter(|t| self.locals[t.access].access.write) {
+                for other in list {
+                    if other.item == write.item || reported.contains(&(write.access, other.access)) {
+                        continue;
+                    }
+                    // A barrier between them orders them.
+                    if let (Some(a), Some(b)) = (write.phase, other.phase) {
+                        if a != b {
+                            continue;
                         }
                     }
+                    let Some(uncertain) = together(write, other) else { continue };
+                    reported.push((write.access, other.access));
+                    reported.push((other.access, write.access));
+                    let (w, o) = (&self.locals[write.access].access, &self.locals[other.access].access);
+                    let element = Some(key.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "));
+                    let (kind, first, second, items) = if o.write {
+                        (RaceKind::Store, w, o, (write.item, other.item))
+                    } else {
+                        (RaceKind::Read, o, w, (other.item, write.item))
+                    };
+                    races.push(Race {
+                        kind,
+                        param: usize::MAX,
+                        local: Some(allocs[*slot]),
+                        op: first.op,
+                        site: first.site,
+                        other: second.op,
+                        other_site: second.site,
+                        items: Some(items),
+                        element,
+                        uncertain,
+                    });
                 }
             }
         }
-        races_so_far(self, &touches, &unproven)
+        for (index, _) in unproven.iter().enumerate().filter(|(_, &u)| u) {
+            let local = &self.locals[index];
+            if races.iter().any(|r| r.op == local.access.op && r.kind == RaceKind::Store) {
+                continue;
+            }
+            races.push(Race {
+                kind: RaceKind::UnprovenIndex,
+                param: usize::MAX,
+                local: Some(local.alloc),
+                op: local.access.op,
+                site: local.access.site,
+                other: local.access.op,
+                other_site: local.access.site,
+                items: None,
+                element: None,
+                uncertain: !local.access.guards.iter().all(guard_is_uniform),
+            });
+        }
+        races
     }
+}
+
+/// The barrier phase `phase` stands for where the loop variables have the numbers of
+/// `bindings`; `None` when one of its loops is not bound.
+fn phase_number(phase: &Phase, bindings: &[(Atom, i64)]) -> Option<i64> {
+    let mut number = phase.base;
+    for l in &phase.loops {
+        let value = bindings.iter().find(|(a, _)| *a == Atom::Loop(l.variable)).map(|&(_, v)| v)?;
+        let (lower, step) = (l.lower.as_constant()?, l.step.as_constant()?);
+        if step <= 0 {
+            return None;
+        }
+        number = number.checked_add(((value - lower) / step).checked_mul(l.barriers)?)?;
+    }
+    Some(number)
+}
+
+/// Evaluates `access` (resolved as `resolved`, on a buffer of `shape`) for every work item
+/// below `limits` and every iteration of its loops that folds, calling `visit` with each touch
+/// (its `access` field to be set by the caller) and the element, or `None` for a store whose
+/// element the analysis cannot name. `false` when the budget ran out.
+fn evaluate(
+    access: &Access,
+    resolved: &Resolved,
+    shape: Option<&[Option<u64>]>,
+    limits: [i64; 3],
+    budget: &mut usize,
+    visit: &mut dyn FnMut(Touch, Option<Vec<Affine>>),
+) -> bool {
+    let Extent::Element(indices) = &resolved.extent else {
+        if access.write && !matches!(resolved.extent, Extent::Whole) {
+            visit(Touch::default(), None);
+        }
+        return true;
+    };
+    for z in 0..limits[2] {
+        for y in 0..limits[1] {
+            for x in 0..limits[0] {
+                let item = [x, y, z];
+                let mut bindings: Vec<(Atom, i64)> = (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
+                let mut each = |bindings: &Bindings| {
+                    let replace =
+                        |atom: &Atom| bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v));
+                    let guards: Vec<Guard> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
+                    let mut env = Environment::default();
+                    if !narrow(&mut env, &[], &guards) {
+                        return; // this work item does not run it
+                    }
+                    let Some(key) = indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>() else {
+                        if access.write {
+                            visit(Touch::default(), None);
+                        }
+                        return;
+                    };
+                    // A read through a choice (`select`) may read either element.
+                    let keys = if key.iter().all(is_uniform) {
+                        vec![key]
+                    } else if access.write {
+                        visit(Touch::default(), None);
+                        return;
+                    } else {
+                        match choices(&key) {
+                            Some(keys) => keys,
+                            None => return,
+                        }
+                    };
+                    let uniform_guards = guards.iter().all(guard_is_uniform);
+                    for key in keys.into_iter().filter(|k| !out_of_bounds(k, shape)) {
+                        let touch = Touch {
+                            access: 0,
+                            item,
+                            guards: guards.clone(),
+                            uniform_guards,
+                            phase: None,
+                            bindings: bindings.to_vec(),
+                        };
+                        visit(touch, Some(key));
+                    }
+                };
+                if !iterate(&resolved.loops, &mut bindings, budget, &mut each) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The races among `touches`, then the unproven stores.
@@ -203,6 +358,7 @@ fn races_so_far(
                     Race {
                         kind: RaceKind::Store,
                         param: *param,
+                        local: None,
                         op: w.op,
                         site: w.site,
                         other: o.op,
@@ -215,6 +371,7 @@ fn races_so_far(
                     Race {
                         kind: RaceKind::Read,
                         param: *param,
+                        local: None,
                         op: o.op,
                         site: o.site,
                         other: w.op,
@@ -239,6 +396,7 @@ fn races_so_far(
                 Target::Param(p) => p,
                 Target::Any => usize::MAX,
             },
+            local: None,
             op: access.op,
             site: access.site,
             other: access.op,
