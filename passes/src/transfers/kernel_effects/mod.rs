@@ -83,6 +83,8 @@ pub struct KernelEffects {
     accesses: Vec<Access>,
     /// Every access to workgroup memory the kernel allocates (for the race lint).
     locals: Vec<LocalAccess>,
+    /// Whether the kernel (or what it calls) holds a workgroup barrier.
+    barrier: bool,
     /// The kernel's workgroup size, when known.
     workgroup: Option<[u64; 3]>,
     /// Per parameter: the static shape of its type (buffers only; dynamic sizes `None`).
@@ -179,6 +181,7 @@ impl KernelEffects {
             params,
             accesses: summary.accesses.clone(),
             locals: summary.locals.clone(),
+            barrier: barriers::has_barrier(ctx, kernel),
             workgroup,
             static_shapes,
             answers: Answers::default(),

@@ -39,6 +39,10 @@ use super::KernelEffects;
 use hat_ir::Op;
 use std::collections::BTreeMap;
 
+/// An element of one workgroup's memory: its rank, then the workgroup's coordinates and the
+/// element's indices.
+type GroupElement = (usize, Vec<Affine>);
+
 /// Numbers given to atoms (work-item ids, loop variables) for one evaluation.
 type Bindings = [(Atom, i64)];
 
@@ -149,8 +153,10 @@ impl KernelEffects {
         races
     }
 
-    /// The races on workgroup memory: between the work items of the first workgroup (below the
-    /// grid), between the same two barriers.
+    /// The races on workgroup memory: between the work items of one workgroup, between the
+    /// same two barriers. The work items are those of the grid, and in a kernel with a barrier
+    /// also those past it in the last workgroups (which run to take part in barriers and
+    /// workgroup memory).
     fn local_races(&self, query: &Query<'_>, dispatch: &Dispatch, budget: &mut usize) -> Vec<Race> {
         if self.locals.is_empty() {
             return Vec::new();
@@ -159,12 +165,21 @@ impl KernelEffects {
         let mut limits = [1i64; 3];
         let mut items = 1u64;
         for (d, limit) in limits.iter_mut().enumerate() {
-            let grid = dispatch.grid_size(d).unwrap_or(u64::MAX);
-            let size = workgroup[d].min(grid).min(MAX_ITEMS / items.max(1)).max(1);
+            let Some(mut size) = dispatch.grid_size(d).or((d >= dispatch.grid.len()).then_some(1)) else {
+                return Vec::new();
+            };
+            if size == 0 {
+                return Vec::new(); // no work item runs
+            }
+            if self.barrier {
+                size = size.next_multiple_of(workgroup[d].max(1));
+            }
+            let size = size.min(MAX_ITEMS / items.max(1)).max(1);
             items = items.saturating_mul(size);
             *limit = i64::try_from(size).unwrap_or(1);
         }
-        let mut touches: BTreeMap<(usize, Vec<Affine>), Vec<Touch>> = BTreeMap::new();
+        // By allocation, then the workgroup's coordinates and the element (with its rank).
+        let mut touches: BTreeMap<(usize, GroupElement), Vec<Touch>> = BTreeMap::new();
         let mut unproven = vec![false; self.locals.len()];
         let mut allocs: Vec<Op> = Vec::new();
         for (index, local) in self.locals.iter().enumerate() {
@@ -180,7 +195,10 @@ impl KernelEffects {
             let complete = evaluate(access, &resolved, None, limits, budget, &mut |touch, key| match key {
                 Some(key) => {
                     let phase = local.phase.as_ref().and_then(|p| phase_number(p, &touch.bindings));
-                    touches.entry((slot, key)).or_default().push(Touch { access: index, phase, ..touch })
+                    // Each workgroup has its own workgroup memory.
+                    let group = (0..3).map(|d| touch.item[d] / workgroup[d].max(1) as i64);
+                    let element = (key.len(), group.map(Affine::constant).chain(key).collect());
+                    touches.entry((slot, element)).or_default().push(Touch { access: index, phase, ..touch })
                 }
                 None => unproven[index] = true,
             });
@@ -190,7 +208,8 @@ impl KernelEffects {
         }
         let mut races = Vec::new();
         let mut reported: Vec<(usize, usize)> = Vec::new();
-        for ((slot, key), list) in &touches {
+        for ((slot, (rank, grouped)), list) in &touches {
+            let key = &grouped[grouped.len() - rank..];
             for write in list.iter().filter(|t| self.locals[t.access].access.write) {
                 for other in list {
                     if other.item == write.item || reported.contains(&(write.access, other.access)) {
