@@ -105,7 +105,9 @@ fn compare(race: &RaceCase, tally: &mut Tally) -> Result<(), String> {
     let context =
         || format!("variant {:?}, grid {:?}, lint {verdict:?}, run {run:?}\n{text}", race.variant, race.case.grid);
     match (&verdict, &run) {
-        (Static::Clean, Dynamic::Race(_)) => return Err(format!("the lint missed a race\n{}", context())),
+        (Static::Clean, Dynamic::Race(message)) => {
+            return Err(format!("the lint missed a race: {message}\n{}", context()))
+        }
         (Static::Certain, Dynamic::Clean) => {
             return Err(format!("the lint reports a race the run does not have\n{}", context()))
         }
