@@ -18,6 +18,8 @@ pub enum Fill {
     Zeros,
     /// Element `k` is `k` (`k % 2` for `i1`).
     Iota,
+    /// Element `k` is `k % 16` (`k % 2` for `i1`): indices read from data stay in small buffers.
+    Mod16,
 }
 
 /// What the race check said of one dispatch.
@@ -75,18 +77,21 @@ pub fn grids(ctx: &Context, module: Op, kernel: Op) -> Vec<[u64; 3]> {
         .collect()
 }
 
-/// Runs `kernel` (in verified `module`) once over `grid` with the race check on, its buffers
-/// filled by `fill` (dynamic dimensions 64) and its scalars 0.
-pub fn check(verified: hat_ir::Verified<'_>, kernel: Op, grid: [u64; 3], fill: Fill) -> Verdict {
+/// Runs `kernel` (in verified `module`) once on `backend` over `grid`, its buffers filled by
+/// `fill` (dynamic dimensions 64) and its scalars 0; the final bytes of each buffer argument.
+pub fn run_on(
+    backend: &mut dyn Backend,
+    verified: hat_ir::Verified<'_>,
+    kernel: Op,
+    grid: [u64; 3],
+    fill: Fill,
+) -> Result<Vec<Vec<u8>>, RuntimeError> {
     let ctx = verified.ctx();
-    let mut backend = CpuBackend::new();
-    backend.set_check_races(true);
-    let handle = backend
-        .compile_kernel(verified.nested(kernel).expect("a verified kernel"))
-        .unwrap_or_else(|e| panic!("@{}: {e}", symbol(ctx, kernel)));
+    let handle = backend.compile_kernel(verified.nested(kernel).expect("a verified kernel"))?;
     let body = ctx.regions(kernel)[0];
     let entry = ctx.region_blocks(body)[0];
     let mut args = Vec::new();
+    let mut buffers = Vec::new();
     for &parameter in ctx.block_arguments(entry) {
         let ty = ctx.value_type(parameter);
         match ctx.type_kind(ty) {
@@ -94,20 +99,22 @@ pub fn check(verified: hat_ir::Verified<'_>, kernel: Op, grid: [u64; 3], fill: F
                 let element = ElementType::of(ctx, *element).expect("a known element type");
                 let shape: Vec<usize> = shape.iter().map(|&s| if s == DYNAMIC { 64 } else { s as usize }).collect();
                 let layout = BufferLayout { element, shape };
-                let buffer = backend.allocate(&layout).expect("an allocation");
+                let buffer = backend.allocate(&layout)?;
                 let mut bytes = vec![0u8; layout.bytes()];
                 for (k, chunk) in bytes.chunks_mut(element.size()).enumerate() {
                     let k = k as i64;
                     let value = match (fill, element) {
                         (Fill::Zeros, _) => 0,
-                        (Fill::Iota, ElementType::I1) => k % 2,
+                        (_, ElementType::I1) => k % 2,
                         (Fill::Iota, _) => k,
+                        (Fill::Mod16, _) => k % 16,
                     };
                     let value = if element.is_float() { Scalar::Float(value as f64) } else { Scalar::Int(value) };
                     element.write(value, chunk);
                 }
-                backend.copy_to_device(buffer, 0, &bytes).expect("a write");
+                backend.copy_to_device(buffer, 0, &bytes)?;
                 args.push(KernelArg::Buffer(buffer));
+                buffers.push((buffer, bytes.len()));
             }
             _ => {
                 let element = ElementType::of(ctx, ty).expect("a scalar type");
@@ -116,11 +123,26 @@ pub fn check(verified: hat_ir::Verified<'_>, kernel: Op, grid: [u64; 3], fill: F
             }
         }
     }
-    match backend.dispatch(handle, grid, &args) {
-        Ok(()) => Verdict::Clean,
+    backend.dispatch(handle, grid, &args)?;
+    let mut contents = Vec::new();
+    for (buffer, len) in buffers {
+        let mut bytes = vec![0u8; len];
+        backend.copy_from_device(buffer, 0, &mut bytes)?;
+        contents.push(bytes);
+    }
+    Ok(contents)
+}
+
+/// Runs `kernel` (in verified `module`) once over `grid` on the CPU backend with the race check
+/// on (see [`run_on`]).
+pub fn check(verified: hat_ir::Verified<'_>, kernel: Op, grid: [u64; 3], fill: Fill) -> Verdict {
+    let mut backend = CpuBackend::new();
+    backend.set_check_races(true);
+    match run_on(&mut backend, verified, kernel, grid, fill) {
+        Ok(_) => Verdict::Clean,
         Err(error @ RuntimeError::DataRace(_)) => Verdict::Race(error.to_string()),
         Err(error @ RuntimeError::DeviceOutOfBounds { .. }) => Verdict::OutOfBounds(error.to_string()),
-        Err(error) => panic!("@{}: {error}", symbol(ctx, kernel)),
+        Err(error) => panic!("@{}: {error}", symbol(verified.ctx(), kernel)),
     }
 }
 
