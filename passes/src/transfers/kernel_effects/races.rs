@@ -38,6 +38,7 @@ use super::summary::{Access, Extent, Loop, Target};
 use super::KernelEffects;
 use hat_ir::Op;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// An element of one workgroup's memory: its rank, then the workgroup's coordinates and the
 /// element's indices.
@@ -98,7 +99,7 @@ pub struct Race {
 struct Touch {
     access: usize,
     item: Item,
-    guards: Vec<Guard>,
+    guards: Rc<Vec<Guard>>,
     /// Whether the guards are decided by what the dispatch shares (no per-item unknown).
     uniform_guards: bool,
     /// The barrier phase (workgroup memory only), when known.
@@ -126,8 +127,17 @@ impl KernelEffects {
         let mut touches: BTreeMap<(usize, Vec<Affine>), Vec<Touch>> = BTreeMap::new();
         let mut unproven = vec![false; self.accesses.len()];
         let mut budget = MAX_EVALUATIONS;
+        // A read races only with a store: reads of a buffer nothing stores to are not looked at.
+        let stored = |param: usize| {
+            self.accesses
+                .iter()
+                .any(|a| a.write && !a.atomic && (a.target == Target::Param(param) || a.target == Target::Any))
+        };
         for (index, access) in self.accesses.iter().enumerate() {
             if access.atomic || !(access.read || access.write) {
+                continue;
+            }
+            if !access.write && matches!(access.target, Target::Param(p) if !stored(p)) {
                 continue;
             }
             let param = match access.target {
@@ -139,11 +149,18 @@ impl KernelEffects {
             };
             let shape = query.shape(param);
             let resolved = query.resolve(access);
-            let complete =
-                evaluate(access, &resolved, shape.as_deref(), limits, &mut budget, &mut |touch, key| match key {
+            let complete = evaluate(
+                access,
+                &resolved,
+                shape.as_deref(),
+                limits,
+                &mut budget,
+                false,
+                &mut |touch, key| match key {
                     Some(key) => touches.entry((param, key)).or_default().push(Touch { access: index, ..touch }),
                     None => unproven[index] = true,
-                });
+                },
+            );
             if !complete {
                 break;
             }
@@ -187,12 +204,16 @@ impl KernelEffects {
             if access.atomic || !(access.read || access.write) {
                 continue;
             }
+            let stored = self.locals.iter().any(|l| l.alloc == local.alloc && l.access.write && !l.access.atomic);
+            if !access.write && !stored {
+                continue; // a read races only with a store
+            }
             let slot = allocs.iter().position(|&a| a == local.alloc).unwrap_or_else(|| {
                 allocs.push(local.alloc);
                 allocs.len() - 1
             });
             let resolved = query.resolve(access);
-            let complete = evaluate(access, &resolved, None, limits, budget, &mut |touch, key| match key {
+            let complete = evaluate(access, &resolved, None, limits, budget, true, &mut |touch, key| match key {
                 Some(key) => {
                     let phase = local.phase.as_ref().and_then(|p| phase_number(p, &touch.bindings));
                     // Each workgroup has its own workgroup memory.
@@ -285,7 +306,7 @@ fn phase_number(phase: &Phase, bindings: &[(Atom, i64)]) -> Option<i64> {
 
 /// Evaluates `access` (resolved as `resolved`, on a buffer of `shape`) for every work item
 /// below `limits` and every iteration of its loops that folds, calling `visit` with each touch
-/// (its `access` field to be set by the caller) and the element, or `None` for a store whose
+/// (its `access` field to be set by the caller; its bindings kept only with `keep_bindings`) and the element, or `None` for a store whose
 /// element the analysis cannot name. `false` when the budget ran out.
 fn evaluate(
     access: &Access,
@@ -293,6 +314,7 @@ fn evaluate(
     shape: Option<&[Option<u64>]>,
     limits: [i64; 3],
     budget: &mut usize,
+    keep_bindings: bool,
     visit: &mut dyn FnMut(Touch, Option<Vec<Affine>>),
 ) -> bool {
     let Extent::Element(indices) = &resolved.extent else {
@@ -301,20 +323,54 @@ fn evaluate(
         }
         return true;
     };
+    // Guards that no id or loop variable enters (on loaded data, say) are the same for every
+    // work item: looked at once, and shared by the touches.
+    let (fixed, varying): (Vec<&Guard>, Vec<&Guard>) = resolved.guards.iter().partition(|g| !guard_varies(g));
+    let mut shared: Vec<Guard> = Vec::new();
+    for guard in fixed {
+        match guard.decide(&|_| None) {
+            Some(true) => {}
+            Some(false) => return true, // no work item runs it
+            None => shared.push(guard.clone()),
+        }
+    }
+    if !shared.is_empty() && !narrow(&mut Environment::default(), &[], &shared) {
+        return true;
+    }
+    let shared = Rc::new(shared);
     for z in 0..limits[2] {
         for y in 0..limits[1] {
             for x in 0..limits[0] {
                 let item = [x, y, z];
                 let mut bindings: Vec<(Atom, i64)> = (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
                 let mut each = |bindings: &Bindings| {
-                    let replace =
-                        |atom: &Atom| bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v));
-                    let guards: Vec<Guard> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
-                    let mut env = Environment::default();
-                    if !narrow(&mut env, &[], &guards) {
-                        return; // this work item does not run it
+                    // Numbers first (most indices and guards are numbers once ids and loop
+                    // variables are); forms where that does not decide.
+                    let number = |atom: &Atom| bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| v);
+                    let replace = |atom: &Atom| number(atom).map(Affine::constant);
+                    let mut undecided: Vec<Guard> = Vec::new();
+                    for guard in &varying {
+                        match guard.decide(&number) {
+                            Some(true) => {}
+                            Some(false) => return, // this work item does not run it
+                            None => undecided.push(guard.substitute(&replace)),
+                        }
                     }
-                    let Some(key) = indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>() else {
+                    let guards = if undecided.is_empty() {
+                        shared.clone()
+                    } else {
+                        undecided.extend(shared.iter().cloned());
+                        if !narrow(&mut Environment::default(), &[], &undecided) {
+                            return; // this work item does not run it
+                        }
+                        Rc::new(undecided)
+                    };
+                    let numbers = indices.iter().map(|i| i.value(&number).map(Affine::constant));
+                    let key = match numbers.collect::<Option<Vec<_>>>() {
+                        Some(key) => Some(key),
+                        None => indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>(),
+                    };
+                    let Some(key) = key else {
                         if access.write {
                             visit(Touch::default(), None);
                         }
@@ -340,7 +396,8 @@ fn evaluate(
                             guards: guards.clone(),
                             uniform_guards,
                             phase: None,
-                            bindings: bindings.to_vec(),
+                            // Only workgroup memory needs them (for the barrier phase).
+                            bindings: if keep_bindings { bindings.to_vec() } else { Vec::new() },
                         };
                         visit(touch, Some(key));
                     }
@@ -433,7 +490,10 @@ fn races_so_far(
 fn together(a: &Touch, b: &Touch) -> Option<bool> {
     if a.uniform_guards && b.uniform_guards {
         let mut env = Environment::default();
-        let guards: Vec<Guard> = a.guards.iter().chain(&b.guards).cloned().collect();
+        if a.guards.is_empty() && b.guards.is_empty() {
+            return Some(false);
+        }
+        let guards: Vec<Guard> = a.guards.iter().chain(b.guards.iter()).cloned().collect();
         return narrow(&mut env, &[], &guards).then_some(false);
     }
     // A per-item unknown is a different value in each work item: the guards are not joined.
@@ -537,6 +597,31 @@ fn atom_is_uniform(atom: &Atom) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a work-item id or a loop variable enters `guard` (so that it may differ between
+/// evaluations).
+fn guard_varies(guard: &Guard) -> bool {
+    match guard {
+        Guard::True | Guard::False | Guard::Unknown => false,
+        Guard::Compare { lhs, rhs, .. } => varies(lhs) || varies(rhs),
+        Guard::And(a, b) | Guard::Or(a, b) => guard_varies(a) || guard_varies(b),
+        Guard::Not(a) => guard_varies(a),
+    }
+}
+
+fn varies(form: &Affine) -> bool {
+    form.terms().any(|(atom, _)| match atom {
+        Atom::Id(_) | Atom::Loop(_) => true,
+        Atom::Div(a, b, _)
+        | Atom::Rem(a, b, _)
+        | Atom::Min(a, b, _)
+        | Atom::Max(a, b, _)
+        | Atom::Mul(a, b)
+        | Atom::Select(a, b) => varies(a) || varies(b),
+        Atom::Via { atom, .. } => matches!(**atom, Atom::Id(_) | Atom::Loop(_)),
+        _ => false,
+    })
 }
 
 fn guard_is_uniform(guard: &Guard) -> bool {
