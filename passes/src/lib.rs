@@ -35,8 +35,8 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(transfers::hoist::info());
     registry.register_pipeline(
         "default",
-        "The whole job: inline, canonicalize, place the transfers (static strategy), hoist what loops do not need, clean up",
-        "builtin.module(inline,canonicalize,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
+        "The whole job: inline, canonicalize, warn of kernel data races, place the transfers (static strategy), hoist what loops do not need, clean up",
+        "builtin.module(inline,canonicalize,race-lint,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
     );
     registry.register(transfers::kernel_effects::print::info());
     registry.register(transfers::track_accesses::info());

@@ -192,6 +192,11 @@ pub enum RuntimeError {
         /// What the driver said.
         message: String,
     },
+    /// Two work items of one dispatch touching one element, at least one storing, with nothing
+    /// ordering them (found by the CPU backend's race check,
+    /// [`crate::CpuBackend::set_check_races`]).
+    #[error("{}", race_message(.0))]
+    DataRace(Box<DataRace>),
     /// Anything else a backend reports.
     #[error("{0}")]
     Backend(String),
@@ -207,6 +212,45 @@ fn grid_message(kernel: &str, grid: &[u64; 3], work_items: Option<u64>, limit: u
             "the dispatch of '@{kernel}' over a grid of {x} x {y} x {z} has more work items than 64 bits count (the backend's limit is {limit})"
         ),
     }
+}
+
+/// What [`RuntimeError::DataRace`] reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataRace {
+    /// The kernel.
+    pub kernel: String,
+    /// The buffer: `%name` of a kernel argument, or a workgroup-local buffer.
+    pub buffer: String,
+    /// The element's indices.
+    pub element: Vec<u64>,
+    /// The global id of the work item that touched it first.
+    pub first: [u64; 3],
+    /// Whether that access is a store (else a load).
+    pub first_stores: bool,
+    /// Where that access is.
+    pub first_location: Location,
+    /// The global id of the work item whose access conflicts with it.
+    pub second: [u64; 3],
+    /// Whether that access is a store.
+    pub second_stores: bool,
+    /// Where that access is.
+    pub location: Location,
+}
+
+fn race_message(race: &DataRace) -> String {
+    let DataRace { kernel, buffer, element, .. } = race;
+    let first = (&race.first, race.first_stores);
+    let second = (&race.second, race.second_stores);
+    let item = |id: &[u64; 3]| format!("({}, {}, {})", id[0], id[1], id[2]);
+    let element = format!("{buffer}[{}]", element.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+    let what = match (first.1, second.1) {
+        (true, true) => format!("work items {} and {} both store to {element}", item(first.0), item(second.0)),
+        (true, false) => {
+            format!("work item {} loads {element}, which work item {} stores to", item(second.0), item(first.0))
+        }
+        _ => format!("work item {} stores to {element}, which work item {} loads", item(second.0), item(first.0)),
+    };
+    format!("data race in kernel '@{kernel}': {what}, with nothing ordering them")
 }
 
 fn join(values: &[i64]) -> String {
@@ -235,6 +279,7 @@ impl RuntimeError {
             | RuntimeError::GridTooLarge { location, .. }
             | RuntimeError::KernelLowering { location, .. }
             | RuntimeError::Located { location, .. } => *location,
+            RuntimeError::DataRace(race) => race.location,
             _ => Location::UNKNOWN,
         }
     }
@@ -258,6 +303,14 @@ impl RuntimeError {
 
     /// As a diagnostic (with `file:line:col` when the location is known).
     pub fn to_diagnostic(&self) -> hat_ir::Diagnostic {
-        hat_ir::Diagnostic::error(self.location(), self.to_string())
+        let diagnostic = hat_ir::Diagnostic::error(self.location(), self.to_string());
+        match self.unlocated() {
+            RuntimeError::DataRace(race) => {
+                let what = if race.first_stores { "stores" } else { "loads" };
+                let [x, y, z] = race.first;
+                diagnostic.with_note(race.first_location, format!("work item ({x}, {y}, {z}) {what} here"))
+            }
+            _ => diagnostic,
+        }
     }
 }

@@ -7,6 +7,9 @@
 //! dimensions as its accesses use work-item ids or its workgroup size spans; the diagnostic says
 //! so.
 //!
+//! Workgroup memory (`kernel.local_alloc`) is checked among the work items of one workgroup
+//! between the same two barriers (see `kernel_effects/barriers.rs`).
+//!
 //! Each race is one diagnostic at the racing access (the store; the read for a read of what
 //! another work item stores), with a note at the access it conflicts with naming two work items
 //! and the element, and a note at the call where the access is in a helper. Severity: `warning`
@@ -88,7 +91,7 @@ impl Pass for RaceLint {
 
 /// How many dimensions a kernel's dispatches have, as far as the kernel says: those its accesses
 /// use ids of, and those its workgroup size spans (a store may ignore one dimension).
-fn dimensions(ctx: &Context, kernel: Op, effects: &KernelEffects) -> usize {
+pub fn dimensions(ctx: &Context, kernel: Op, effects: &KernelEffects) -> usize {
     let spanned = hat_dialects::kernel::workgroup_size(ctx, kernel)
         .and_then(|sizes| sizes.iter().rposition(|&s| s > 1))
         .map_or(1, |last| last + 1);
@@ -108,7 +111,12 @@ pub fn sample_grid(dimensions: usize) -> Vec<Option<u64>> {
 
 impl RaceLint {
     fn diagnostic(&self, ctx: &Context, kernel: Op, at: Option<Op>, dispatch: &Dispatch, race: &Race) -> Diagnostic {
-        let buffer = parameter_name(ctx, kernel, race.param);
+        let buffer = match race.local {
+            Some(_) => "workgroup memory".to_string(),
+            None => parameter_name(ctx, kernel, race.param),
+        };
+        // Workgroup memory is ordered by barriers: say so where that is the missing piece.
+        let between = if race.local.is_some() { " with no barrier between" } else { "" };
         let grid = dispatch.grid.iter().map(|g| g.map_or("?".to_string(), |g| g.to_string())).collect::<Vec<_>>();
         let kernel_name = symbol_name(ctx, kernel).unwrap_or("?");
         let over = match at {
@@ -116,16 +124,22 @@ impl RaceLint {
             None => format!("if @{kernel_name} is dispatched over {} (no launch gives its grid)", grid.join("x")),
         };
         let rank = dispatch.grid.len().clamp(1, 3);
-        let element = race.element.as_deref().map_or_else(|| buffer.clone(), |e| format!("{buffer}[{e}]"));
+        let element = match (race.element.as_deref(), race.local) {
+            (None, _) => buffer.clone(),
+            (Some(e), None) => format!("{buffer}[{e}]"),
+            (Some(e), Some(_)) => format!("element [{e}] of the workgroup memory"),
+        };
         let (message, note) = match race.kind {
             RaceKind::Store => (
-                format!("data race on {buffer}: several work items store to one element, {over}"),
+                format!("data race on {buffer}: several work items store to one element{between}, {over}"),
                 race.items.map(|(a, b)| {
                     format!("work items {} and {} both store to {element}", item_text(a, rank), item_text(b, rank))
                 }),
             ),
             RaceKind::Read => (
-                format!("data race on {buffer}: a work item reads an element another work item stores to, {over}"),
+                format!(
+                    "data race on {buffer}: a work item reads an element another work item stores to{between}, {over}"
+                ),
                 race.items.map(|(reader, writer)| {
                     format!(
                         "work item {} reads {element}, which work item {} stores to here",
@@ -158,6 +172,9 @@ impl RaceLint {
         }
         if race.other_site != race.other && race.other_site != race.site {
             diagnostic = diagnostic.with_note(ctx.location(race.other_site), "in the helper called here");
+        }
+        if let Some(alloc) = race.local {
+            diagnostic = diagnostic.with_note(ctx.location(alloc), "the workgroup memory is allocated here");
         }
         if let Some(at) = at {
             diagnostic = diagnostic.with_note(ctx.location(at), "dispatched here");

@@ -18,11 +18,13 @@
 
 use super::compile::{Edge, Inst, Program, Slot, Target, MAX_CALL_DEPTH};
 use super::memory::Memory;
+use super::races::Recorder;
 use crate::error::RuntimeError;
 use crate::eval;
 use crate::value::Scalar;
 use hat_dialects::kernel::WorkItemQuery;
 use hat_ir::Location;
+use std::sync::Mutex;
 
 /// What a dispatch shares with every work item of one workgroup.
 pub(crate) struct Env<'a> {
@@ -32,6 +34,8 @@ pub(crate) struct Env<'a> {
     pub group: [u64; 3],
     pub grid: [u64; 3],
     pub num_groups: [u64; 3],
+    /// The race check's records, when it is on (then workgroups run one after the other).
+    pub races: Option<&'a Mutex<Recorder>>,
 }
 
 /// An entry of a work item's control stack.
@@ -174,6 +178,21 @@ impl Item {
         })
     }
 
+    /// Records a load or store of element `index` of buffer `handle` for the race check.
+    #[cold]
+    fn record(
+        &self,
+        races: &Mutex<Recorder>,
+        handle: Scalar,
+        index: usize,
+        store: bool,
+        location: Location,
+    ) -> Result<(), RuntimeError> {
+        let handle = u32::try_from(handle.as_i64()).unwrap_or(u32::MAX);
+        let mut races = races.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        races.touch(handle, index, self.global, store, location)
+    }
+
     /// Runs the work item until it finishes or reaches a barrier.
     pub fn run(&mut self, env: &Env<'_>) -> Result<Stop, RuntimeError> {
         let program = env.program;
@@ -253,6 +272,9 @@ impl Item {
                         continue;
                     }
                     let index = self.flat(env, memory, indices, base, *location)?;
+                    if let Some(races) = env.races {
+                        self.record(races, slot!(*buffer), index, false, *location)?;
+                    }
                     slot!(*dst) = memory.load(index);
                     pc += 1;
                 }
@@ -263,6 +285,9 @@ impl Item {
                         continue;
                     }
                     let index = self.flat(env, memory, indices, base, *location)?;
+                    if let Some(races) = env.races {
+                        self.record(races, slot!(*buffer), index, true, *location)?;
+                    }
                     memory.store(index, slot!(*value));
                     pc += 1;
                 }
@@ -499,6 +524,9 @@ pub(crate) fn run_group(env: &Env<'_>, params: &[Scalar], items: &mut Vec<Item>)
         }
         if waiting == 0 {
             return Ok(());
+        }
+        if let Some(races) = env.races {
+            races.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).barrier();
         }
         let (first, rest) = items.split_first().expect("a workgroup has work items");
         let first_waits = !first.frames.is_empty();

@@ -56,6 +56,9 @@ mod grid;
 mod interp;
 mod memory;
 #[cfg(test)]
+mod race_tests;
+mod races;
+#[cfg(test)]
 mod tests;
 
 pub use compile::DEFAULT_WORKGROUP_SIZE;
@@ -71,6 +74,7 @@ use compile::{Param, Program};
 use hat_ir::types::DYNAMIC;
 use interp::{Env, Item};
 use memory::Memory;
+use races::{BufferName, Recorder};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -84,6 +88,7 @@ pub struct CpuBackend {
     batches: Batches,
     parallel: bool,
     max_work_items: u64,
+    check_races: bool,
 }
 
 /// The default limit on the work items of one dispatch on the CPU backend: 2^32.
@@ -104,6 +109,7 @@ impl CpuBackend {
             batches: Batches::default(),
             parallel: true,
             max_work_items: DEFAULT_MAX_WORK_ITEMS,
+            check_races: false,
         }
     }
 
@@ -116,6 +122,15 @@ impl CpuBackend {
     /// other, in linear order (useful to make racy kernels deterministic).
     pub fn set_parallel(&mut self, parallel: bool) {
         self.parallel = parallel;
+    }
+
+    /// Whether dispatches check for data races (off by default): every load and store of a
+    /// buffer argument or of workgroup-local memory is recorded, workgroups run one after the
+    /// other, and the first access that conflicts with an earlier one by another work item,
+    /// with nothing ordering them, stops the dispatch with [`RuntimeError::DataRace`]. Atomics
+    /// are exempt. See `races.rs`.
+    pub fn set_check_races(&mut self, check: bool) {
+        self.check_races = check;
     }
 
     /// The layout of a live buffer.
@@ -209,6 +224,33 @@ impl CpuBackend {
     }
 }
 
+/// The race check's recorder for a dispatch of `program` with buffer arguments `buffers`.
+fn race_recorder(program: &Program, buffers: &[&Memory]) -> Recorder {
+    let mut names: Vec<BufferName> = program
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Buffer { name, .. } => Some(name.clone()),
+            Param::Scalar { .. } => None,
+        })
+        .zip(buffers)
+        .map(|(name, memory)| {
+            // `#0 (%out)`: the race report says `%out`.
+            let name = match name.find("(%") {
+                Some(start) => name[start + 1..].trim_end_matches(')').to_string(),
+                None => name,
+            };
+            BufferName { name, shape: memory.shape.to_vec(), local: false }
+        })
+        .collect();
+    names.extend(program.locals.iter().enumerate().map(|(k, local)| BufferName {
+        name: format!("workgroup-local buffer #{k}"),
+        shape: local.shape.clone(),
+        local: true,
+    }));
+    Recorder::new(&program.name, names)
+}
+
 fn describe_memref(element: ElementType, shape: impl Iterator<Item = Option<u64>>) -> String {
     let mut text = String::from("memref<");
     for extent in shape {
@@ -220,6 +262,16 @@ fn describe_memref(element: ElementType, shape: impl Iterator<Item = Option<u64>
     text + type_name(element) + ">"
 }
 
+/// How a dispatch runs its workgroups.
+enum Schedule<'a> {
+    /// On several threads.
+    Parallel,
+    /// One after the other, in linear order.
+    Serial,
+    /// One after the other, recording accesses for the race check.
+    Checked(&'a Mutex<Recorder>),
+}
+
 /// Runs the workgroups `groups` (linear indices, x fastest) of a dispatch. Returns the error of
 /// the lowest failing workgroup, if any.
 fn run_groups(
@@ -229,8 +281,13 @@ fn run_groups(
     grid: [u64; 3],
     num_groups: [u64; 3],
     total: usize,
-    parallel: bool,
+    schedule: Schedule<'_>,
 ) -> Result<(), RuntimeError> {
+    let (parallel, races) = match schedule {
+        Schedule::Parallel => (true, None),
+        Schedule::Serial => (false, None),
+        Schedule::Checked(races) => (false, Some(races)),
+    };
     // The lowest failing workgroup so far (groups above it are skipped) and its error.
     let lowest_failure = AtomicUsize::new(usize::MAX);
     let failure: Mutex<Option<(usize, RuntimeError)>> = Mutex::new(None);
@@ -267,7 +324,10 @@ fn run_groups(
         let mut buffers: Vec<&Memory> = Vec::with_capacity(args.len() + locals.len());
         buffers.extend_from_slice(args);
         buffers.extend(locals.iter());
-        let env = Env { program, buffers: &buffers, group, grid, num_groups };
+        if let Some(races) = races {
+            races.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).start_group(l);
+        }
+        let env = Env { program, buffers: &buffers, group, grid, num_groups, races };
         if let Err(error) = interp::run_group(&env, params, items) {
             record(linear, error);
         }
@@ -386,7 +446,14 @@ impl Backend for CpuBackend {
         let (params, buffers) = self.bind(program, args)?;
         let workgroups = grid::workgroups(&program.name, grid, program.workgroup, self.max_work_items)?;
         if workgroups.total > 0 {
-            run_groups(program, &params, &buffers, grid, workgroups.count, workgroups.total, self.parallel)?;
+            let races = self.check_races.then(|| Mutex::new(race_recorder(program, &buffers)));
+            let (count, total) = (workgroups.count, workgroups.total);
+            let schedule = match &races {
+                Some(races) => Schedule::Checked(races),
+                None if self.parallel => Schedule::Parallel,
+                None => Schedule::Serial,
+            };
+            run_groups(program, &params, &buffers, grid, count, total, schedule)?;
         }
         self.batches.hold_time(DispatchTime { command, time: start.elapsed() });
         Ok(command)

@@ -29,6 +29,7 @@ mod measure;
 mod nested;
 mod parse;
 mod passes;
+mod races;
 mod transfers;
 
 use clap::{Parser, Subcommand};
@@ -57,6 +58,8 @@ enum Command {
     /// On a Vulkan device: square GB/s, Life end to end (default and jic), wall time per
     /// dispatch; beside the probe's, PyTorch's, CuPy's and IREE's figures.
     Gpu(gpu::GpuArgs),
+    /// The race lint on 1,000 generated kernels of 100 ops (in process): time, target 1 s.
+    Races(races::RacesArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Executor(args) => executor::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Nested(args) => nested::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Gpu(args) => gpu::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Races(args) => races::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Transfers(args) => transfers::run(args).map(|(report, tables, ok)| match args.format {
             transfers::Format::Table => {
                 print!("{tables}");

@@ -7,6 +7,7 @@
 
 mod args;
 mod backend_choice;
+mod check_races;
 mod driver;
 mod emit;
 mod report;

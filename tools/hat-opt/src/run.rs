@@ -102,6 +102,9 @@ pub struct RunOptions {
     /// `--backend` and `--device` (backend_choice.rs).
     #[command(flatten)]
     pub device: crate::backend_choice::DeviceOptions,
+    /// `--check-races` (check_races.rs).
+    #[command(flatten)]
+    pub races: crate::check_races::RaceOptions,
 }
 
 impl RunOptions {
@@ -137,7 +140,7 @@ pub fn run(
 
     let plan_log = HostCallLog::default();
     let reference_arguments = options.check.then(|| arguments.clone());
-    let mut backend = crate::backend_choice::open(&options.device)?;
+    let mut backend = crate::check_races::open(&options.races, &options.device)?;
     let output = {
         let shared = RefCell::new(&mut *out as &mut dyn Write);
         let log = options.check.then_some(&plan_log);

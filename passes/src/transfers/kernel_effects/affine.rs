@@ -291,6 +291,36 @@ impl Affine {
         }
     }
 
+    /// The number the expression is where `value` gives every atom a number: the constant
+    /// [`Affine::substitute`] would give with those numbers, computed without building forms
+    /// (the race lint asks it once per work item and access). `None` where an atom has no
+    /// number, or where `substitute` would not give a constant (overflow, a division by a
+    /// number below 1, a `select`).
+    pub(super) fn value(&self, value: &dyn Fn(&Atom) -> Option<i64>) -> Option<i64> {
+        let mut total = self.constant;
+        for (atom, &coefficient) in &self.terms {
+            let number = match value(atom) {
+                Some(number) => number,
+                None => match atom {
+                    Atom::Div(a, b, r) => {
+                        let d = b.value(value).filter(|&d| d > 0)?;
+                        divide(a.value(value)?, d, *r)?
+                    }
+                    Atom::Rem(a, b, r) => {
+                        let d = b.value(value).filter(|&d| d > 0)?;
+                        remainder(a.value(value)?, d, *r)?
+                    }
+                    Atom::Min(a, b, o) => pick(a.value(value)?, b.value(value)?, *o, true),
+                    Atom::Max(a, b, o) => pick(a.value(value)?, b.value(value)?, *o, false),
+                    Atom::Mul(a, b) => a.value(value)?.checked_mul(b.value(value)?)?,
+                    _ => return None,
+                },
+            };
+            total = total.checked_add(number.checked_mul(coefficient)?)?;
+        }
+        Some(total)
+    }
+
     /// The atom, when the expression is exactly one atom with coefficient 1.
     fn as_atom_ref(&self) -> Option<&Atom> {
         match (self.constant, self.terms.len()) {

@@ -71,6 +71,38 @@ impl Guard {
         }
     }
 
+    /// Whether the guard holds where `value` gives every atom a number, decided as
+    /// [`Guard::substitute`] and [`Guard::narrow`] would decide it with those numbers, without
+    /// building forms; `None` where some part is not decided that way (an atom without a
+    /// number, `Unknown`, an unsigned comparison of a negative number, an overflow).
+    pub(super) fn decide(&self, value: &dyn Fn(&Atom) -> Option<i64>) -> Option<bool> {
+        match self {
+            Guard::True => Some(true),
+            Guard::False => Some(false),
+            Guard::Unknown => None,
+            Guard::Compare { lhs, rhs, predicate, .. } => {
+                let (l, r) = (lhs.value(value)?, rhs.value(value)?);
+                if is_unsigned(*predicate) && (l < 0 || r < 0) {
+                    return None;
+                }
+                let d = l.checked_sub(r)?;
+                use IntPredicate::*;
+                Some(match as_signed(*predicate) {
+                    Eq => d == 0,
+                    Ne => d != 0,
+                    Slt => d < 0,
+                    Sle => d <= 0,
+                    Sgt => d > 0,
+                    Sge => d >= 0,
+                    _ => return None,
+                })
+            }
+            Guard::And(a, b) => Some(a.decide(value)? & b.decide(value)?),
+            Guard::Or(a, b) => Some(a.decide(value)? | b.decide(value)?),
+            Guard::Not(a) => Some(!a.decide(value)?),
+        }
+    }
+
     /// Narrows `env` to where the guard may be `value` (true or false); returns `false` when it
     /// cannot be (nothing in `env` makes it so).
     pub(super) fn narrow(&self, env: &mut Environment, value: bool) -> bool {

@@ -25,6 +25,7 @@
 //! write must be made by the work items below it.
 
 mod affine;
+mod barriers;
 mod coverage;
 mod dispatch;
 mod guard;
@@ -46,7 +47,7 @@ use hat_ir::{Context, Op, TypeKind};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::ops::Range;
-use summary::{Access, Summarizer, Target};
+use summary::{Access, LocalAccess, Summarizer, Target};
 
 /// What a dispatch of one kernel does to one of its parameters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,6 +81,10 @@ pub struct KernelEffects {
     pub params: Vec<ParamEffects>,
     /// Every access to a parameter's buffer, helpers' included.
     accesses: Vec<Access>,
+    /// Every access to workgroup memory the kernel allocates (for the race lint).
+    locals: Vec<LocalAccess>,
+    /// Whether the kernel (or what it calls) holds a workgroup barrier.
+    barrier: bool,
     /// The kernel's workgroup size, when known.
     workgroup: Option<[u64; 3]>,
     /// Per parameter: the static shape of its type (buffers only; dynamic sizes `None`).
@@ -175,6 +180,8 @@ impl KernelEffects {
         KernelEffects {
             params,
             accesses: summary.accesses.clone(),
+            locals: summary.locals.clone(),
+            barrier: barriers::has_barrier(ctx, kernel),
             workgroup,
             static_shapes,
             answers: Answers::default(),

@@ -19,16 +19,30 @@
 //! exist"); an index out of the buffer's bounds stops the dispatch, so touches nothing. A grid
 //! larger than [`MAX_ITEMS`] work items is looked at in its first items only (per dimension, a
 //! prefix), which finds races among those and proves nothing of the rest. Two parameters are
-//! taken to be bound to distinct buffers; workgroup memory is not looked at.
+//! taken to be bound to distinct buffers.
+//!
+//! Workgroup memory (each `kernel.local_alloc`, reached directly or through helpers) is looked
+//! at among the work items of the first workgroup (below the grid): two accesses race when they
+//! are by different work items, in the same barrier phase (`barriers.rs`: the number of
+//! barriers passed before them, from the structure and the loop iterations), on one element,
+//! at least one storing. An access whose phase is unknown is taken to be in every phase. A
+//! barrier also orders the global memory of one workgroup; that is not looked at (only
+//! workgroup memory is ordered here), so a kernel relying on it is reported.
 
 use super::affine::{Affine, Atom};
-use super::dispatch::{narrow, Dispatch};
+use super::barriers::Phase;
+use super::dispatch::{narrow, Dispatch, Query, Resolved};
 use super::guard::Guard;
 use super::interval::Environment;
-use super::summary::{Extent, Loop, Target};
+use super::summary::{Access, Extent, Loop, Target};
 use super::KernelEffects;
 use hat_ir::Op;
 use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// An element of one workgroup's memory: its rank, then the workgroup's coordinates and the
+/// element's indices.
+type GroupElement = (usize, Vec<Affine>);
 
 /// Numbers given to atoms (work-item ids, loop variables) for one evaluation.
 type Bindings = [(Atom, i64)];
@@ -59,8 +73,10 @@ pub type Item = [i64; 3];
 pub struct Race {
     /// What kind.
     pub kind: RaceKind,
-    /// The kernel parameter whose buffer it is on.
+    /// The kernel parameter whose buffer it is on (`usize::MAX` for workgroup memory).
     pub param: usize,
+    /// The op allocating the workgroup memory it is on, if that is what it is on.
+    pub local: Option<Op>,
     /// The racing access: the store, or for [`RaceKind::Read`] the read.
     pub op: Op,
     /// The op of the kernel that leads to `op` (a call of the helper holding it, or `op`).
@@ -79,17 +95,22 @@ pub struct Race {
 }
 
 /// One evaluation of an access by one work item (in one loop iteration).
+#[derive(Default)]
 struct Touch {
     access: usize,
     item: Item,
-    guards: Vec<Guard>,
+    guards: Rc<Vec<Guard>>,
     /// Whether the guards are decided by what the dispatch shares (no per-item unknown).
     uniform_guards: bool,
+    /// The barrier phase (workgroup memory only), when known.
+    phase: Option<i64>,
+    /// The numbers of the ids and loop variables it was evaluated with.
+    bindings: Vec<(Atom, i64)>,
 }
 
 impl KernelEffects {
     /// The races of a dispatch: at most one per pair of accesses (and kind), in the order of
-    /// the elements. See the module documentation.
+    /// the elements, then those on workgroup memory. See the module documentation.
     pub fn races(&self, dispatch: &Dispatch) -> Vec<Race> {
         let query = self.query(dispatch);
         let rank = dispatch.grid.len().clamp(1, 3);
@@ -106,78 +127,288 @@ impl KernelEffects {
         let mut touches: BTreeMap<(usize, Vec<Affine>), Vec<Touch>> = BTreeMap::new();
         let mut unproven = vec![false; self.accesses.len()];
         let mut budget = MAX_EVALUATIONS;
+        // A read races only with a store: reads of a buffer nothing stores to are not looked at.
+        let stored = |param: usize| {
+            self.accesses
+                .iter()
+                .any(|a| a.write && !a.atomic && (a.target == Target::Param(param) || a.target == Target::Any))
+        };
         for (index, access) in self.accesses.iter().enumerate() {
             if access.atomic || !(access.read || access.write) {
                 continue;
             }
-            let resolved = query.resolve(access);
+            if !access.write && matches!(access.target, Target::Param(p) if !stored(p)) {
+                continue;
+            }
             let param = match access.target {
                 Target::Param(p) => p,
                 Target::Any => {
-                    if access.write {
-                        unproven[index] = true;
-                    }
+                    unproven[index] |= access.write;
                     continue;
                 }
             };
-            let Extent::Element(indices) = &resolved.extent else {
-                if access.write && !matches!(resolved.extent, Extent::Whole) {
-                    unproven[index] = true;
-                }
-                continue;
-            };
             let shape = query.shape(param);
-            for z in 0..limits[2] {
-                for y in 0..limits[1] {
-                    for x in 0..limits[0] {
-                        let item = [x, y, z];
-                        let mut bindings: Vec<(Atom, i64)> =
-                            (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
-                        let mut visit = |bindings: &Bindings| {
-                            let replace = |atom: &Atom| {
-                                bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| Affine::constant(v))
-                            };
-                            let guards: Vec<Guard> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
-                            let mut env = Environment::default();
-                            if !narrow(&mut env, &[], &guards) {
-                                return; // this work item does not run it
-                            }
-                            let Some(key) = indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>()
-                            else {
-                                unproven[index] |= access.write;
-                                return;
-                            };
-                            // A read through a choice (`select`) may read either element.
-                            let keys = if key.iter().all(is_uniform) {
-                                vec![key]
-                            } else if access.write {
-                                unproven[index] = true;
-                                return;
-                            } else {
-                                match choices(&key) {
-                                    Some(keys) => keys,
-                                    None => return,
-                                }
-                            };
-                            let uniform_guards = guards.iter().all(guard_is_uniform);
-                            for key in keys.into_iter().filter(|k| !out_of_bounds(k, shape.as_deref())) {
-                                touches.entry((param, key)).or_default().push(Touch {
-                                    access: index,
-                                    item,
-                                    guards: guards.clone(),
-                                    uniform_guards,
-                                });
-                            }
-                        };
-                        if !iterate(&resolved.loops, &mut bindings, &mut budget, &mut visit) {
-                            return races_so_far(self, &touches, &unproven);
+            let resolved = query.resolve(access);
+            let complete = evaluate(
+                access,
+                &resolved,
+                shape.as_deref(),
+                limits,
+                &mut budget,
+                false,
+                &mut |touch, key| match key {
+                    Some(key) => touches.entry((param, key)).or_default().push(Touch { access: index, ..touch }),
+                    None => unproven[index] = true,
+                },
+            );
+            if !complete {
+                break;
+            }
+        }
+        let mut races = races_so_far(self, &touches, &unproven);
+        races.extend(self.local_races(&query, dispatch, &mut budget));
+        races
+    }
+
+    /// The races on workgroup memory: between the work items of one workgroup, between the
+    /// same two barriers. The work items are those of the grid, and in a kernel with a barrier
+    /// also those past it in the last workgroups (which run to take part in barriers and
+    /// workgroup memory).
+    fn local_races(&self, query: &Query<'_>, dispatch: &Dispatch, budget: &mut usize) -> Vec<Race> {
+        if self.locals.is_empty() {
+            return Vec::new();
+        }
+        let workgroup = self.workgroup.unwrap_or([64, 1, 1]);
+        let mut limits = [1i64; 3];
+        let mut items = 1u64;
+        for (d, limit) in limits.iter_mut().enumerate() {
+            let Some(mut size) = dispatch.grid_size(d).or((d >= dispatch.grid.len()).then_some(1)) else {
+                return Vec::new();
+            };
+            if size == 0 {
+                return Vec::new(); // no work item runs
+            }
+            if self.barrier {
+                size = size.next_multiple_of(workgroup[d].max(1));
+            }
+            let size = size.min(MAX_ITEMS / items.max(1)).max(1);
+            items = items.saturating_mul(size);
+            *limit = i64::try_from(size).unwrap_or(1);
+        }
+        // By allocation, then the workgroup's coordinates and the element (with its rank).
+        let mut touches: BTreeMap<(usize, GroupElement), Vec<Touch>> = BTreeMap::new();
+        let mut unproven = vec![false; self.locals.len()];
+        let mut allocs: Vec<Op> = Vec::new();
+        for (index, local) in self.locals.iter().enumerate() {
+            let access = &local.access;
+            if access.atomic || !(access.read || access.write) {
+                continue;
+            }
+            let stored = self.locals.iter().any(|l| l.alloc == local.alloc && l.access.write && !l.access.atomic);
+            if !access.write && !stored {
+                continue; // a read races only with a store
+            }
+            let slot = allocs.iter().position(|&a| a == local.alloc).unwrap_or_else(|| {
+                allocs.push(local.alloc);
+                allocs.len() - 1
+            });
+            let resolved = query.resolve(access);
+            let complete = evaluate(access, &resolved, None, limits, budget, true, &mut |touch, key| match key {
+                Some(key) => {
+                    let phase = local.phase.as_ref().and_then(|p| phase_number(p, &touch.bindings));
+                    // Each workgroup has its own workgroup memory.
+                    let group = (0..3).map(|d| touch.item[d] / workgroup[d].max(1) as i64);
+                    let element = (key.len(), group.map(Affine::constant).chain(key).collect());
+                    touches.entry((slot, element)).or_default().push(Touch { access: index, phase, ..touch })
+                }
+                None => unproven[index] = true,
+            });
+            if !complete {
+                break;
+            }
+        }
+        let mut races = Vec::new();
+        let mut reported: Vec<(usize, usize)> = Vec::new();
+        for ((slot, (rank, grouped)), list) in &touches {
+            let key = &grouped[grouped.len() - rank..];
+            for write in list.iter().filter(|t| self.locals[t.access].access.write) {
+                for other in list {
+                    if other.item == write.item || reported.contains(&(write.access, other.access)) {
+                        continue;
+                    }
+                    // A barrier between them orders them.
+                    if let (Some(a), Some(b)) = (write.phase, other.phase) {
+                        if a != b {
+                            continue;
                         }
                     }
+                    let Some(uncertain) = together(write, other) else { continue };
+                    reported.push((write.access, other.access));
+                    reported.push((other.access, write.access));
+                    let (w, o) = (&self.locals[write.access].access, &self.locals[other.access].access);
+                    let element = Some(key.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "));
+                    let (kind, first, second, items) = if o.write {
+                        (RaceKind::Store, w, o, (write.item, other.item))
+                    } else {
+                        (RaceKind::Read, o, w, (other.item, write.item))
+                    };
+                    races.push(Race {
+                        kind,
+                        param: usize::MAX,
+                        local: Some(allocs[*slot]),
+                        op: first.op,
+                        site: first.site,
+                        other: second.op,
+                        other_site: second.site,
+                        items: Some(items),
+                        element,
+                        uncertain,
+                    });
                 }
             }
         }
-        races_so_far(self, &touches, &unproven)
+        for (index, _) in unproven.iter().enumerate().filter(|(_, &u)| u) {
+            let local = &self.locals[index];
+            if races.iter().any(|r| r.op == local.access.op && r.kind == RaceKind::Store) {
+                continue;
+            }
+            races.push(Race {
+                kind: RaceKind::UnprovenIndex,
+                param: usize::MAX,
+                local: Some(local.alloc),
+                op: local.access.op,
+                site: local.access.site,
+                other: local.access.op,
+                other_site: local.access.site,
+                items: None,
+                element: None,
+                uncertain: !local.access.guards.iter().all(guard_is_uniform),
+            });
+        }
+        races
     }
+}
+
+/// The barrier phase `phase` stands for where the loop variables have the numbers of
+/// `bindings`; `None` when one of its loops is not bound.
+fn phase_number(phase: &Phase, bindings: &[(Atom, i64)]) -> Option<i64> {
+    let mut number = phase.base;
+    for l in &phase.loops {
+        let value = bindings.iter().find(|(a, _)| *a == Atom::Loop(l.variable)).map(|&(_, v)| v)?;
+        let (lower, step) = (l.lower.as_constant()?, l.step.as_constant()?);
+        if step <= 0 {
+            return None;
+        }
+        number = number.checked_add(((value - lower) / step).checked_mul(l.barriers)?)?;
+    }
+    Some(number)
+}
+
+/// Evaluates `access` (resolved as `resolved`, on a buffer of `shape`) for every work item
+/// below `limits` and every iteration of its loops that folds, calling `visit` with each touch
+/// (its `access` field to be set by the caller; its bindings kept only with `keep_bindings`) and the element, or `None` for a store whose
+/// element the analysis cannot name. `false` when the budget ran out.
+fn evaluate(
+    access: &Access,
+    resolved: &Resolved,
+    shape: Option<&[Option<u64>]>,
+    limits: [i64; 3],
+    budget: &mut usize,
+    keep_bindings: bool,
+    visit: &mut dyn FnMut(Touch, Option<Vec<Affine>>),
+) -> bool {
+    let Extent::Element(indices) = &resolved.extent else {
+        if access.write && !matches!(resolved.extent, Extent::Whole) {
+            visit(Touch::default(), None);
+        }
+        return true;
+    };
+    // Guards that no id or loop variable enters (on loaded data, say) are the same for every
+    // work item: looked at once, and shared by the touches.
+    let (fixed, varying): (Vec<&Guard>, Vec<&Guard>) = resolved.guards.iter().partition(|g| !guard_varies(g));
+    let mut shared: Vec<Guard> = Vec::new();
+    for guard in fixed {
+        match guard.decide(&|_| None) {
+            Some(true) => {}
+            Some(false) => return true, // no work item runs it
+            None => shared.push(guard.clone()),
+        }
+    }
+    if !shared.is_empty() && !narrow(&mut Environment::default(), &[], &shared) {
+        return true;
+    }
+    let shared = Rc::new(shared);
+    for z in 0..limits[2] {
+        for y in 0..limits[1] {
+            for x in 0..limits[0] {
+                let item = [x, y, z];
+                let mut bindings: Vec<(Atom, i64)> = (0..3u8).map(|d| (Atom::Id(d), item[d as usize])).collect();
+                let mut each = |bindings: &Bindings| {
+                    // Numbers first (most indices and guards are numbers once ids and loop
+                    // variables are); forms where that does not decide.
+                    let number = |atom: &Atom| bindings.iter().find(|(a, _)| a == atom).map(|&(_, v)| v);
+                    let replace = |atom: &Atom| number(atom).map(Affine::constant);
+                    let mut undecided: Vec<Guard> = Vec::new();
+                    for guard in &varying {
+                        match guard.decide(&number) {
+                            Some(true) => {}
+                            Some(false) => return, // this work item does not run it
+                            None => undecided.push(guard.substitute(&replace)),
+                        }
+                    }
+                    let guards = if undecided.is_empty() {
+                        shared.clone()
+                    } else {
+                        undecided.extend(shared.iter().cloned());
+                        if !narrow(&mut Environment::default(), &[], &undecided) {
+                            return; // this work item does not run it
+                        }
+                        Rc::new(undecided)
+                    };
+                    let numbers = indices.iter().map(|i| i.value(&number).map(Affine::constant));
+                    let key = match numbers.collect::<Option<Vec<_>>>() {
+                        Some(key) => Some(key),
+                        None => indices.iter().map(|i| i.substitute(&replace)).collect::<Option<Vec<_>>>(),
+                    };
+                    let Some(key) = key else {
+                        if access.write {
+                            visit(Touch::default(), None);
+                        }
+                        return;
+                    };
+                    // A read through a choice (`select`) may read either element.
+                    let keys = if key.iter().all(is_uniform) {
+                        vec![key]
+                    } else if access.write {
+                        visit(Touch::default(), None);
+                        return;
+                    } else {
+                        match choices(&key) {
+                            Some(keys) => keys,
+                            None => return,
+                        }
+                    };
+                    let uniform_guards = guards.iter().all(guard_is_uniform);
+                    for key in keys.into_iter().filter(|k| !out_of_bounds(k, shape)) {
+                        let touch = Touch {
+                            access: 0,
+                            item,
+                            guards: guards.clone(),
+                            uniform_guards,
+                            phase: None,
+                            // Only workgroup memory needs them (for the barrier phase).
+                            bindings: if keep_bindings { bindings.to_vec() } else { Vec::new() },
+                        };
+                        visit(touch, Some(key));
+                    }
+                };
+                if !iterate(&resolved.loops, &mut bindings, budget, &mut each) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The races among `touches`, then the unproven stores.
@@ -203,6 +434,7 @@ fn races_so_far(
                     Race {
                         kind: RaceKind::Store,
                         param: *param,
+                        local: None,
                         op: w.op,
                         site: w.site,
                         other: o.op,
@@ -215,6 +447,7 @@ fn races_so_far(
                     Race {
                         kind: RaceKind::Read,
                         param: *param,
+                        local: None,
                         op: o.op,
                         site: o.site,
                         other: w.op,
@@ -239,6 +472,7 @@ fn races_so_far(
                 Target::Param(p) => p,
                 Target::Any => usize::MAX,
             },
+            local: None,
             op: access.op,
             site: access.site,
             other: access.op,
@@ -256,7 +490,10 @@ fn races_so_far(
 fn together(a: &Touch, b: &Touch) -> Option<bool> {
     if a.uniform_guards && b.uniform_guards {
         let mut env = Environment::default();
-        let guards: Vec<Guard> = a.guards.iter().chain(&b.guards).cloned().collect();
+        if a.guards.is_empty() && b.guards.is_empty() {
+            return Some(false);
+        }
+        let guards: Vec<Guard> = a.guards.iter().chain(b.guards.iter()).cloned().collect();
         return narrow(&mut env, &[], &guards).then_some(false);
     }
     // A per-item unknown is a different value in each work item: the guards are not joined.
@@ -360,6 +597,31 @@ fn atom_is_uniform(atom: &Atom) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a work-item id or a loop variable enters `guard` (so that it may differ between
+/// evaluations).
+fn guard_varies(guard: &Guard) -> bool {
+    match guard {
+        Guard::True | Guard::False | Guard::Unknown => false,
+        Guard::Compare { lhs, rhs, .. } => varies(lhs) || varies(rhs),
+        Guard::And(a, b) | Guard::Or(a, b) => guard_varies(a) || guard_varies(b),
+        Guard::Not(a) => guard_varies(a),
+    }
+}
+
+fn varies(form: &Affine) -> bool {
+    form.terms().any(|(atom, _)| match atom {
+        Atom::Id(_) | Atom::Loop(_) => true,
+        Atom::Div(a, b, _)
+        | Atom::Rem(a, b, _)
+        | Atom::Min(a, b, _)
+        | Atom::Max(a, b, _)
+        | Atom::Mul(a, b)
+        | Atom::Select(a, b) => varies(a) || varies(b),
+        Atom::Via { atom, .. } => matches!(**atom, Atom::Id(_) | Atom::Loop(_)),
+        _ => false,
+    })
 }
 
 fn guard_is_uniform(guard: &Guard) -> bool {

@@ -21,11 +21,13 @@
 //!   several blocks, a region entered from another region (the body of a `while`), an op with
 //!   regions and no interface: "may".
 //!
-//! Workgroup memory is never a parameter: accesses to it are dropped. A kernel names buffers only
+//! Workgroup memory is never a parameter: accesses to it are kept apart ([`Summary::locals`], for
+//! the race lint), each with its allocation and its barrier phase ([`Phase`]). A kernel names buffers only
 //! through SSA values, so an op whose effects are unknown may read and write the buffers among
 //! its operands (and nothing else); the ops nested in its regions are looked at one by one.
 
 use super::affine::{Affine, Atom};
+use super::barriers::{self, Phase};
 use super::guard::Guard;
 use super::values::{form_of, CallBinding, Origin, ValueAnalysis, ValueFacts};
 use hat_dialects::semantics::{IntPredicate, ScalarOp};
@@ -150,11 +152,24 @@ impl Access {
     }
 }
 
+/// One access to workgroup-local memory (for the race lint).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct LocalAccess {
+    /// The `kernel.local_alloc` (an op allocating workgroup memory) it goes to.
+    pub(super) alloc: Op,
+    /// The access (its `target` is [`Target::Any`] and means nothing).
+    pub(super) access: Access,
+    /// Its barrier phase, when known.
+    pub(super) phase: Option<Phase>,
+}
+
 /// What a function does to its parameters' buffers, and what it returns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Summary {
     /// Its accesses, in terms of its parameters.
     pub(super) accesses: Vec<Access>,
+    /// Its accesses to the workgroup memory it allocates (helpers' included, through calls).
+    pub(super) locals: Vec<LocalAccess>,
     /// What each result is (joined over its returns), in terms of its parameters.
     pub(super) results: Vec<ValueFacts>,
 }
@@ -203,8 +218,16 @@ impl Summarizer {
         let Some(params) = parameters(ctx, function) else { return Summary::default() };
         let analysis = ValueAnalysis { params: &params, callees: &self.done };
         let solution = solve_sparse_forward(ctx, function, &analysis);
-        let mut builder =
-            Builder { ctx, function, solution: &solution, callees: &self.done, guards: FxHashMap::default() };
+        let barriers = barriers::has_barrier(ctx, function);
+        let mut builder = Builder {
+            ctx,
+            function,
+            solution: &solution,
+            callees: &self.done,
+            guards: FxHashMap::default(),
+            barriers,
+            locals: Vec::new(),
+        };
         let mut accesses = Vec::new();
         let mut results: Vec<ValueFacts> = Vec::new();
         for op in ctx.walk(function).into_iter().skip(1) {
@@ -225,7 +248,9 @@ impl Summarizer {
         if accesses.len() > MAX_ACCESSES {
             accesses = merge(accesses);
         }
-        Summary { accesses, results }
+        let mut locals = builder.locals;
+        locals.truncate(MAX_ACCESSES);
+        Summary { accesses, locals, results }
     }
 }
 
@@ -269,6 +294,10 @@ struct Builder<'a> {
     callees: &'a FxHashMap<Op, Rc<Summary>>,
     /// The guard of each condition value, once built.
     guards: FxHashMap<Value, Guard>,
+    /// Whether the function (or what it calls) holds a workgroup barrier.
+    barriers: bool,
+    /// The accesses to workgroup memory found so far.
+    locals: Vec<LocalAccess>,
 }
 
 /// How deep a condition is followed through `andi`/`ori`/...: past that, unknown.
@@ -457,6 +486,19 @@ impl Builder<'_> {
         }
     }
 
+    /// The barrier phase of `op`, an op of this function, then of `inner` in `callee` (called
+    /// by `op`).
+    fn phase(&self, op: Op, inner: Option<(Op, Op)>) -> Option<Phase> {
+        if !self.barriers {
+            return Some(Phase::start());
+        }
+        let outer = barriers::phase(self.ctx, self.function, op)?;
+        match inner {
+            None => Some(outer),
+            Some((callee, inner)) => Some(outer.then(&barriers::phase(self.ctx, callee, inner)?)),
+        }
+    }
+
     /// Appends the accesses `op` makes (itself, or through the function it calls).
     fn accesses_of(&mut self, op: Op, placement: &Placement, accesses: &mut Vec<Access>) {
         let ctx = self.ctx;
@@ -465,9 +507,27 @@ impl Builder<'_> {
             let summary = resolve_callee(ctx, op).and_then(|callee| self.callees.get(&callee));
             let operand_facts: Vec<&ValueFacts> = ctx.operands(op).iter().map(|&v| self.facts(v)).collect();
             let binding = CallBinding::new(ctx, op, &operand_facts);
+            let callee = resolve_callee(ctx, op);
             match (summary, binding) {
                 (Some(summary), Some(binding)) => {
+                    for local in &summary.locals {
+                        let phase = match (&local.phase, self.phase(op, None)) {
+                            (Some(inner), Some(outer)) => Some(outer.then(inner)),
+                            _ => None,
+                        };
+                        let access = local.access.through_call(&binding, placement, Target::Any, false);
+                        self.locals.push(LocalAccess { alloc: local.alloc, access, phase });
+                    }
                     for access in &summary.accesses {
+                        if let Target::Param(p) = access.target {
+                            for origin in binding.map_origin(Origin::Param(p)) {
+                                if let Origin::Local(alloc) = origin {
+                                    let phase = callee.and_then(|callee| self.phase(op, Some((callee, access.op))));
+                                    let access = access.through_call(&binding, placement, Target::Any, false);
+                                    self.locals.push(LocalAccess { alloc, access, phase });
+                                }
+                            }
+                        }
                         let targets: Vec<Target> = match access.target {
                             Target::Param(p) => {
                                 binding.map_origin(Origin::Param(p)).into_iter().filter_map(target_of).collect()
@@ -538,6 +598,24 @@ impl Builder<'_> {
                 },
             };
             let sole = origins.len() == 1;
+            for &origin in &origins {
+                if let Origin::Local(alloc) = origin {
+                    let access = Access {
+                        target: Target::Any,
+                        read,
+                        write,
+                        atomic: effect.atomic,
+                        extent: extent.clone(),
+                        must: false,
+                        guards: placement.guards.clone(),
+                        loops: placement.loops.clone(),
+                        op,
+                        site: op,
+                    };
+                    let phase = self.phase(op, None);
+                    self.locals.push(LocalAccess { alloc, access, phase });
+                }
+            }
             for target in origins.into_iter().filter_map(target_of) {
                 accesses.push(Access {
                     target,
