@@ -25,7 +25,8 @@ use hat_dialects::semantics::{ScalarOp, ScalarType};
 use hat_ir::interfaces::{constant_integer, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint};
 use hat_ir::{Block, Context, Op, TypeKind, Value, ValueDef};
 use rustc_hash::FxHashMap;
-use std::time::{Duration, Instant};
+use std::fmt;
+use std::time::Duration;
 
 /// The limits of one loop's resolution.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -123,6 +124,18 @@ pub enum Unresolved {
     PeriodTooLong(usize),
 }
 
+impl fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unresolved::Bound(what) => write!(f, "the e-graph passed a bound ({what})"),
+            Unresolved::NotPeriodic => {
+                write!(f, "the carried values are not concrete and periodic within the longest period")
+            }
+            Unresolved::PeriodTooLong(k) => write!(f, "the induction variable's period ({k}) is too long"),
+        }
+    }
+}
+
 /// A resolved loop.
 #[derive(Clone, Debug)]
 pub struct Resolution {
@@ -165,7 +178,7 @@ pub fn resolve(ctx: &Context, shape: &LoopShape, bounds: &Bounds) -> Result<Reso
             }
             _ => None,
         };
-        let graph = slice.saturate(ctx, shape, &states[iteration], fact, &rules, bounds)?;
+        let graph = slice.saturate(&states[iteration], fact, &rules, bounds)?;
         nodes = nodes.max(graph.egraph.total_size());
         classes = classes.max(graph.egraph.number_of_classes());
         let resolved = graph.extract(&slice);
@@ -372,8 +385,6 @@ impl Slice {
     /// An e-graph of the slice for one residue, saturated.
     fn saturate(
         &self,
-        ctx: &Context,
-        shape: &LoopShape,
         state: &[Resolved],
         fact: Option<(i64, i64)>,
         rules: &[Rule],
@@ -408,9 +419,6 @@ impl Slice {
             egraph.union(remainder, r);
         }
         egraph.rebuild();
-        let _ = ctx;
-        let _ = shape;
-        let start = Instant::now();
         let runner = Runner::default()
             .with_egraph(egraph)
             .with_node_limit(bounds.max_nodes)
@@ -419,9 +427,16 @@ impl Slice {
             .run(rules);
         match runner.stop_reason {
             Some(StopReason::Saturated) => {}
-            Some(reason) => {
-                return Err(Unresolved::Bound(format!("{reason:?} after {:?}", start.elapsed())));
+            Some(StopReason::NodeLimit(_)) => {
+                return Err(Unresolved::Bound(format!("more than {} e-nodes", bounds.max_nodes)));
             }
+            Some(StopReason::IterationLimit(_)) => {
+                return Err(Unresolved::Bound(format!("more than {} iterations", bounds.max_iterations)));
+            }
+            Some(StopReason::TimeLimit(_)) => {
+                return Err(Unresolved::Bound(format!("more than {} ms", bounds.time_limit.as_millis())));
+            }
+            Some(StopReason::Other(why)) => return Err(Unresolved::Bound(why)),
             None => return Err(Unresolved::Bound("no stop reason".into())),
         }
         if runner.egraph.analysis.contradiction {
