@@ -225,3 +225,31 @@ fn fold(op: ScalarOp, operands: &[Scalar]) -> Option<i64> {
     let evaluation = op.evaluate(operands, index, index).ok()?;
     Some(evaluation.defined_value()?.as_i64())
 }
+
+/// The value of `expr` (an s-expression of [`AliasExpr`]) with each leaf's value from
+/// `leaves`, by `arith`'s rules in 64 bits; `None` when a leaf is missing or an op fails. For
+/// testing that each rule's two sides agree.
+pub fn evaluate(expr: &str, leaves: &[(&str, i64)]) -> Option<i64> {
+    let expr: egg::RecExpr<AliasExpr> = expr.parse().ok()?;
+    let mut values: Vec<i64> = Vec::with_capacity(expr.as_ref().len());
+    for node in expr.as_ref() {
+        let value = match node {
+            AliasExpr::Num(n) => *n,
+            AliasExpr::Leaf(symbol) => leaves.iter().find(|(n, _)| *n == symbol.as_str())?.1,
+            AliasExpr::Select([c, a, b]) => {
+                if values[usize::from(*c)] != 0 {
+                    values[usize::from(*a)]
+                } else {
+                    values[usize::from(*b)]
+                }
+            }
+            other => {
+                let operands: Vec<Scalar> =
+                    other.children().iter().map(|&c| Scalar::Int(values[usize::from(c)])).collect();
+                fold(other.scalar_op()?, &operands)?
+            }
+        };
+        values.push(value);
+    }
+    values.last().copied()
+}
