@@ -57,8 +57,11 @@ fn run(ctx: &Context, module: Op, mode: TransferMode, count: i64) -> (Vec<ArgVal
     (output.results.clone(), output.buffers.clone(), moved)
 }
 
+/// The optimum as a function of the trip count: bytes to the device, bytes from it.
+type Optimum = fn(i64) -> (u64, u64);
+
 /// The program files, and the optimum (bytes to, from the device) as a function of the count.
-const PROGRAMS: &[(&str, fn(i64) -> (u64, u64))] = &[
+const PROGRAMS: &[(&str, Optimum)] = &[
     ("select-remsi-eq.hat", every_count),
     ("select-andi.hat", every_count),
     ("select-plus-one.hat", every_count),
@@ -160,7 +163,7 @@ fn every_spelling_gives_the_reference_results_and_the_optimum_for_every_count() 
 /// counts (all known only at run time), and the reference results.
 #[test]
 fn scenarios_6_and_7_reach_the_optimum() {
-    let scenarios: [(&str, fn(i64) -> (u64, u64)); 2] = [
+    let scenarios: [(&str, Optimum); 2] = [
         ("examples/06-life.hat", |c| if c == 0 { (0, 0) } else { (1024, 1024) }),
         ("examples/07-life-display.hat", |c| if c == 0 { (0, 0) } else { (1024, 1024 * c as u64) }),
     ];

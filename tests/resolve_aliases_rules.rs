@@ -34,15 +34,21 @@ impl Kind {
     }
 }
 
+/// Leaves and what each may be.
+type Leaves = &'static [(&'static str, Kind)];
+
+/// A spelling and when it is true, as a function of the induction variable.
+type Spelling = (&'static str, fn(i64) -> bool);
+
 struct Case {
     rule: &'static str,
-    leaves: &'static [(&'static str, Kind)],
+    leaves: Leaves,
     modulus: Option<i64>,
     lhs: &'static str,
     rhs: &'static str,
     /// An equality of the same shape that the rule must not prove (its side condition fails,
     /// and it would be false), with its leaves.
-    refused: Option<(&'static [(&'static str, Kind)], &'static str, &'static str)>,
+    refused: Option<(Leaves, &'static str, &'static str)>,
 }
 
 const CASES: &[Case] = &[
@@ -268,7 +274,7 @@ fn each_rules_two_sides_agree_on_every_value_tried() {
 /// on every residue by the whole rule set.
 #[test]
 fn spellings_of_a_parity_become_constants_on_each_residue() {
-    let spellings: &[(&str, fn(i64) -> bool)] = &[
+    let spellings: &[Spelling] = &[
         ("(eq (rems g 2) 0)", |g| g % 2 == 0),
         ("(eq (and g 1) 1)", |g| g % 2 == 1),
         ("(eq (rems (add g 1) 2) 0)", |g| g % 2 == 1),
