@@ -33,12 +33,13 @@ use hat_ir::{Block, Context, Location, Op, OperationState, Type, Value};
 use rustc_hash::FxHashMap;
 
 /// Whether `op` (at the top of the body) is left out of the copy for residue `r`: a pure scalar
-/// op (a `select` among them) whose every result is concrete there.
+/// op (a `select` among them) whose every result is concrete there as something other than
+/// itself (an op the e-graph does not model is its own leaf, and must be copied).
 pub fn dropped(ctx: &Context, resolution: &Resolution, r: usize, op: Op) -> bool {
     ScalarOp::decode(ctx, op).is_ok()
         && ctx.regions(op).is_empty()
         && ctx.result_count(op) > 0
-        && ctx.results(op).all(|v| resolution.values[r].contains_key(&v))
+        && ctx.results(op).all(|v| matches!(resolution.values[r].get(&v), Some(&found) if found != Resolved::Local(v)))
 }
 
 /// Where new ops go: before an op, or at the end of a block.
