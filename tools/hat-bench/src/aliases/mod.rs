@@ -1,5 +1,6 @@
 //! `hat-bench aliases`: what `resolve-aliases` costs, in process: for k-way rotations of
-//! carried buffers (k = 2 to 8) and for a ping-pong loop whose body has 1,000 dispatches (each
+//! carried buffers (k = 2 to 8), for the same rotations written as chains of selects on
+//! `g % k` and `(g + 1) % k` (no carried values: the e-graph does the work), and for a ping-pong loop whose body has 1,000 dispatches (each
 //! with its own parity test, [`programs`]), the time to resolve the loop on every residue and
 //! specialise it (best of `--repeat` runs, each on a freshly parsed module), the period found,
 //! and the largest e-graph (e-nodes, e-classes). Target: under 50 ms each for k <= 8.
@@ -91,6 +92,9 @@ pub fn run(args: &AliasesArgs) -> Result<(Value, String, bool), String> {
     let mut rows = Vec::new();
     for k in 2..=args.max_k.max(2) {
         rows.push(measure(format!("rotation k={k}"), &programs::rotation(k), 1, args.repeat)?);
+    }
+    for k in 2..=args.max_k.max(2) {
+        rows.push(measure(format!("rotation by selects k={k}"), &programs::rotation_by_selects(k), 1, args.repeat)?);
     }
     rows.push(measure(
         format!("ping-pong, {} dispatches", args.dispatches),

@@ -1,5 +1,5 @@
 //! The programs `hat-bench aliases` resolves: k buffers rotated through a loop's iter_args,
-//! and a ping-pong loop whose body has n dispatches, each naming its buffers through its own
+//! the same rotation chosen by chains of selects on the induction variable modulo k, and a ping-pong loop whose body has n dispatches, each naming its buffers through its own
 //! `arith.select`s on the iteration's parity, the spellings taken in turn.
 
 /// A kernel reading its first buffer and writing its second.
@@ -77,4 +77,45 @@ pub fn ping_pong_body(dispatches: usize) -> String {
     out.push_str("  }\n");
     out.push_str(&format!("  buffer.dealloc %scratch : {M}\n  compute.return\n}}\n"));
     out
+}
+
+/// k buffers (the caller's and k - 1 born here) rotated without carried values: iteration g
+/// reads buffer `g mod k` and writes buffer `(g + 1) mod k`, each chosen by a chain of
+/// `arith.select`s on `(g [+ 1]) % k == j`.
+pub fn rotation_by_selects(k: usize) -> String {
+    let buffer = |j: usize| if j == 0 { "%grid".to_string() } else { format!("%s{j}") };
+    let mut out = String::from(KERNEL);
+    out.push_str(&format!("compute.func @main(%grid: {M}, %count: index) {{\n"));
+    out.push_str(&format!(
+        "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n  %ck = arith.constant {k} : index\n  %c64 = arith.constant 64 : index\n"
+    ));
+    for j in 0..k {
+        out.push_str(&format!("  %j{j} = arith.constant {j} : index\n"));
+    }
+    for j in 1..k {
+        out.push_str(&format!("  %s{j} = buffer.alloc() : {M}\n"));
+    }
+    out.push_str("  scf.for %g = %c0 to %count step %c1 {\n");
+    out.push_str("    %r = arith.remsi %g, %ck : index\n    %h = arith.addi %g, %c1 : index\n    %n = arith.remui %h, %ck : index\n");
+    for (name, residue) in [("src", "%r"), ("dst", "%n")] {
+        // select(res == 0, b0, select(res == 1, b1, ... b(k-1)))
+        let mut chosen = buffer(k - 1);
+        for j in (0..k - 1).rev() {
+            out.push_str(&format!("    %{name}_is{j} = arith.cmpi eq, {residue}, %j{j} : index\n"));
+            out.push_str(&format!("    %{name}{j} = arith.select %{name}_is{j}, {}, {chosen} : {M}\n", buffer(j)));
+            chosen = format!("%{name}{j}");
+        }
+        out.push_str(
+            &format!("    %{name} = arith.select %c1_true, {chosen}, {chosen} : {M}\n").replace("%c1_true", "%true"),
+        );
+    }
+    out.push_str(&format!("    compute.dispatch @step[%c64](%src, %dst) : ({M}, {M})\n  }}\n"));
+    for j in 1..k {
+        out.push_str(&format!("  buffer.dealloc %s{j} : {M}\n"));
+    }
+    out.push_str("  compute.return\n}\n");
+    out.replace(
+        "  %c0 = arith.constant 0 : index\n",
+        "  %c0 = arith.constant 0 : index\n  %true = arith.constant true\n",
+    )
 }
