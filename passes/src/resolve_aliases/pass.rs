@@ -6,9 +6,11 @@
 //!
 //! A loop left as it was: nothing iteration-dependent names a buffer (nothing to gain); a
 //! buffer operand stays unknown on some residue; the carried values are not periodic within
-//! `max-period`; an e-graph passed a bound. The last three emit a remark at the loop and count
-//! a statistic (`num-bound-exceeded`, `num-unresolved`); the transfer planner then treats the
-//! loop conservatively, as before.
+//! `max-period`; an e-graph passed a bound. The last three count a statistic
+//! (`num-unresolved`, `num-bound-exceeded`); a bound passed also emits a remark at the loop (the
+//! others only with `remarks=true`: a select on a loop-invariant condition is common, and
+//! `insert-transfers` unswitches it). The transfer planner then treats the loop conservatively,
+//! as before.
 
 use super::residues::{defined_at_top, is_buffer, resolve, Bounds, LoopShape, Resolution, Resolved, Unresolved};
 use super::specialise::{dropped, specialise};
@@ -46,6 +48,12 @@ pub const OPTIONS: &[PassOptionInfo] = &[
         default: "8",
         help: "The longest period (unroll factor) considered",
     },
+    PassOptionInfo {
+        name: "remarks",
+        kind: OptionKind::Bool,
+        default: "false",
+        help: "Also remark on loops left for other reasons than a bound (an operand not concrete, carried values not periodic)",
+    },
 ];
 
 /// The registration of `resolve-aliases`.
@@ -62,6 +70,8 @@ pub fn info() -> PassInfo {
 /// The `resolve-aliases` pass.
 pub struct ResolveAliases {
     bounds: Bounds,
+    /// Whether loops left for other reasons than a bound get a remark too.
+    remarks: bool,
 }
 
 impl ResolveAliases {
@@ -74,6 +84,7 @@ impl ResolveAliases {
                 time_limit: Duration::from_millis(options.get_unsigned("time-limit-ms")),
                 max_period: options.get_unsigned("max-period").max(1) as usize,
             },
+            remarks: options.get_bool("remarks"),
         }
     }
 }
@@ -119,26 +130,28 @@ impl Pass for ResolveAliases {
                         changed = true;
                         state.add_statistic("num-specialised", 1);
                     }
-                    Outcome::Left(Unresolved::Bound(why)) => {
+                    Outcome::Left(why @ Unresolved::Bound(_)) => {
                         state.add_statistic("num-bound-exceeded", 1);
-                        state.emit(Diagnostic::remark(
-                            location,
-                            format!("resolve-aliases: loop left as it was: the e-graph passed a bound ({why})"),
-                        ));
+                        state
+                            .emit(Diagnostic::remark(location, format!("resolve-aliases: loop left as it was: {why}")));
                     }
                     Outcome::Left(why) => {
                         state.add_statistic("num-unresolved", 1);
-                        state.emit(Diagnostic::remark(
-                            location,
-                            format!("resolve-aliases: loop left as it was: {why:?}"),
-                        ));
+                        if self.remarks {
+                            state.emit(Diagnostic::remark(
+                                location,
+                                format!("resolve-aliases: loop left as it was: {why}"),
+                            ));
+                        }
                     }
                     Outcome::Unknown(_) => {
                         state.add_statistic("num-unresolved", 1);
-                        state.emit(Diagnostic::remark(
-                            location,
-                            "resolve-aliases: loop left as it was: a buffer operand is not known on every residue",
-                        ));
+                        if self.remarks {
+                            state.emit(Diagnostic::remark(
+                                location,
+                                "resolve-aliases: loop left as it was: a buffer operand is not known on every residue",
+                            ));
+                        }
                     }
                 }
             }
