@@ -78,6 +78,7 @@ const PROGRAMS: &[(&str, Optimum)] = &[
     ("rotation-3.hat", every_count),
     ("rotation-4.hat", every_count),
     ("unmodelled-op.hat", every_count),
+    ("carried-counter.hat", every_count),
     // From 3 by 3: count - 3 over 3, rounded up, iterations; the newest buffer is copied into
     // the grid on the host.
     ("offset-step.hat", |c| if c > 3 { (64, 64) } else { (0, 0) }),

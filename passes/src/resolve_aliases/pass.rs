@@ -205,10 +205,11 @@ fn first_unknown_operand(ctx: &Context, shape: &LoopShape, resolution: &Resoluti
                     if !is_buffer(ctx, operand) || !defined_at_top(ctx, shape, operand) {
                         continue;
                     }
-                    let carried = shape.iter_args.contains(&operand);
-                    match resolution.values[r].get(&operand) {
-                        Some(Resolved::Outer(_) | Resolved::Local(_)) => {}
-                        _ if carried => {}
+                    // A carried buffer is its value on this residue, unless it is free.
+                    let carried = shape.iter_args.iter().position(|&a| a == operand);
+                    match (resolution.values[r].get(&operand), carried) {
+                        (Some(Resolved::Outer(_) | Resolved::Local(_)), _) => {}
+                        (_, Some(j)) if !matches!(resolution.states[r][j], Resolved::Carried(_)) => {}
                         _ => return Some(operand),
                     }
                 }

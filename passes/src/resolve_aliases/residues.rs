@@ -13,6 +13,10 @@
 //! applied r times by construction, and a carried flag flipped with `xori` or `cmpi eq, false`
 //! is a constant on each residue.
 //!
+//! A carried value whose yield is not concrete on some residue (a counter, an accumulator) is
+//! *free*: it is simulated as itself (a leaf `c<j>` on every residue) and the specialised loop
+//! keeps carrying it; anything computed from it is not concrete.
+//!
 //! Invariants: every union comes from a sound rule or from the asserted fact, so every
 //! extracted form equals the value on every iteration with that residue; a loop whose e-graph
 //! passes a [`Bounds`] limit, or whose state is not periodic within `max_period`, is not
@@ -56,6 +60,10 @@ pub enum Resolved {
     Local(Value),
     /// An integer constant (`i1`: 0 or 1).
     Constant(i64),
+    /// Whatever carried value `j` is at the start of the iteration: a *free* carried value,
+    /// one that is not concrete and periodic (a counter, an accumulator). The specialised loop
+    /// keeps carrying it.
+    Carried(usize),
 }
 
 /// A counted loop, as the interfaces describe it.
@@ -164,10 +172,43 @@ pub fn resolve(ctx: &Context, shape: &LoopShape, bounds: &Bounds) -> Result<Reso
     if period_of_iv > bounds.max_period {
         return Err(Unresolved::PeriodTooLong(period_of_iv));
     }
-    let initial: Vec<Resolved> = shape.inits.iter().map(|&v| outer(ctx, v)).collect();
+    let rules = rules();
+    // Carried values found free (their yield not concrete on some residue) are simulated as
+    // themselves; each one found restarts the simulation, so at most one restart per value.
+    let mut free = vec![false; shape.iter_args.len()];
+    loop {
+        match simulate(ctx, shape, bounds, &slice, &rules, period_of_iv, &free)? {
+            Ok(resolution) => return Ok(resolution),
+            Err(found) => {
+                for j in found {
+                    free[j] = true;
+                }
+            }
+        }
+    }
+}
+
+/// One simulation of the residues with the carried values `free` kept symbolic: the
+/// resolution, or the carried values to make free: the first whose yield is not concrete, or
+/// (when no period is found) those that never come back to their initial value (a counter
+/// from a constant).
+fn simulate(
+    ctx: &Context,
+    shape: &LoopShape,
+    bounds: &Bounds,
+    slice: &Slice,
+    rules: &[Rule],
+    period_of_iv: usize,
+    free: &[bool],
+) -> Result<Result<Resolution, Vec<usize>>, Unresolved> {
+    let initial: Vec<Resolved> = shape
+        .inits
+        .iter()
+        .enumerate()
+        .map(|(j, &v)| if free[j] { Resolved::Carried(j) } else { outer(ctx, v) })
+        .collect();
     let mut states = vec![initial.clone()];
     let mut values = Vec::new();
-    let rules = rules();
     let (mut nodes, mut classes) = (0, 0);
     for iteration in 0..bounds.max_period {
         let fact = match (shape.lower, shape.step) {
@@ -178,24 +219,36 @@ pub fn resolve(ctx: &Context, shape: &LoopShape, bounds: &Bounds) -> Result<Reso
             }
             _ => None,
         };
-        let graph = slice.saturate(&states[iteration], fact, &rules, bounds)?;
+        let graph = slice.saturate(&states[iteration], fact, rules, bounds)?;
         nodes = nodes.max(graph.egraph.total_size());
         classes = classes.max(graph.egraph.number_of_classes());
-        let resolved = graph.extract(&slice);
-        let next: Option<Vec<Resolved>> = shape
-            .yields
-            .iter()
-            .map(|v| resolved.get(v).copied().filter(|r| !matches!(r, Resolved::Local(_))))
-            .collect();
-        let Some(next) = next else { return Err(Unresolved::NotPeriodic) };
+        let resolved = graph.extract(slice);
+        let mut next = Vec::with_capacity(free.len());
+        for (j, v) in shape.yields.iter().enumerate() {
+            if free[j] {
+                next.push(Resolved::Carried(j));
+                continue;
+            }
+            match resolved.get(v) {
+                Some(&r @ (Resolved::Outer(_) | Resolved::Constant(_))) => next.push(r),
+                _ => return Ok(Err(vec![j])),
+            }
+        }
         values.push(resolved);
         states.push(next);
         let period = iteration + 1;
         if period % period_of_iv == 0 && states[period] == initial {
-            return Ok(Resolution { period, values, states, nodes, classes });
+            return Ok(Ok(Resolution { period, values, states, nodes, classes }));
         }
     }
-    Err(Unresolved::NotPeriodic)
+    let never_back: Vec<usize> = (0..free.len())
+        .filter(|&j| !free[j] && !(1..states.len()).any(|p| p % period_of_iv == 0 && states[p][j] == initial[j]))
+        .collect();
+    if never_back.is_empty() {
+        Err(Unresolved::NotPeriodic)
+    } else {
+        Ok(Err(never_back))
+    }
 }
 
 /// `value`, defined outside the loop, as a leaf.
@@ -258,6 +311,8 @@ struct Slice {
     leaf_values: Vec<Value>,
     leaf_names: FxHashMap<Value, Symbol>,
     leaf_facts: FxHashMap<Symbol, LeafFacts>,
+    /// The leaf `c<j>` of each carried value, for when it is free.
+    carried_names: Vec<Symbol>,
 }
 
 /// The leaf of the induction variable.
@@ -272,7 +327,13 @@ impl Slice {
             leaf_values: Vec::new(),
             leaf_names: FxHashMap::default(),
             leaf_facts: FxHashMap::default(),
+            carried_names: Vec::new(),
         };
+        for (j, &argument) in shape.iter_args.iter().enumerate() {
+            let symbol = Symbol::from(format!("c{j}"));
+            slice.carried_names.push(symbol);
+            slice.leaf_facts.insert(symbol, LeafFacts { nonneg: false, boolean: is_i1(ctx, argument) });
+        }
         let nonneg_iv = matches!(shape.lower, Some(l) if l >= 0) && shape.step.is_some();
         slice.leaf_facts.insert(Symbol::from(IV), LeafFacts { nonneg: nonneg_iv, boolean: false });
         // The roots: the yielded values, and every buffer operand of an op in the body that the
@@ -396,6 +457,7 @@ impl Slice {
         let leaf_of = |egraph: &mut AliasGraph, resolved: Resolved| match resolved {
             Resolved::Constant(n) => egraph.add(AliasExpr::Num(n)),
             Resolved::Outer(v) | Resolved::Local(v) => egraph.add(AliasExpr::Leaf(self.leaf_names[&v])),
+            Resolved::Carried(j) => egraph.add(AliasExpr::Leaf(self.carried_names[j])),
         };
         for &value in &self.order {
             let id = match &self.definitions[&value] {

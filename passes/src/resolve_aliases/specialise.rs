@@ -14,8 +14,10 @@
 //! In the copy of the body for residue r, every value the resolution made concrete is replaced
 //! by that value (a buffer from outside, a buffer the copy allocates, a constant), the carried
 //! values by what they are at the start of iteration r, and the pure ops whose results all
-//! became concrete (the `select`s that chose buffers) are dropped. The loop no longer carries
-//! anything: every value it carried is known on each residue.
+//! became concrete (the `select`s that chose buffers) are dropped. The loop carries only the
+//! free carried values (counters, accumulators: not concrete on every residue), through the
+//! guarded copies (`scf.if` yielding them, the else branch passing them on); every other value
+//! it carried is known on each residue.
 //!
 //! Correct for every trip count, 0 and counts known only at run time included: group g of the
 //! unrolled loop runs the original iterations g * k to g * k + k - 1 that are below the bound,
@@ -116,9 +118,10 @@ impl Builder<'_, '_> {
         self.rw.ctx().result(op, 0)
     }
 
-    /// An empty `scf.yield` at the end of `block`.
-    fn end(&mut self, block: Block) {
-        let state = OperationState::new(self.rw.ctx_mut().op_name("scf.yield"), self.location);
+    /// `scf.yield values` at the end of `block`.
+    fn end(&mut self, block: Block, values: &[Value]) {
+        let mut state = OperationState::new(self.rw.ctx_mut().op_name("scf.yield"), self.location);
+        state.operands.extend_from_slice(values);
         self.place(At::End(block), state);
     }
 
@@ -128,6 +131,7 @@ impl Builder<'_, '_> {
             Resolved::Outer(v) => v,
             Resolved::Local(v) => mapping.lookup(v),
             Resolved::Constant(n) => self.constant(n, ty),
+            Resolved::Carried(j) => unreachable!("a free carried value ({j}) is never materialized"),
         }
     }
 }
@@ -164,16 +168,29 @@ pub fn specialise(rw: &mut Rewriter<'_>, shape: &LoopShape, resolution: &Resolut
         })
         .collect();
     // The unrolled loop: residue 0 always (the group's first iteration is below the upper
-    // bound, or the group would not run), residue r when its induction variable is.
+    // bound, or the group would not run), residue r when its induction variable is. It carries
+    // the free carried values only.
+    let free: Vec<usize> =
+        (0..shape.iter_args.len()).filter(|&j| resolution.states[0][j] == Resolved::Carried(j)).collect();
+    let free_types: Vec<Type> = free.iter().map(|&j| b.rw.ctx().value_type(shape.iter_args[j])).collect();
     let region = b.rw.ctx_mut().create_region();
-    let body = b.rw.ctx_mut().create_block(&[index]);
+    let mut block_types = vec![index];
+    block_types.extend(free_types.iter().copied());
+    let body = b.rw.ctx_mut().create_block(&block_types);
     b.rw.ctx_mut().append_block(region, body);
     let mut state = OperationState::new(b.rw.ctx_mut().op_name("scf.for"), location);
     state.operands.extend([lower, upper, stride]);
+    state.operands.extend(free.iter().map(|&j| shape.inits[j]));
+    state.result_types = free_types.clone();
     state.regions.push(region);
-    b.place(before, state);
+    let new_loop = b.place(before, state);
     let g0 = b.rw.ctx().block_arguments(body)[0];
-    copy_body(&mut b, shape, resolution, 0, g0, body);
+    // The current value of each carried value (meaningful for the free ones).
+    let mut current: Vec<Value> = shape.inits.clone();
+    for (i, &j) in free.iter().enumerate() {
+        current[j] = b.rw.ctx().block_arguments(body)[i + 1];
+    }
+    current = copy_body(&mut b, shape, resolution, 0, g0, body, &current);
     for (r, &offset) in offsets.iter().enumerate().skip(1) {
         let iv = b.binary(At::End(body), "arith.addi", g0, offset);
         let runs = b.compare(At::End(body), IntPredicate::Slt, iv, upper);
@@ -183,12 +200,29 @@ pub fn specialise(rw: &mut Rewriter<'_>, shape: &LoopShape, resolution: &Resolut
         let else_region = b.rw.ctx_mut().create_region();
         let mut state = OperationState::new(b.rw.ctx_mut().op_name("scf.if"), location);
         state.operands.push(runs);
+        state.result_types = free_types.clone();
+        let else_block = (!free.is_empty()).then(|| {
+            let block = b.rw.ctx_mut().create_block(&[]);
+            b.rw.ctx_mut().append_block(else_region, block);
+            block
+        });
         state.regions = vec![then_region, else_region];
-        b.place(At::End(body), state);
-        copy_body(&mut b, shape, resolution, r, iv, then_block);
-        b.end(then_block);
+        let guard = b.place(At::End(body), state);
+        let after = copy_body(&mut b, shape, resolution, r, iv, then_block, &current);
+        b.end(then_block, &free.iter().map(|&j| after[j]).collect::<Vec<_>>());
+        if let Some(else_block) = else_block {
+            b.end(else_block, &free.iter().map(|&j| current[j]).collect::<Vec<_>>());
+        }
+        for (i, &j) in free.iter().enumerate() {
+            current[j] = b.rw.ctx().result(guard, i);
+        }
     }
-    b.end(body);
+    b.end(body, &free.iter().map(|&j| current[j]).collect::<Vec<_>>());
+    // The free carried values' results are the new loop's.
+    for (i, &j) in free.iter().enumerate() {
+        let (old, new) = (b.rw.ctx().result(looped, j), b.rw.ctx().result(new_loop, i));
+        b.rw.replace_all_uses_with(old, new);
+    }
     let used = results.iter().any(|&r| b.rw.uses().uses(r).next().is_some());
     if !used {
         b.rw.erase_op(looped);
@@ -203,8 +237,11 @@ pub fn specialise(rw: &mut Rewriter<'_>, shape: &LoopShape, resolution: &Resolut
     let runs = b.compare(before, IntPredicate::Sgt, upper, lower);
     let count = b.select(before, runs, quotient, zero);
     let remainder = b.binary(before, "arith.remui", count, period);
-    // The results: the carried values after n iterations, those of residue n mod k.
+    // The other results: the carried values after n iterations, those of residue n mod k.
     for (j, &result) in results.iter().enumerate() {
+        if free.contains(&j) {
+            continue;
+        }
         let ty = b.rw.ctx().value_type(result);
         let empty = Mapping::new();
         let mut chosen = b.materialize(resolution.states[resolution.period - 1][j], ty, &empty);
@@ -222,13 +259,28 @@ pub fn specialise(rw: &mut Rewriter<'_>, shape: &LoopShape, resolution: &Resolut
     b.rw.erase_op(looped);
 }
 
-/// Appends to `block` the body of the loop on residue `r`, its induction variable `iv`.
-fn copy_body(b: &mut Builder<'_, '_>, shape: &LoopShape, resolution: &Resolution, r: usize, iv: Value, block: Block) {
+/// Appends to `block` the body of the loop on residue `r`, its induction variable `iv`, the
+/// free carried values being `current`; returns the carried values it yields (meaningful for
+/// the free ones).
+fn copy_body(
+    b: &mut Builder<'_, '_>,
+    shape: &LoopShape,
+    resolution: &Resolution,
+    r: usize,
+    iv: Value,
+    block: Block,
+    current: &[Value],
+) -> Vec<Value> {
     let mut mapping = Mapping::new();
     mapping.map_value(shape.iv, iv);
     for (j, &argument) in shape.iter_args.iter().enumerate() {
-        let ty = b.rw.ctx().value_type(argument);
-        let value = b.materialize(resolution.states[r][j], ty, &mapping);
+        let value = match resolution.states[r][j] {
+            Resolved::Carried(_) => current[j],
+            resolved => {
+                let ty = b.rw.ctx().value_type(argument);
+                b.materialize(resolved, ty, &mapping)
+            }
+        };
         mapping.map_value(argument, value);
     }
     let ops: Vec<Op> = b.rw.ctx().block_ops(shape.body).collect();
@@ -254,4 +306,5 @@ fn copy_body(b: &mut Builder<'_, '_>, shape: &LoopShape, resolution: &Resolution
             }
         }
     }
+    shape.yields.iter().map(|&v| mapping.lookup(v)).collect()
 }
