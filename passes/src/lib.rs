@@ -4,7 +4,9 @@
 //! - [`cse`]: common subexpression elimination, scoped by dominance;
 //! - [`dce`]: dead ops, and helper functions nothing refers to;
 //! - [`inline`]: calls of compute functions and kernel helpers replaced by their bodies;
-//! - [`race_lint`]: data races between the work items of a kernel dispatch, reported.
+//! - [`race_lint`]: data races between the work items of a kernel dispatch, reported;
+//! - [`resolve_aliases`]: buffers that change roles between iterations, resolved per residue
+//!   with an e-graph, and their loops specialised by residue.
 //!
 //! Each pass has a reference page in `docs/passes/`; the rules of the rewrites are in
 //! `docs/rewrites.md`.
@@ -15,6 +17,7 @@ pub mod cse;
 pub mod dce;
 pub mod inline;
 pub mod race_lint;
+pub mod resolve_aliases;
 pub mod support;
 mod test_passes;
 #[cfg(test)]
@@ -31,12 +34,13 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(cse::info());
     registry.register(dce::info());
     registry.register(inline::info());
+    registry.register(resolve_aliases::pass::info());
     registry.register(transfers::insert::info());
     registry.register(transfers::hoist::info());
     registry.register_pipeline(
         "default",
-        "The whole job: inline, canonicalize, warn of kernel data races, place the transfers (static strategy), hoist what loops do not need, clean up",
-        "builtin.module(inline,canonicalize,race-lint,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
+        "The whole job: inline, canonicalize, warn of kernel data races, resolve the buffers that change roles by iteration, place the transfers (static strategy), hoist what loops do not need, clean up",
+        "builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
     );
     registry.register(transfers::kernel_effects::print::info());
     registry.register(transfers::track_accesses::info());

@@ -171,19 +171,20 @@ pub struct For {
     pub upper: IndexValue,
     /// The step (positive).
     pub step: u64,
-    /// Loop-carried buffers: `iter_args(%x{a} = first, %x{b} = second)`, yielded swapped.
+    /// Loop-carried buffers: `iter_args(%x{a} = first, %x{b} = second, ...)`, yielded rotated.
     pub carried: Option<Carried>,
     /// The body.
     pub body: Vec<Stmt>,
 }
 
-/// Two buffers carried through a loop in swapped order each iteration (a rotation).
+/// Two to four buffers carried through a loop, rotated by one each iteration: the body names
+/// `%x{vars[j]}`, and yields `vars[1], vars[2], ..., vars[0]` (two: swapped).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Carried {
-    /// The initial values.
-    pub init: [BufVar; 2],
-    /// The ids of the carried names `%x{id}`.
-    pub vars: [u32; 2],
+    /// The initial values, distinct names of one shape.
+    pub init: Vec<BufVar>,
+    /// The ids of the carried names `%x{id}`, one per initial value.
+    pub vars: Vec<u32>,
 }
 
 /// `scf.while` whose condition the host reads from a buffer (a value a kernel in the body

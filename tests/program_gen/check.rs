@@ -328,13 +328,19 @@ impl Checker<'_> {
                 self.define(format!("%i{}", f.iv))?;
                 let mut carried = Vec::new();
                 if let Some(c) = &f.carried {
-                    let (_, shape0, may0) = self.buffer(c.init[0], scope)?.clone();
-                    let (_, shape1, may1) = self.buffer(c.init[1], scope)?.clone();
-                    if shape0 != shape1 {
-                        return Err("carried buffers of different shapes".into());
+                    if c.init.len() < 2 || c.init.len() != c.vars.len() {
+                        return Err("a rotation of fewer than two buffers, or not one name each".into());
                     }
-                    let may: MaySet = may0.union(&may1).copied().collect();
-                    for id in c.vars {
+                    let (_, shape0, _) = self.buffer(c.init[0], scope)?.clone();
+                    let mut may = MaySet::new();
+                    for &init in &c.init {
+                        let (_, shape, more) = self.buffer(init, scope)?.clone();
+                        if shape != shape0 {
+                            return Err("carried buffers of different shapes".into());
+                        }
+                        may.extend(more);
+                    }
+                    for &id in &c.vars {
                         self.define(format!("%x{id}"))?;
                         carried.push((BufVar::Carried(id), shape0.clone(), may.clone()));
                     }

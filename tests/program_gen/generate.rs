@@ -190,6 +190,24 @@ impl Gen<'_> {
         Some((all[a], all[b]))
     }
 
+    /// Two to four distinct buffers of one shape, for a rotation (mostly two: a ping-pong).
+    fn rotation(&mut self, scope: &Scope) -> Option<Vec<BufVar>> {
+        let (a, b) = self.pair(scope)?;
+        let mut init = vec![a, b];
+        let want = match self.rng.below(10) {
+            0..=5 => 2,
+            6..=7 => 3,
+            _ => 4,
+        };
+        let shape = scope.buffer(a).expect("in scope").1.clone();
+        let mut others: Vec<BufVar> = scope.of_shape(&shape).into_iter().filter(|v| !init.contains(v)).collect();
+        while init.len() < want && !others.is_empty() {
+            let next = others.remove(self.rng.below(others.len()));
+            init.push(next);
+        }
+        Some(init)
+    }
+
     /// One statement (or a few that belong together), with the names it defines.
     fn stmt(&mut self, scope: &mut Scope, depth: usize) -> Vec<Stmt> {
         let nest = depth < self.config.max_depth;
@@ -338,22 +356,24 @@ impl Gen<'_> {
         let lower = if self.rng.chance(15) { 1 } else { 0 };
         let step = if self.rng.chance(15) { 2 } else { 1 };
         let upper = self.upper_bound(scope);
-        let carried = match self.pair(scope) {
-            Some((a, b)) if self.rng.chance(20) => Some(Carried { init: [a, b], vars: [self.id(), self.id()] }),
+        let carried = match self.rotation(scope) {
+            Some(init) if self.rng.chance(20) => {
+                let vars = init.iter().map(|_| self.id()).collect();
+                Some(Carried { init, vars })
+            }
             _ => None,
         };
         let mark = scope.mark();
         scope.indices.push(IndexVar::Loop(iv));
         let mut body = Vec::new();
         if let Some(c) = &carried {
-            let (_, shape, a) = scope.buffer(c.init[0]).expect("in scope").clone();
-            let b = scope.buffer(c.init[1]).expect("in scope").2.clone();
-            let may: MaySet = a.union(&b).copied().collect();
-            for id in c.vars {
+            let shape = scope.buffer(c.init[0]).expect("in scope").1.clone();
+            let may: MaySet = c.init.iter().flat_map(|&b| scope.buffer(b).expect("in scope").2.clone()).collect();
+            for &id in &c.vars {
                 scope.push(BufVar::Carried(id), shape.clone(), may.clone());
             }
-            // The rotation reads one and writes the other, as a ping-pong does.
-            let [x, y] = c.vars.map(BufVar::Carried);
+            // The rotation reads one and writes the next, as a ping-pong does.
+            let (x, y) = (BufVar::Carried(c.vars[0]), BufVar::Carried(c.vars[1]));
             body.push(Stmt::Dispatch(self.pair_dispatch(scope, x, y)));
         }
         body.extend(self.block(scope, depth + 1));

@@ -11,7 +11,16 @@ use std::fmt::Write as _;
 /// The hat text of `program`.
 pub fn render(program: &Program) -> String {
     let shapes = buffer_shapes(program);
-    let mut writer = Writer { program, shapes, out: String::new(), indent: 0, next: 0, used: Used::default() };
+    let mut writer = Writer {
+        program,
+        shapes,
+        out: String::new(),
+        indent: 0,
+        next: 0,
+        used: Used::default(),
+        parities: 0,
+        flags: Default::default(),
+    };
     writer.main();
     let main = std::mem::take(&mut writer.out);
     // Helpers first reached from main, then from each other (a helper calls only lower ones).
@@ -81,7 +90,7 @@ pub fn buffer_shapes(program: &Program) -> HashMap<BufVar, Shape> {
                 Stmt::For(f) => {
                     if let Some(carried) = &f.carried {
                         if let Some(shape) = shapes.get(&carried.init[0]).cloned() {
-                            for id in carried.vars {
+                            for &id in &carried.vars {
                                 shapes.insert(BufVar::Carried(id), shape.clone());
                             }
                         }
@@ -179,6 +188,12 @@ struct Writer<'p> {
     indent: usize,
     next: u32,
     used: Used,
+    /// How many parities have been written: each takes the next of the spellings, so a program
+    /// mixes them (`cond`).
+    parities: usize,
+    /// The loops whose induction variable's parity is carried as an `i1` (`%q{iv}`: the
+    /// variable is even), instead of computed from the variable.
+    flags: std::collections::HashSet<u32>,
 }
 
 impl Writer<'_> {
@@ -311,10 +326,61 @@ impl Writer<'_> {
                 self.def(&format!("arith.cmpi ne, {}, {zero} : index", index_name(*var)))
             }
             Cond::Odd(var) | Cond::Even(var) => {
-                let two = self.index(2);
-                let rem = self.def(&format!("arith.remui {}, {two} : index", index_name(*var)));
-                let want = self.index(u64::from(matches!(cond, Cond::Odd(_))));
-                self.def(&format!("arith.cmpi eq, {rem}, {want} : index"))
+                let odd = matches!(cond, Cond::Odd(_));
+                if let IndexVar::Loop(iv) = var {
+                    if self.flags.contains(iv) {
+                        if !odd {
+                            return format!("%q{iv}");
+                        }
+                        let true_ = self.def("arith.constant true");
+                        return self.def(&format!("arith.xori %q{iv}, {true_} : i1"));
+                    }
+                }
+                // The same parity, spelled six ways (the spellings resolve-aliases must see
+                // through): `v % 2 == w` unsigned and signed (the variables are never negative),
+                // `(v & 1) == w`, `(v + 1) % 2 == 1 - w`, `1 - w != v % 2`, `w == v % 2`.
+                let name = index_name(*var);
+                let want = u64::from(odd);
+                self.parities += 1;
+                match self.parities % 6 {
+                    0 => {
+                        let two = self.index(2);
+                        let rem = self.def(&format!("arith.remui {name}, {two} : index"));
+                        let want = self.index(want);
+                        self.def(&format!("arith.cmpi eq, {rem}, {want} : index"))
+                    }
+                    1 => {
+                        let two = self.index(2);
+                        let rem = self.def(&format!("arith.remsi {name}, {two} : index"));
+                        let want = self.index(want);
+                        self.def(&format!("arith.cmpi eq, {rem}, {want} : index"))
+                    }
+                    2 => {
+                        let one = self.index(1);
+                        let bit = self.def(&format!("arith.andi {name}, {one} : index"));
+                        let want = self.index(want);
+                        self.def(&format!("arith.cmpi eq, {bit}, {want} : index"))
+                    }
+                    3 => {
+                        let (one, two) = (self.index(1), self.index(2));
+                        let next = self.def(&format!("arith.addi {name}, {one} : index"));
+                        let rem = self.def(&format!("arith.remui {next}, {two} : index"));
+                        let want = self.index(1 - want);
+                        self.def(&format!("arith.cmpi eq, {rem}, {want} : index"))
+                    }
+                    4 => {
+                        let two = self.index(2);
+                        let rem = self.def(&format!("arith.remui {name}, {two} : index"));
+                        let other = self.index(1 - want);
+                        self.def(&format!("arith.cmpi ne, {other}, {rem} : index"))
+                    }
+                    _ => {
+                        let two = self.index(2);
+                        let rem = self.def(&format!("arith.remsi {name}, {two} : index"));
+                        let want = self.index(want);
+                        self.def(&format!("arith.cmpi eq, {want}, {rem} : index"))
+                    }
+                }
             }
             Cond::Probe(access, threshold) => {
                 let value = self.load(access);
@@ -451,7 +517,30 @@ impl Writer<'_> {
         let upper = self.index_value(f.upper);
         let step = self.index(f.step);
         let head = format!("scf.for %i{} = {lower} to {upper} step {step}", f.iv);
+        // A generation flip's parity is, in a third of the loops, carried as an `i1` flipped
+        // each iteration (by `xori true` or `cmpi eq false`) rather than computed.
+        let flips = f.body.iter().any(|s| {
+            matches!(s, Stmt::Select { cond: Cond::Even(IndexVar::Loop(iv)) | Cond::Odd(IndexVar::Loop(iv)), .. } if *iv == f.iv)
+        });
         match &f.carried {
+            None if flips && f.iv.is_multiple_of(3) => {
+                let even = self.def(&format!("arith.constant {}", f.lower.is_multiple_of(2)));
+                let result = self.fresh();
+                self.line(&format!("{result} = {head} iter_args(%q{} = {even}) -> (i1) {{", f.iv));
+                self.indent += 1;
+                self.flags.insert(f.iv);
+                self.block(&f.body);
+                let next = if f.step.is_multiple_of(2) {
+                    format!("%q{}", f.iv)
+                } else if f.iv.is_multiple_of(2) {
+                    let true_ = self.def("arith.constant true");
+                    self.def(&format!("arith.xori %q{}, {true_} : i1", f.iv))
+                } else {
+                    let false_ = self.def("arith.constant false");
+                    self.def(&format!("arith.cmpi eq, %q{}, {false_} : i1", f.iv))
+                };
+                self.line(&format!("scf.yield {next} : i1"));
+            }
             None => {
                 self.line(&format!("{head} {{"));
                 self.indent += 1;
@@ -459,16 +548,16 @@ impl Writer<'_> {
             }
             Some(carried) => {
                 let ty = self.shape(carried.init[0]).memref();
-                let [a, b] = carried.vars;
+                let k = carried.vars.len();
                 let result = self.fresh();
-                self.line(&format!(
-                    "{result}:2 = {head} iter_args(%x{a} = {}, %x{b} = {}) -> ({ty}, {ty}) {{",
-                    buf_name(carried.init[0]),
-                    buf_name(carried.init[1])
-                ));
+                let args: Vec<String> =
+                    carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%x{v} = {}", buf_name(i))).collect();
+                let types = vec![ty.clone(); k].join(", ");
+                self.line(&format!("{result}:{k} = {head} iter_args({}) -> ({types}) {{", args.join(", ")));
                 self.indent += 1;
                 self.block(&f.body);
-                self.line(&format!("scf.yield %x{b}, %x{a} : {ty}, {ty}"));
+                let rotated: Vec<String> = (0..k).map(|j| format!("%x{}", carried.vars[(j + 1) % k])).collect();
+                self.line(&format!("scf.yield {} : {types}", rotated.join(", ")));
             }
         }
         self.indent -= 1;

@@ -19,7 +19,10 @@
 //!   Life end to end under the default pipeline and under `jic`, the wall time per dispatch in
 //!   long chains; beside the Vulkan probe's, PyTorch's, CuPy's and IREE's figures from their
 //!   JSON lines, with issue 10's targets and a plot (`--svg`).
+//! - `hat-bench aliases`: `resolve-aliases` on k-way rotations (k = 2..8) and on a ping-pong
+//!   loop of 1,000 dispatches: time, period, e-graph size; target under 50 ms each.
 
+mod aliases;
 mod common;
 mod executor;
 mod generate;
@@ -60,6 +63,8 @@ enum Command {
     Gpu(gpu::GpuArgs),
     /// The race lint on 1,000 generated kernels of 100 ops (in process): time, target 1 s.
     Races(races::RacesArgs),
+    /// resolve-aliases on k-way rotations and a 1,000-dispatch ping-pong body: time, e-graph size.
+    Aliases(aliases::AliasesArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -89,6 +94,16 @@ fn main() -> ExitCode {
             }
             transfers::Format::Json => {
                 eprint!("{tables}");
+                (Some(report), ok)
+            }
+        }),
+        Command::Aliases(args) => aliases::run(args).map(|(report, table, ok)| match args.format {
+            aliases::Format::Table => {
+                print!("{table}");
+                (None, ok)
+            }
+            aliases::Format::Json => {
+                eprint!("{table}");
                 (Some(report), ok)
             }
         }),

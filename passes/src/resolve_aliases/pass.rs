@@ -1,0 +1,220 @@
+//! The `resolve-aliases` pass: in every host function, each counted loop whose body names
+//! buffers through expressions of the iteration (an `arith.select` on the induction variable's
+//! parity, a carried flag, carried buffers yielded in a rotated order) is resolved per residue
+//! ([`super::residues`]) and, where every buffer operand of the body becomes a concrete buffer
+//! on every residue, specialised by residue ([`super::specialise`]). Innermost loops first.
+//!
+//! A loop left as it was: nothing iteration-dependent names a buffer (nothing to gain); a
+//! buffer operand stays unknown on some residue; the carried values are not periodic within
+//! `max-period`; an e-graph passed a bound. The last three count a statistic
+//! (`num-unresolved`, `num-bound-exceeded`); a bound passed also emits a remark at the loop (the
+//! others only with `remarks=true`: a select on a loop-invariant condition is common, and
+//! `insert-transfers` unswitches it). The transfer planner then treats the loop conservatively,
+//! as before.
+
+use super::residues::{defined_at_top, is_buffer, resolve, Bounds, LoopShape, Resolution, Resolved, Unresolved};
+use super::specialise::{dropped, specialise};
+use crate::transfers::insert::host_functions;
+use hat_dialects::arith_views::SelectOp;
+use hat_ir::interfaces::LoopLikeOpInterface;
+use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
+use hat_ir::rewrite::Rewriter;
+use hat_ir::{Context, Diagnostic, Op, Value};
+use std::time::Duration;
+
+/// The options of `resolve-aliases`.
+pub const OPTIONS: &[PassOptionInfo] = &[
+    PassOptionInfo {
+        name: "max-nodes",
+        kind: OptionKind::Unsigned,
+        default: "20000",
+        help: "The most e-nodes one residue's e-graph may hold",
+    },
+    PassOptionInfo {
+        name: "max-iterations",
+        kind: OptionKind::Unsigned,
+        default: "32",
+        help: "The most saturation iterations per residue",
+    },
+    PassOptionInfo {
+        name: "time-limit-ms",
+        kind: OptionKind::Unsigned,
+        default: "200",
+        help: "The longest one residue's saturation may take, in milliseconds",
+    },
+    PassOptionInfo {
+        name: "max-period",
+        kind: OptionKind::Unsigned,
+        default: "8",
+        help: "The longest period (unroll factor) considered",
+    },
+    PassOptionInfo {
+        name: "remarks",
+        kind: OptionKind::Bool,
+        default: "false",
+        help: "Also remark on loops left for other reasons than a bound (an operand not concrete, carried values not periodic)",
+    },
+];
+
+/// The registration of `resolve-aliases`.
+pub fn info() -> PassInfo {
+    PassInfo {
+        name: "resolve-aliases",
+        summary: "Resolve buffers that change roles between iterations (e-graphs) and specialise loops by residue",
+        anchor: None,
+        options: OPTIONS,
+        create: |options| Box::new(ResolveAliases::new(options)),
+    }
+}
+
+/// The `resolve-aliases` pass.
+pub struct ResolveAliases {
+    bounds: Bounds,
+    /// Whether loops left for other reasons than a bound get a remark too.
+    remarks: bool,
+}
+
+impl ResolveAliases {
+    /// The pass with its options.
+    pub fn new(options: &PassOptions) -> Self {
+        ResolveAliases {
+            bounds: Bounds {
+                max_nodes: options.get_unsigned("max-nodes") as usize,
+                max_iterations: options.get_unsigned("max-iterations") as usize,
+                time_limit: Duration::from_millis(options.get_unsigned("time-limit-ms")),
+                max_period: options.get_unsigned("max-period").max(1) as usize,
+            },
+            remarks: options.get_bool("remarks"),
+        }
+    }
+}
+
+/// What happened to one loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing iteration-dependent names a buffer in it.
+    NothingToGain,
+    /// Specialised by residue, with this period.
+    Specialised {
+        /// The period (unroll factor).
+        period: usize,
+        /// The largest e-graph's e-nodes.
+        nodes: usize,
+        /// The largest e-graph's e-classes.
+        classes: usize,
+    },
+    /// Left as it was.
+    Left(Unresolved),
+    /// Left as it was: this buffer operand is not concrete on some residue.
+    Unknown(Value),
+}
+
+impl Pass for ResolveAliases {
+    fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+        let mut changed = false;
+        for function in host_functions(ctx, op) {
+            let loops: Vec<Op> = ctx
+                .walk(function)
+                .into_iter()
+                .rev()
+                .filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some())
+                .collect();
+            for looped in loops {
+                if ctx.is_erased(looped) {
+                    continue;
+                }
+                let location = ctx.location(looped);
+                match resolve_loop(ctx, function, looped, &self.bounds) {
+                    Outcome::NothingToGain => {}
+                    Outcome::Specialised { .. } => {
+                        changed = true;
+                        state.add_statistic("num-specialised", 1);
+                    }
+                    Outcome::Left(why @ Unresolved::Bound(_)) => {
+                        state.add_statistic("num-bound-exceeded", 1);
+                        state
+                            .emit(Diagnostic::remark(location, format!("resolve-aliases: loop left as it was: {why}")));
+                    }
+                    Outcome::Left(why) => {
+                        state.add_statistic("num-unresolved", 1);
+                        if self.remarks {
+                            state.emit(Diagnostic::remark(
+                                location,
+                                format!("resolve-aliases: loop left as it was: {why}"),
+                            ));
+                        }
+                    }
+                    Outcome::Unknown(_) => {
+                        state.add_statistic("num-unresolved", 1);
+                        if self.remarks {
+                            state.emit(Diagnostic::remark(
+                                location,
+                                "resolve-aliases: loop left as it was: a buffer operand is not known on every residue",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            state.preserve_all();
+        }
+        Ok(())
+    }
+}
+
+/// Resolves and, where that makes every buffer operand concrete, specialises `looped` (under
+/// `function`).
+pub fn resolve_loop(ctx: &mut Context, function: Op, looped: Op, bounds: &Bounds) -> Outcome {
+    let Some(shape) = LoopShape::of(ctx, looped) else { return Outcome::NothingToGain };
+    if !names_buffers_by_iteration(ctx, &shape) {
+        return Outcome::NothingToGain;
+    }
+    let resolution = match resolve(ctx, &shape, bounds) {
+        Ok(resolution) => resolution,
+        Err(why) => return Outcome::Left(why),
+    };
+    if let Some(unknown) = first_unknown_operand(ctx, &shape, &resolution) {
+        return Outcome::Unknown(unknown);
+    }
+    let (period, nodes, classes) = (resolution.period, resolution.nodes, resolution.classes);
+    let mut rewriter = Rewriter::new(ctx, function);
+    specialise(&mut rewriter, &shape, &resolution);
+    Outcome::Specialised { period, nodes, classes }
+}
+
+/// Whether the body names a buffer through a carried value or an `arith.select` made in it.
+fn names_buffers_by_iteration(ctx: &Context, shape: &LoopShape) -> bool {
+    shape.iter_args.iter().any(|&a| is_buffer(ctx, a))
+        || ctx
+            .block_ops(shape.body)
+            .any(|op| SelectOp::wrap(ctx, op).is_some() && ctx.results(op).any(|r| is_buffer(ctx, r)))
+}
+
+/// The first buffer operand of an op kept in some residue's copy that is not concrete there.
+fn first_unknown_operand(ctx: &Context, shape: &LoopShape, resolution: &Resolution) -> Option<Value> {
+    let ops: Vec<Op> = ctx.block_ops(shape.body).collect();
+    let body_ops = &ops[..ops.len().saturating_sub(1)];
+    for r in 0..resolution.period {
+        for &op in body_ops {
+            if dropped(ctx, resolution, r, op) {
+                continue;
+            }
+            for nested in ctx.walk(op) {
+                for &operand in ctx.operands(nested) {
+                    if !is_buffer(ctx, operand) || !defined_at_top(ctx, shape, operand) {
+                        continue;
+                    }
+                    // A carried buffer is its value on this residue, unless it is free.
+                    let carried = shape.iter_args.iter().position(|&a| a == operand);
+                    match (resolution.values[r].get(&operand), carried) {
+                        (Some(Resolved::Outer(_) | Resolved::Local(_)), _) => {}
+                        (_, Some(j)) if !matches!(resolution.states[r][j], Resolved::Carried(_)) => {}
+                        _ => return Some(operand),
+                    }
+                }
+            }
+        }
+    }
+    None
+}
