@@ -3,8 +3,10 @@
 //! equal the reference semantics' on the CPU backend (which poisons fresh device memory, so a
 //! missing transfer shows), for the trip counts each file's comment names, zero included; the
 //! bytes moved satisfy static <= kernel <= jic; and under the default plan the bytes moved equal
-//! the optimum written in the file's header (scenarios 6 and 7, the generation flips, become
-//! optimal only with alias resolution: here they must be correct and no worse than `kernel`).
+//! the optimum written in the file's header — scenarios 6 and 7, the generation flips, included
+//! (`insert-transfers` unswitches their selects; `resolve-aliases` in the default pipeline names
+//! each buffer per iteration for the spellings unswitching cannot follow, see
+//! `tests/resolve_aliases.rs`).
 
 use hat_ir::pass::PassManager;
 use hat_ir::{parse_source, verify_module, Context, Op};
