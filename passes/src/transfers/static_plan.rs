@@ -1263,7 +1263,10 @@ impl<'a> Planner<'a> {
     /// it is in `op`'s block, or it is the caller and `op` is at the top of the function.
     fn surely_observed(&self, op: Op, want: Want, observer: Option<Op>) -> bool {
         match observer {
-            Some(o) => self.ctx.parent_block(o) == self.ctx.parent_block(op),
+            // (After `op`: one found around the loop, in the next iteration, may not come.)
+            Some(o) => {
+                self.ctx.parent_block(o) == self.ctx.parent_block(op) && self.uses.position(o) > self.uses.position(op)
+            }
             None => want == Want::Host && self.ctx.parent_op(op) == Some(self.function),
         }
     }
