@@ -83,36 +83,17 @@ struct Copies {
     /// `device` (paths that merged disagreeing): when it is set the whole host copy is, when it
     /// is clear the whole device copy is.
     host_flag: bool,
-    /// With `host_flag`: a clear flag says nothing (only a set one does: the whole host copy is
-    /// current). Paths met where one had the host copy whole and another had neither copy whole.
-    weak: bool,
 }
 
 impl Copies {
     fn new(host: RangeSet, device: RangeSet) -> Copies {
-        Copies { host, device, host_flag: false, weak: false }
-    }
-
-    /// A flagged state (see [`Copies::host_flag`]; `weak`: see [`Copies::weak`]).
-    fn flagged(host: RangeSet, device: RangeSet, weak: bool) -> Copies {
-        Copies { host, device, host_flag: true, weak }
-    }
-
-    /// Whether a clear flag says the whole device copy is current.
-    fn device_whole_if_clear(&self) -> bool {
-        self.host_flag && !self.weak
-    }
-
-    /// Drops the flag.
-    fn unflag(&mut self) {
-        self.host_flag = false;
-        self.weak = false;
+        Copies { host, device, host_flag: false }
     }
 
     /// Drops the flag where it says nothing more: one copy is current everywhere anyway.
     fn normalize(&mut self, whole: &RangeSet) {
         if self.host_flag && self.host.contains(whole) {
-            self.unflag();
+            self.host_flag = false;
         }
     }
 
@@ -133,8 +114,6 @@ struct Fixup {
     ranges: RangeSet,
     /// Whether the copy waits for the buffer's flag to be clear (the entry state is flagged).
     flagged: bool,
-    /// Whether that flag is weak (see [`Copies::weak`]).
-    weak_flag: bool,
     /// Instead of a copy: set the buffer's flag to this (the header state is flagged).
     set_flag: Option<bool>,
     why: String,
@@ -151,7 +130,6 @@ impl Fixup {
             direction: Direction::FromDevice,
             ranges: RangeSet::empty(),
             flagged: false,
-            weak_flag: false,
             set_flag: Some(value),
             observer: None,
             why: String::new(),
@@ -201,10 +179,10 @@ enum Guard {
 
 /// The guard on a copy toward `direction` of a flagged buffer: a copy to the device is needed
 /// only when the flag is set (the host copy is the whole one), a copy back only when it is clear.
-fn flag_guard(root: Value, direction: Direction, weak: bool) -> Option<Guard> {
+fn flag_guard(root: Value, direction: Direction) -> Guard {
     match direction {
-        Direction::ToDevice => (!weak).then_some(Guard::FlagSet(root)),
-        Direction::FromDevice => Some(Guard::FlagClear(root)),
+        Direction::ToDevice => Guard::FlagSet(root),
+        Direction::FromDevice => Guard::FlagClear(root),
     }
 }
 
@@ -462,9 +440,9 @@ impl<'a> Planner<'a> {
         if missing.is_empty() {
             return Ok(());
         }
-        let guards = match side {
-            Direction::FromDevice if copies.host_flag => vec![Guard::FlagClear(root)],
-            Direction::ToDevice if copies.device_whole_if_clear() => vec![Guard::FlagSet(root)],
+        let guards = match (side, copies.host_flag) {
+            (Direction::FromDevice, true) => vec![Guard::FlagClear(root)],
+            (Direction::ToDevice, true) => vec![Guard::FlagSet(root)],
             _ => vec![],
         };
         let updated = copies.side(side).union(&missing);
@@ -489,7 +467,7 @@ impl<'a> Planner<'a> {
         let all = whole(self.ctx, root);
         let reason = || "the copy about to be written must be current everywhere first".to_string();
         self.need(state, root, side, &all, anchor, location, &reason)?;
-        state.get_mut(&root).expect("tracked").unflag();
+        state.get_mut(&root).expect("tracked").host_flag = false;
         Ok(())
     }
 
@@ -736,7 +714,7 @@ impl<'a> Planner<'a> {
                 if single && arg.writes_all {
                     copies.device = whole(ctx, root);
                     copies.host = RangeSet::empty();
-                    copies.unflag();
+                    copies.host_flag = false;
                     continue;
                 }
                 copies.host = copies.host.minus(&arg.written);
@@ -780,7 +758,7 @@ impl<'a> Planner<'a> {
                 if clobbers {
                     let copies = state.get_mut(&root).expect("tracked");
                     copies.device = RangeSet::empty();
-                    copies.unflag();
+                    copies.host_flag = false;
                 }
             }
         }
@@ -855,7 +833,7 @@ impl<'a> Planner<'a> {
                 if writes {
                     let copies = state.get_mut(&root).expect("tracked");
                     copies.device = RangeSet::empty();
-                    copies.unflag();
+                    copies.host_flag = false;
                     if must_write && single {
                         copies.host = whole(ctx, root);
                     }
@@ -991,7 +969,7 @@ impl<'a> Planner<'a> {
                             let rest = copies.side(other).minus(&ranges);
                             *copies.side(other) = rest;
                             if other == Direction::FromDevice {
-                                copies.unflag();
+                                copies.host_flag = false;
                             }
                         }
                         copies.normalize(&whole(ctx, root));
@@ -1263,10 +1241,7 @@ impl<'a> Planner<'a> {
     /// it is in `op`'s block, or it is the caller and `op` is at the top of the function.
     fn surely_observed(&self, op: Op, want: Want, observer: Option<Op>) -> bool {
         match observer {
-            // (After `op`: one found around the loop, in the next iteration, may not come.)
-            Some(o) => {
-                self.ctx.parent_block(o) == self.ctx.parent_block(op) && self.uses.position(o) > self.uses.position(op)
-            }
+            Some(o) => self.ctx.parent_block(o) == self.ctx.parent_block(op),
             None => want == Want::Host && self.ctx.parent_op(op) == Some(self.function),
         }
     }
@@ -1297,19 +1272,20 @@ impl<'a> Planner<'a> {
             // entry edge (no guard says whether it will run): where each edge has one copy
             // whole, a run-time flag says which at the top of the body instead.
             let counted = self.ctx.interface::<dyn LoopLikeOpInterface>(loop_op).is_some();
-            let one_whole = |c: &Copies| c.device_whole_if_clear() || c.host.contains(&all) || c.device.contains(&all);
+            let one_whole = |c: &Copies| c.host_flag || c.host.contains(&all) || c.device.contains(&all);
             let same_whole = (e.host.contains(&all) && b.host.contains(&all))
                 || (e.device.contains(&all) && b.device.contains(&all));
             if !counted && !b.host_flag && one_whole(e) && one_whole(b) && !same_whole {
                 if !e.host_flag {
                     fixups.push(Fixup::set_flag(root, e.host.contains(&all)));
                 }
-                header.insert(root, Copies::flagged(e.host.intersect(&b.host), e.device.intersect(&b.device), false));
+                header.insert(
+                    root,
+                    Copies { host: e.host.intersect(&b.host), device: e.device.intersect(&b.device), host_flag: true },
+                );
                 continue;
             }
-            // (A weak flag on either edge is dropped at the header: its state is what both
-            // copies say, with what neither says completed below.)
-            if b.device_whole_if_clear() && !(e.host_flag && e.weak) {
+            if b.host_flag {
                 // The back edge says which copy is whole only through the flag: the top of the
                 // body must too. What the body wants first on the device is made current on the
                 // entry edge as for any buffer; then the entry edge sets the flag from its state
@@ -1336,7 +1312,6 @@ impl<'a> Planner<'a> {
                         direction: Direction::ToDevice,
                         ranges: to_device,
                         flagged: e.host_flag,
-                        weak_flag: e.weak,
                         set_flag: None,
                         why: why.unwrap_or_default(),
                         observer: flag_observer,
@@ -1345,7 +1320,7 @@ impl<'a> Planner<'a> {
                 if !e.host_flag {
                     fixups.push(Fixup::set_flag(root, entry_host_whole));
                 }
-                header.insert(root, Copies::flagged(e.host.intersect(&b.host), device, false));
+                header.insert(root, Copies { host: e.host.intersect(&b.host), device, host_flag: true });
                 continue;
             }
             let (want, observer) = match first_op {
@@ -1394,7 +1369,6 @@ impl<'a> Planner<'a> {
                     direction: Direction::ToDevice,
                     ranges: to_device,
                     flagged: e.host_flag,
-                    weak_flag: e.weak,
                     set_flag: None,
                     why: why.clone(),
                     observer,
@@ -1406,7 +1380,6 @@ impl<'a> Planner<'a> {
                     direction: Direction::FromDevice,
                     ranges: from_device,
                     flagged: e.host_flag,
-                    weak_flag: e.weak,
                     set_flag: None,
                     why: why.clone(),
                     observer,
@@ -1434,7 +1407,7 @@ impl<'a> Planner<'a> {
             let from_device = h.host.minus(&b.host);
             let why = "the loop's next iteration expects it".to_string();
             let flag_guard = if b.host_flag { vec![Guard::FlagClear(root)] } else { vec![] };
-            let set_guard = if b.device_whole_if_clear() { vec![Guard::FlagSet(root)] } else { vec![] };
+            let set_guard = if b.host_flag { vec![Guard::FlagSet(root)] } else { vec![] };
             self.push(root, Direction::ToDevice, to_device, Anchor::End(end), set_guard, location, why.clone())?;
             self.push(root, Direction::FromDevice, from_device, Anchor::End(end), flag_guard, location, why)?;
         }
@@ -1533,7 +1506,6 @@ impl<'a> Planner<'a> {
                 direction: Direction::ToDevice,
                 ranges,
                 flagged: e.host_flag,
-                weak_flag: e.weak,
                 set_flag: None,
                 why: why.unwrap_or_default(),
                 observer: None,
@@ -1564,7 +1536,6 @@ impl<'a> Planner<'a> {
                         host: b.host.union(&h.host),
                         device: b.device.union(&h.device),
                         host_flag: b.host_flag,
-                        weak: b.weak,
                     },
                     None => b,
                 };
@@ -1573,14 +1544,14 @@ impl<'a> Planner<'a> {
             .collect();
         let trips = trip_count(ctx, op);
         if trips != Some(0) {
-            for Fixup { root, direction, ranges, flagged, weak_flag, set_flag, why, .. } in fixups {
+            for Fixup { root, direction, ranges, flagged, set_flag, why, .. } in fixups {
                 if let Some(value) = set_flag {
                     self.set_flag(root, value, Anchor::Before(op), location);
                     continue;
                 }
                 let mut guards = if trips.is_some_and(|t| t > 0) { vec![] } else { vec![Guard::Ran(op)] };
                 if flagged {
-                    guards.extend(flag_guard(root, direction, weak_flag));
+                    guards.push(flag_guard(root, direction));
                 }
                 self.push(
                     root,
@@ -1651,8 +1622,7 @@ impl<'a> Planner<'a> {
         }
         // Each path either has one copy whole (or is flagged already): then a run-time flag
         // can say which, set at the end of each path, instead of copies on every path.
-        let eligible =
-            paths.iter().all(|(_, c)| c.device_whole_if_clear() || c.host.contains(&all) || c.device.contains(&all));
+        let eligible = paths.iter().all(|(_, c)| c.host_flag || c.host.contains(&all) || c.device.contains(&all));
         let host_everywhere = paths.iter().all(|(_, c)| c.host.contains(&all));
         let host_somewhere = paths.iter().any(|(_, c)| c.host.contains(&all) || c.host_flag);
         // A flag is for observers that may not come (copies placed now could be wasted) and
@@ -1667,7 +1637,7 @@ impl<'a> Planner<'a> {
         let prefer_copies = sure && all_take_copies && want != Want::Nothing && wants_all;
         if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
-                return Ok(Copies::flagged(host, device, false));
+                return Ok(Copies { host, device, host_flag: true });
             }
             if want != Want::Nothing {
                 for (path, c) in paths {
@@ -1675,17 +1645,14 @@ impl<'a> Planner<'a> {
                         self.set_flag(root, c.host.contains(&all), path.flag, location);
                     }
                 }
-                return Ok(Copies::flagged(host, device, false));
+                return Ok(Copies { host, device, host_flag: true });
             }
         }
         // A path that cannot take copies and whose state depends on its flag: the others make
         // one copy whole (the one the next observer wants) and set the flag to say which, so the
         // merged state stays flagged (completing the others to match the flagged path's copies
         // is not possible: which copy it has is known only at run time).
-        // (Not for a weak flag: a clear one says nothing, so what the paths' copies say in
-        // common may leave elements current nowhere; the completion below handles it.)
-        let flagged_skip = paths.iter().any(|(path, c)| path.copies.is_none() && c.host_flag);
-        if let (Some(side), true, false) = (want.side(), flagged_skip, paths.iter().any(|(_, c)| c.weak)) {
+        if let (Some(side), true) = (want.side(), paths.iter().any(|(path, c)| path.copies.is_none() && c.host_flag)) {
             let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
             for (path, c) in paths {
                 let Some((anchor, guards)) = &path.copies else { continue };
@@ -1700,7 +1667,7 @@ impl<'a> Planner<'a> {
                 self.push(root, side, missing, *anchor, guards.clone(), location, reason)?;
                 self.set_flag(root, side == Direction::FromDevice, path.flag, location);
             }
-            return Ok(Copies::flagged(host, device, false));
+            return Ok(Copies { host, device, host_flag: true });
         }
         let Some(side) = want.side() else { return Ok(Copies::new(host, device)) };
         // Elements current in no copy must be completed; and when the next observer surely
@@ -1734,7 +1701,7 @@ impl<'a> Planner<'a> {
             lost = lost.union(&some.minus(have).intersect(&wanted));
         }
         if lost.is_empty() {
-            return Ok(self.weak_flag(root, paths, &RangeSet::empty(), Copies::new(host, device), location));
+            return Ok(Copies::new(host, device));
         }
         // Per element, the copy to complete: the one a path that takes no copies has, else the
         // one the next observer wants.
@@ -1768,8 +1735,6 @@ impl<'a> Planner<'a> {
             let mut to_guards = guards.clone();
             if c.host_flag {
                 from_guards.push(Guard::FlagClear(root));
-            }
-            if c.device_whole_if_clear() {
                 to_guards.push(Guard::FlagSet(root));
             }
             let reason = format!("{why}, {}", path.label);
@@ -1807,32 +1772,7 @@ impl<'a> Planner<'a> {
                 return Ok(Copies { host_flag: true, ..merged });
             }
         }
-        Ok(self.weak_flag(root, paths, &to_host, merged, location))
-    }
-
-    /// Where some paths have the whole host copy (after `to_host` is copied back on them) and
-    /// others do not, a weak flag (see [`Copies::weak`]) keeps that knowledge: each path sets
-    /// it, and a later copy back is skipped where it is set. `merged`: the state without it.
-    fn weak_flag(
-        &mut self,
-        root: Value,
-        paths: &[(PathEnd, &Copies)],
-        to_host: &RangeSet,
-        merged: Copies,
-        location: Location,
-    ) -> Copies {
-        let all = whole(self.ctx, root);
-        if paths.iter().any(|(_, c)| c.host_flag) || merged.host.contains(&all) {
-            return merged;
-        }
-        let host_whole: Vec<bool> = paths.iter().map(|(_, c)| c.host.union(to_host).contains(&all)).collect();
-        if !host_whole.iter().any(|&w| w) {
-            return merged;
-        }
-        for ((path, _), &whole_here) in paths.iter().zip(&host_whole) {
-            self.set_flag(root, whole_here, path.flag, location);
-        }
-        Copies { host_flag: true, weak: true, ..merged }
+        Ok(merged)
     }
 
     fn while_loop(&mut self, op: Op, state: &mut State) -> Result<(), Unsupported> {
@@ -1871,13 +1811,12 @@ impl<'a> Planner<'a> {
         let body_top = ctx.first_op(after);
         let mut deferred: Vec<Planned> = Vec::new();
         let mut deferred_roots: BTreeSet<Value> = BTreeSet::new();
-        for Fixup { root, direction, ranges, flagged, weak_flag, set_flag, why, observer } in fixups {
+        for Fixup { root, direction, ranges, flagged, set_flag, why, observer } in fixups {
             if let Some(value) = set_flag {
                 self.set_flag(root, value, Anchor::Before(op), location);
                 continue;
             }
-            let mut guards: Vec<Guard> =
-                if flagged { flag_guard(root, direction, weak_flag).into_iter().collect() } else { vec![] };
+            let mut guards = if flagged { vec![flag_guard(root, direction)] } else { vec![] };
             let reason = format!("{why}; hoisted out of the loop");
             let in_body = observer.is_some_and(|o| self.is_within(o, after));
             match body_top {

@@ -56,12 +56,7 @@ const PROGRAMS: &[Program] = &[
     },
     // %grid in once, out once: resolve-aliases (in the default pipeline) names the buffer each
     // loop-carried value holds at every step, so nothing goes back inside the loop.
-    Program {
-        file: "3-ping-pong.mlir",
-        arguments: &["grid=iota", "steps=3"],
-        optimum: (1024, 1024),
-        excess: (0, 0),
-    },
+    Program { file: "3-ping-pong.mlir", arguments: &["grid=iota", "steps=3"], optimum: (1024, 1024), excess: (0, 0) },
     // %input in, %sums out. Beyond: %sums goes in (16 B), because the kernel-effects analysis
     // cannot prove that `if thread_id == 0: sums[block_id] = ...` writes every element.
     Program {
