@@ -12,27 +12,12 @@
 //! `HAT_REQUIRE_VULKAN=1`, where it fails.
 
 mod race_support;
+mod vulkan_support;
 
 use hat_runtime::{Backend, CpuBackend};
-use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
 use race_support::{grids, kernels, run_on, symbol, Fill};
 use std::path::Path;
-
-fn vulkan() -> Option<VulkanBackend> {
-    match VulkanBackend::new(&VulkanOptions { validation: true, ..VulkanOptions::default() }) {
-        Ok(backend) => {
-            eprintln!("Vulkan device: {}", backend.device_name());
-            Some(backend)
-        }
-        Err(error) if std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-            panic!("HAT_REQUIRE_VULKAN=1, but no Vulkan device with validation: {error}")
-        }
-        Err(error) => {
-            eprintln!("skipped: no Vulkan device with validation ({error})");
-            None
-        }
-    }
-}
+use vulkan_support::vulkan;
 
 #[test]
 fn race_free_catalogue_kernels_agree_on_vulkan_and_the_cpu() {

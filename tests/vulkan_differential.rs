@@ -30,6 +30,7 @@
 
 #[allow(dead_code, unused_imports)]
 mod program_gen;
+mod vulkan_support;
 
 use hat_ir::pass::PassManager;
 use hat_ir::{parse_source, verify_module, Context, Op};
@@ -38,7 +39,7 @@ use hat_runtime::{
     ElementType, Executor, ExecutorOptions, Fence, HostArg, HostBuffer, HostCall, KernelArg, KernelArtifact,
     KernelHandle, LoweredModule, ParameterKind, RunOutput, RuntimeError, Scalar, TransferMode,
 };
-use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
+use hat_runtime_vulkan::VulkanBackend;
 use program_gen::ast::Case;
 use program_gen::rng::Rng;
 use program_gen::{generate_case, render, Config};
@@ -47,23 +48,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A validated Vulkan backend, or `None` (printed) without a device.
-fn vulkan() -> Option<VulkanBackend> {
-    match VulkanBackend::new(&VulkanOptions { validation: true, ..VulkanOptions::default() }) {
-        Ok(backend) => {
-            eprintln!("Vulkan device: {}", backend.device_name());
-            Some(backend)
-        }
-        Err(error) if std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-            panic!("HAT_REQUIRE_VULKAN=1, but no Vulkan device with validation: {error}")
-        }
-        Err(error) => {
-            eprintln!("skipped: no Vulkan device with validation ({error})");
-            None
-        }
-    }
-}
+use vulkan_support::vulkan;
 
 fn assert_valid(gpu: &VulkanBackend) {
     let messages = gpu.validation_messages();
