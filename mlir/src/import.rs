@@ -112,15 +112,7 @@ pub fn read_ops(ctx: &mut Context, source: SourceId, top: OperationRef<'_, '_>) 
     if !errors.is_empty() {
         return Err(errors);
     }
-    let module = hat_ir::parse_source(ctx, "<from-mlir>", &out).map_err(|error| {
-        vec![Diagnostic::error(
-            Location::new(source, 0),
-            format!(
-                "internal error of the MLIR bridge: hat could not read its translation: {}",
-                Diagnostic::from(error).message
-            ),
-        )]
-    })?;
+    let module = parse_translation(ctx, source, &out)?;
     // Same order as `Reader::op`: the op, then its regions' blocks' ops, depth first.
     let mut ops = Vec::new();
     collect(ctx, module, &mut ops);
@@ -135,6 +127,20 @@ pub fn read_ops(ctx: &mut Context, source: SourceId, top: OperationRef<'_, '_>) 
         }
     }
     Ok(module)
+}
+
+/// Parses the hat text a reader wrote. It is the bridge's own output, so a failure is an
+/// internal error of the bridge (at the start of the MLIR file), never the user's.
+pub(crate) fn parse_translation(ctx: &mut Context, source: SourceId, text: &str) -> Result<Op, Vec<Diagnostic>> {
+    hat_ir::parse_source(ctx, "<from-mlir>", text).map_err(|error| {
+        vec![Diagnostic::error(
+            Location::new(source, 0),
+            format!(
+                "internal error of the MLIR bridge: hat could not read its translation: {}",
+                Diagnostic::from(error).message
+            ),
+        )]
+    })
 }
 
 fn collect(ctx: &Context, op: Op, out: &mut Vec<Op>) {

@@ -78,15 +78,7 @@ pub fn read(ctx: &mut Context, source: SourceId, module: &Module<'_>) -> Result<
         errors.sort_by_key(|d| d.location.offset());
         return Err(errors);
     }
-    let parsed = hat_ir::parse_source(ctx, "<from-mlir>", &out).map_err(|error| {
-        vec![Diagnostic::error(
-            Location::new(source, 0),
-            format!(
-                "internal error of the MLIR bridge: hat could not read its translation: {}",
-                Diagnostic::from(error).message
-            ),
-        )]
-    })?;
+    let parsed = crate::import::parse_translation(ctx, source, &out)?;
     // Each hat op takes the location of the MLIR op its text line came from.
     let translated = ctx.location(parsed).source();
     for op in std::iter::once(parsed).chain(ctx.walk(parsed)) {
