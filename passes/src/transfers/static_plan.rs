@@ -1675,25 +1675,24 @@ impl<'a> Planner<'a> {
         // completed on the paths that lack it now, under their own guards, rather than later
         // on every path.
         let mut lost = all.minus(&host.union(&device));
+        // The elements current in `side`'s copy on some path.
+        let current_somewhere = |side: Direction| {
+            paths.iter().fold(RangeSet::empty(), |some, (_, c)| {
+                some.union(match side {
+                    Direction::ToDevice => &c.device,
+                    Direction::FromDevice => &c.host,
+                })
+            })
+        };
         if !sure && side == Direction::ToDevice {
             // An element current on the host on some paths and only on the device on others
             // goes back to the host on the latter now (as `kernel` would have copied it back
             // after the write): left as it is, a later merge would have to copy it back on
             // every path of this construct, including those that did not write it.
-            let mut host_somewhere = RangeSet::empty();
-            for (_, c) in paths {
-                host_somewhere = host_somewhere.union(&c.host);
-            }
-            lost = lost.union(&host_somewhere.minus(&host));
+            lost = lost.union(&current_somewhere(Direction::FromDevice).minus(&host));
         }
         if sure {
-            let mut some = RangeSet::empty();
-            for (_, c) in paths {
-                some = some.union(match side {
-                    Direction::ToDevice => &c.device,
-                    Direction::FromDevice => &c.host,
-                });
-            }
+            let some = current_somewhere(side);
             let have = match side {
                 Direction::ToDevice => &device,
                 Direction::FromDevice => &host,
