@@ -1241,7 +1241,10 @@ impl<'a> Planner<'a> {
     /// it is in `op`'s block, or it is the caller and `op` is at the top of the function.
     fn surely_observed(&self, op: Op, want: Want, observer: Option<Op>) -> bool {
         match observer {
-            Some(o) => self.ctx.parent_block(o) == self.ctx.parent_block(op),
+            // (After `op`: one found around the loop, in the next iteration, may not come.)
+            Some(o) => {
+                self.ctx.parent_block(o) == self.ctx.parent_block(op) && self.uses.position(o) > self.uses.position(op)
+            }
             None => want == Want::Host && self.ctx.parent_op(op) == Some(self.function),
         }
     }
@@ -1634,7 +1637,10 @@ impl<'a> Planner<'a> {
         // (Not when the observer wants only part of the buffer: under a flag it copies just that.)
         let wanted = observer.map_or_else(|| all.clone(), |o| self.elements_wanted(root, o));
         let wants_all = wanted.contains(&all);
-        let prefer_copies = sure && all_take_copies && want != Want::Nothing && wants_all;
+        // (Not when a path is flagged already: its copies would wait on the flag anyway, and
+        // the merged state keeps what the flag knows.)
+        let any_flagged = paths.iter().any(|(_, c)| c.host_flag);
+        let prefer_copies = sure && all_take_copies && want != Want::Nothing && wants_all && !any_flagged;
         if eligible && !host_everywhere && host_somewhere && !prefer_copies {
             if paths.iter().all(|(_, c)| c.host_flag) {
                 return Ok(Copies { host, device, host_flag: true });
@@ -1684,7 +1690,7 @@ impl<'a> Planner<'a> {
                 })
             })
         };
-        if !sure && side == Direction::ToDevice {
+        if true {
             // An element current on the host on some paths and only on the device on others
             // goes back to the host on the latter now (as `kernel` would have copied it back
             // after the write): left as it is, a later merge would have to copy it back on
