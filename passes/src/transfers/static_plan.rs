@@ -175,6 +175,9 @@ enum Guard {
     Pending(Op),
     /// They are made (the body ran).
     Entered(Op),
+    /// Control skipped every region of this branch op (a run-time cell, cleared at the end of
+    /// each region, says so).
+    Skipped(Op),
 }
 
 /// The guard on a copy toward `direction` of a flagged buffer: a copy to the device is needed
@@ -1007,7 +1010,14 @@ impl<'a> Planner<'a> {
             Direction::ToDevice => copies.host.contains(&all),
             Direction::FromDevice => copies.device.contains(&all),
         };
-        if let (true, Extent::Element { first, count: 1 }) = (other_whole, extent) {
+        // (Not when the next observer surely wants the whole host copy anyway: one copy of the
+        // missing part now is less than one element now and the rest then.)
+        let (want, observer) = self.wanted_after(root, op);
+        let whole_wanted_next = side == Direction::FromDevice
+            && want == Want::Host
+            && self.surely_observed(op, want, observer)
+            && observer.is_none_or(|o| self.elements_read_on_host(root, o).contains(&all));
+        if let (true, false, Extent::Element { first, count: 1 }) = (other_whole, whole_wanted_next, extent) {
             if shape(ctx, root).len() == 1 && self.in_scope(root, Anchor::Before(op)) {
                 let index = ctx.operand(op, first as usize);
                 self.items.push(Planned {
@@ -1903,6 +1913,8 @@ impl<'a> Planner<'a> {
             }
         }
         let mut merged = State::new();
+        let mark = self.items.len();
+        let after = ctx.next_op(op);
         for &root in state.keys() {
             let empty = Copies::new(RangeSet::empty(), RangeSet::empty());
             let paths: Vec<(PathEnd, &Copies)> = ends
@@ -1914,13 +1926,30 @@ impl<'a> Planner<'a> {
                             flag: Anchor::End(*block),
                             label: "at the end of a region",
                         },
-                        None => PathEnd { copies: None, flag: Anchor::Before(op), label: "when no region runs" },
+                        // After the op, behind a cell that each region clears (set below
+                        // when a copy uses it).
+                        None => PathEnd {
+                            copies: after.map(|next| (Anchor::Before(next), vec![Guard::Skipped(op)])),
+                            flag: Anchor::Before(op),
+                            label: "when no region runs",
+                        },
                     };
                     (path, s.get(&root).unwrap_or(&empty))
                 })
                 .collect();
             let copies = self.merge_paths(root, op, "the branch", &paths)?;
             merged.insert(root, copies);
+        }
+        let skipped =
+            self.items[mark..].iter().find(|item| item.guards.contains(&Guard::Skipped(op))).map(|i| i.buffer);
+        if let Some(key) = skipped {
+            let location = ctx.location(op);
+            self.set_pending(op, key, true, Anchor::Before(op), location);
+            for (block, _) in &ends {
+                if let Some(block) = block {
+                    self.set_pending(op, key, false, Anchor::End(*block), location);
+                }
+            }
         }
         *state = merged;
         Ok(())
@@ -2032,16 +2061,19 @@ impl Emitter<'_> {
                     let upper = looping.upper_bound(ctx, looped).expect("a counted loop has bounds");
                     compare(ctx, current, predicate, lower, upper, location)
                 }
-                Guard::FlagClear(_) | Guard::FlagSet(_) | Guard::Pending(_) | Guard::Entered(_) => {
+                Guard::FlagClear(_) | Guard::FlagSet(_) | Guard::Pending(_) | Guard::Entered(_) | Guard::Skipped(_) => {
                     let cell = match guards[depth] {
                         Guard::FlagClear(root) | Guard::FlagSet(root) => self.flag(ctx, root),
-                        Guard::Pending(looped) | Guard::Entered(looped) => self.pending_cell(ctx, looped),
+                        Guard::Pending(looped) | Guard::Entered(looped) | Guard::Skipped(looped) => {
+                            self.pending_cell(ctx, looped)
+                        }
                         _ => unreachable!("matched above"),
                     };
                     let zero = index_constant(ctx, current, 0, location);
                     let value = emit::load(ctx, current, cell, zero, location);
                     let i1 = ctx.integer_type(1);
-                    let wanted = i64::from(matches!(guards[depth], Guard::FlagSet(_) | Guard::Pending(_)));
+                    let wanted =
+                        i64::from(matches!(guards[depth], Guard::FlagSet(_) | Guard::Pending(_) | Guard::Skipped(_)));
                     let expected = emit::constant(ctx, current, wanted, i1, location);
                     compare(ctx, current, IntPredicate::Eq, value, expected, location)
                 }
