@@ -1340,7 +1340,25 @@ impl<'a> Planner<'a> {
                 Some(first) => self.first_use_from(root, first, loop_op),
                 None => (Want::Nothing, None),
             };
-            let mut h = Copies::new(e.host.intersect(&b.host), e.device.intersect(&b.device));
+            // Elements every path through a counted loop's body overwrites before anything
+            // may observe them are dead at the top of the body: no copy makes them current
+            // there. The header takes them as the back edge has them (the body overwrites
+            // them on every run, so no later observer sees what the header says of them).
+            let dead = match (counted, self.ctx.regions(loop_op).first()) {
+                (true, Some(&region)) => match self.ctx.region_blocks(region) {
+                    [body] => {
+                        let (mut killed, mut exposed) = (RangeSet::empty(), RangeSet::empty());
+                        self.overwritten_first(root, *body, &mut killed, &mut exposed);
+                        killed.minus(&exposed)
+                    }
+                    _ => RangeSet::empty(),
+                },
+                _ => RangeSet::empty(),
+            };
+            let mut h = Copies::new(
+                e.host.intersect(&b.host).union(&dead.intersect(&b.host)),
+                e.device.intersect(&b.device).union(&dead.intersect(&b.device)),
+            );
             let mut to_device = RangeSet::empty();
             let mut from_device = RangeSet::empty();
             match want {
@@ -1375,6 +1393,8 @@ impl<'a> Planner<'a> {
                 h.host = h.host.union(&on_host);
                 from_device = from_device.union(&on_host.minus(&e.host));
             }
+            let to_device = to_device.minus(&dead);
+            let from_device = from_device.minus(&dead);
             let why = format!("the loop's body wants it there first ({})", self.observer(observer));
             if !to_device.is_empty() {
                 fixups.push(Fixup {
@@ -1401,6 +1421,72 @@ impl<'a> Planner<'a> {
             header.insert(root, h);
         }
         (header, fixups)
+    }
+
+    /// Follows every path through `block` from `killed` (the elements of `root` overwritten
+    /// on every path so far): adds to `killed` what each path overwrites whole (a dispatch that
+    /// provably writes every element, a host op that overwrites it, a free) and to `exposed`
+    /// what an observer may see before that. Anything it cannot follow exposes the rest.
+    fn overwritten_first(&self, root: Value, block: Block, killed: &mut RangeSet, exposed: &mut RangeSet) {
+        let ctx = self.ctx;
+        let all = whole(ctx, root);
+        for op in ctx.block_ops(block) {
+            if killed.contains(&all) {
+                return;
+            }
+            if ctx.regions(op).is_empty() {
+                match self.classify(root, op, false) {
+                    None => {}
+                    Some((Want::Nothing, _)) => *killed = all.clone(),
+                    Some((_, observer)) => {
+                        let seen = observer.map_or_else(|| all.clone(), |o| self.elements_wanted(root, o));
+                        *exposed = exposed.union(&seen.minus(killed));
+                    }
+                }
+                continue;
+            }
+            let single = |region: usize| match ctx.region_blocks(ctx.regions(op)[region]) {
+                [only] => Some(*only),
+                _ => None,
+            };
+            if ctx.interface::<dyn LoopLikeOpInterface>(op).is_some() {
+                // May not run: what it overwrites is not overwritten on every path.
+                match single(0) {
+                    Some(body) => self.overwritten_first(root, body, &mut killed.clone(), exposed),
+                    None => *exposed = exposed.union(&all.minus(killed)),
+                }
+                continue;
+            }
+            let branch = ctx.interface::<dyn RegionBranchOpInterface>(op);
+            let successors =
+                branch.as_ref().map(|b| b.successors(ctx, op, RegionPoint::Parent, &constant_integers(ctx, op)));
+            let mut after: Option<RangeSet> = None;
+            let mut followed = true;
+            for to in successors.unwrap_or_default() {
+                let path_killed = match to {
+                    RegionPoint::Parent => killed.clone(),
+                    RegionPoint::Region(index) => {
+                        let exits = branch.as_ref().map(|b| b.successors(ctx, op, RegionPoint::Region(index), &[]));
+                        match (single(index), exits.as_deref()) {
+                            (Some(body), Some([RegionPoint::Parent])) => {
+                                let mut k = killed.clone();
+                                self.overwritten_first(root, body, &mut k, exposed);
+                                k
+                            }
+                            _ => {
+                                followed = false;
+                                break;
+                            }
+                        }
+                    }
+                };
+                after = Some(after.map_or(path_killed.clone(), |a| a.intersect(&path_killed)));
+            }
+            match (followed, after) {
+                (true, Some(after)) => *killed = after,
+                _ => *exposed = exposed.union(&all.minus(killed)),
+            }
+        }
     }
 
     /// The first observer of `root` from `first` on (to the end of the function, around loops).
