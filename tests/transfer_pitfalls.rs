@@ -559,6 +559,44 @@ compute.func @main(%x: memref<16xi32>, %y: memref<16xi32>, %n: index) {{
     let runs: Vec<Vec<ArgValue>> = [0, 1, 2, 5].iter().map(|&n| vec![ramp(16), ramp(16), int(n)]).collect();
     check_within_kernel(&text, &runs);
     let (_, ir) = check(&text, STATIC, &[ramp(16), ramp(16), int(2)]);
+    // The loop is specialised by parity (the static strategy resolves rotations first): each
+    // dispatch names its buffers, and no select of buffers is left.
+    let dispatches: Vec<&str> = ir.lines().filter(|l| l.contains("compute.dispatch")).collect();
+    assert!(!dispatches.is_empty(), "{ir}");
+    assert!(
+        dispatches.iter().all(|l| l.contains("(%x, %y)") || l.contains("(%y, %x)")),
+        "every dispatch names its buffers\n{ir}"
+    );
+    assert!(!ir.contains("arith.select"), "no select of buffers left\n{ir}");
+}
+
+#[test]
+fn a_dispatch_on_buffers_chosen_by_two_conditions_on_an_argument_is_unswitched_on_both() {
+    // The same two selects on two comparisons of a run-time argument (not an iteration): no
+    // rotation to resolve, so the dispatch is unswitched on both conditions.
+    let text = format!(
+        r#"{FILL_SECOND}
+compute.func @main(%x: memref<16xi32>, %y: memref<16xi32>, %n: index, %m: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c20 = arith.constant 20 : index
+  scf.for %i = %c0 to %n step %c1 {{
+    %r = arith.remui %m, %c2 : index
+    %even = arith.cmpi eq, %r, %c0 : index
+    %r2 = arith.remui %m, %c2 : index
+    %odd = arith.cmpi eq, %r2, %c1 : index
+    %src = arith.select %even, %x, %y : memref<16xi32>
+    %dst = arith.select %odd, %x, %y : memref<16xi32>
+    compute.dispatch @fill_second[%c20](%src, %dst) : (memref<16xi32>, memref<16xi32>)
+  }}
+  compute.return
+}}"#
+    );
+    let runs: Vec<Vec<ArgValue>> =
+        [(0, 0), (1, 1), (2, 0), (5, 1)].iter().map(|&(n, m)| vec![ramp(16), ramp(16), int(n), int(m)]).collect();
+    check_within_kernel(&text, &runs);
+    let (_, ir) = check(&text, STATIC, &[ramp(16), ramp(16), int(2), int(1)]);
     assert_eq!(ir.matches("compute.dispatch").count(), 4, "one copy per pair of choices\n{ir}");
 }
 

@@ -18,7 +18,10 @@ use super::host_effects::summarize_with_roots;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
 use super::static_plan;
-use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface};
+use crate::resolve_aliases::pass::{resolve_loop, Outcome};
+use hat_ir::interfaces::{
+    execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface, LoopLikeOpInterface,
+};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::{Context, Diagnostic, Op};
 
@@ -124,10 +127,29 @@ pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> K
 impl Pass for InsertTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         if self.strategy == Strategy::Static {
-            let mut unswitched = 0;
+            // The plan follows buffers, so it first makes the buffer each dispatch names
+            // concrete where it can: loops whose iterations rotate buffers are specialised by
+            // residue (the `resolve-aliases` rewrite, with its default bounds; nothing to do
+            // after that pass), then dispatches on a selected buffer are unswitched.
+            let bounds = crate::resolve_aliases::residues::Bounds::default();
+            let (mut resolved, mut unswitched) = (0, 0);
             for function in host_functions(ctx, op) {
+                let loops: Vec<Op> = ctx
+                    .walk(function)
+                    .into_iter()
+                    .rev()
+                    .filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some())
+                    .collect();
+                for looped in loops {
+                    if !ctx.is_erased(looped)
+                        && matches!(resolve_loop(ctx, function, looped, &bounds), Outcome::Specialised { .. })
+                    {
+                        resolved += 1;
+                    }
+                }
                 unswitched += super::unswitch::unswitch_selected_buffers(ctx, function);
             }
+            state.add_statistic("num-specialised", resolved);
             state.add_statistic("num-unswitched", unswitched as u64);
         }
         let effects = kernel_effects(ctx, op, state);
