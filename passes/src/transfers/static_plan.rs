@@ -1825,8 +1825,18 @@ impl<'a> Planner<'a> {
         // An observer on the device that may not come is not worth a copy to the device on a
         // path that has the element on the host: the path that left it only on the device
         // copies it back instead (as the `kernel` strategy would have, right after the write).
+        // Either way, what some path has current on the host and another only on the device
+        // goes back to the host on the latter (as `kernel` copies back after the write): left
+        // stale in the merged state, a later host observer would copy it on every path.
         match side {
-            Direction::ToDevice if sure => to_device = to_device.union(&rest),
+            Direction::ToDevice if sure => {
+                to_device = to_device.union(&rest);
+                // (Not after a loop: its paths meet at every iteration's header too, where the
+                // entry's host copy would be taken for one the last iteration left.)
+                if ctx.interface::<dyn LoopLikeOpInterface>(op).is_none() && !self.is_while(op) {
+                    to_host = to_host.union(&rest.intersect(&current_somewhere(Direction::FromDevice)));
+                }
+            }
             _ => to_host = to_host.union(&rest),
         }
         let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
@@ -1964,6 +1974,16 @@ impl<'a> Planner<'a> {
         }
         *state = exit;
         Ok(())
+    }
+
+    /// Whether `op` is a `while`-like op (a region branch whose second region returns to the
+    /// first).
+    fn is_while(&self, op: Op) -> bool {
+        let ctx = self.ctx;
+        ctx.interface::<dyn RegionBranchOpInterface>(op).is_some_and(|branch| {
+            ctx.regions(op).len() == 2
+                && branch.successors(ctx, op, RegionPoint::Region(1), &[]).as_slice() == [RegionPoint::Region(0)]
+        })
     }
 
     /// Whether `op` is nested (at any depth) in `block`.
