@@ -1942,8 +1942,22 @@ impl<'a> Planner<'a> {
             }
         }
         let mut exit: State = exit.into_iter().filter(|(root, _)| entry.contains_key(root)).collect();
-        if let (Some(top), false) = (body_top, deferred_roots.is_empty()) {
-            let key = *deferred_roots.first().expect("not empty");
+        // The exit state is the header's, which meets the entry with the back edge: where the
+        // first region does not write a buffer, control that leaves before the body ever ran
+        // still has the entry's state of it, so the exit is a merge of the two paths (a copy
+        // after the loop for what only the body left stale then waits for the body to have run).
+        let exit_roots: Vec<Value> = entry
+            .iter()
+            .filter(|&(root, e)| {
+                !deferred_roots.contains(root)
+                    && exit.get(root).is_some_and(|x| !e.host.minus(&x.host).is_empty())
+                    && !self.may_write_in(*root, before)
+            })
+            .map(|(root, _)| *root)
+            .collect();
+        let merged_roots: Vec<Value> = deferred_roots.iter().copied().chain(exit_roots.iter().copied()).collect();
+        if let (Some(top), false) = (body_top, merged_roots.is_empty()) {
+            let key = merged_roots[0];
             self.set_pending(op, key, true, Anchor::Before(op), location);
             let mark = self.items.len();
             self.set_pending(op, key, false, Anchor::Before(top), location);
@@ -1956,7 +1970,7 @@ impl<'a> Planner<'a> {
                 .next_op(op)
                 .map(Anchor::Before)
                 .ok_or_else(|| self.unsupported(op, "a loop that ends its block"))?;
-            for &root in &deferred_roots {
+            for &root in &merged_roots {
                 let (Some(e), Some(x)) = (entry.get(&root), exit.get(&root).cloned()) else { continue };
                 let not_entered = PathEnd {
                     copies: Some((after_loop, vec![Guard::Pending(op)])),
@@ -1974,6 +1988,40 @@ impl<'a> Planner<'a> {
         }
         *state = exit;
         Ok(())
+    }
+
+    /// Whether anything in `block` (at any depth) may write `root`, on either side, or do
+    /// what the planner cannot see into (a call, an op of unknown effects).
+    fn may_write_in(&self, root: Value, block: Block) -> bool {
+        let ctx = self.ctx;
+        let ops: Vec<Op> = ctx.block_ops(block).collect();
+        ops.into_iter().flat_map(|op| ctx.walk(op)).any(|n| {
+            if !ctx.operands(n).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, root)) {
+                return false;
+            }
+            if ctx.interface::<dyn LaunchOpInterface>(n).is_some() {
+                return self.kernels.args(ctx, n).iter().any(|a| a.writes && self.may_alias(a.value, root));
+            }
+            if ctx.interface::<dyn CallOpInterface>(n).is_some() {
+                return true;
+            }
+            let Some(definition) = ctx.definition(ctx.name(n)) else { return true };
+            if definition.traits().contains(OpTraits::PURE) {
+                return false;
+            }
+            match definition.memory_effects(ctx, n) {
+                MemoryEffects::Unknown => true,
+                MemoryEffects::Known(effects) => effects.iter().any(|e| {
+                    e.kind != EffectKind::Read
+                        && match e.target {
+                            EffectTarget::Operand(i) => {
+                                ctx.operands(n).get(i).is_some_and(|&v| self.may_alias(v, root))
+                            }
+                            _ => true,
+                        }
+                }),
+            }
+        })
     }
 
     /// Whether `op` is a `while`-like op (a region branch whose second region returns to the
