@@ -30,9 +30,11 @@ mod coverage;
 mod dispatch;
 mod guard;
 mod interval;
+mod narrow;
 pub mod print;
 pub mod races;
 mod ranges;
+mod reduce;
 mod summary;
 #[cfg(test)]
 mod tests;
