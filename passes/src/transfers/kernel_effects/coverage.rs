@@ -16,6 +16,15 @@
 //!    `c <= reach` over `n` values covers `[0, reach + c × (n - 1))`. The least value must be 0
 //!    and the reach must cover the buffer.
 //!
+//! Before step 1, divisions and remainders that the variables' bounds make linear are rewritten
+//! (`reduce.rs`: the wraps of narrow arithmetic within the type's range). Where that proof
+//! fails and an index or guard divides an id of a dimension whose workgroup size is known, it is
+//! tried again with that id split as `size × group + local` ([`split_by_workgroup`]), so that
+//! `local_id` and `group_id` are variables: a store by one work item per workgroup at the group
+//! id covers the buffer. The split box holds work items past the grid (in a partial last
+//! workgroup), which do not exist: the guard `size × group + local < grid` goes with it, and
+//! step 2 checks that it holds wherever the proof counts on a work item.
+//!
 //! A stride (`2 × id`) leaves gaps; an offset (`id + 1`) misses element 0; a data-dependent or
 //! unknown guard never holds everywhere; a partial grid does not reach; a loop over a subset
 //! leaves gaps: each answers no.
