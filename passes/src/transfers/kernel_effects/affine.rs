@@ -249,16 +249,22 @@ impl Affine {
         }
     }
 
-    /// `(q, r)` with `self = d × q + r`, every coefficient of `r` and its constant in `[0, d)`
-    /// (`d > 0`): a division rounded down is `q + (r div d)`, its remainder `r mod d`, so that
-    /// two dividends that differ by a multiple of `d` have one remainder (a value wrapped to a
-    /// narrow type, say, is one form whatever multiple of `2^bits` it is shifted by).
+    /// `(q, r)` with `self = d × q + r`, the constant of `r` in `[0, d)` and each coefficient in
+    /// `(-d/2, d/2]` (`d > 0`): a division rounded down is `q + (r div d)`, its remainder
+    /// `r mod d`, so that two dividends that differ by a multiple of `d` have one remainder (a
+    /// value wrapped to a narrow type, say, is one form whatever multiple of `2^bits` it is
+    /// shifted by). Small coefficients keep their sign, so that `-id` stays `-id` (in one
+    /// period wherever `id` is), not `(d - 1) × id`.
     fn split_multiples(&self, d: i64) -> Option<(Affine, Affine)> {
         let mut quotient = Affine::constant(self.constant.div_euclid(d));
         let mut rest = Affine::constant(self.constant.rem_euclid(d));
         for (atom, &coefficient) in &self.terms {
-            quotient.add_term(atom.clone(), coefficient.div_euclid(d))?;
-            rest.add_term(atom.clone(), coefficient.rem_euclid(d))?;
+            let mut kept = coefficient.rem_euclid(d);
+            if kept > d / 2 {
+                kept -= d;
+            }
+            quotient.add_term(atom.clone(), (coefficient - kept) / d)?;
+            rest.add_term(atom.clone(), kept)?;
         }
         Some((quotient, rest))
     }

@@ -760,3 +760,104 @@ fn narrow_index_arithmetic_within_its_range() {
     assert!(guarded.writes_every_element(0, &grid(&[100]), &[Some(64)]));
     assert_eq!(guarded.written_elements(0, &grid(&[100]), &[Some(64)]), Some(0..64));
 }
+
+/// Which elements of a buffer of `n` the work items below `grid` store to, each at `index(id)`
+/// when `runs(id)`: `None` when one of them is out of bounds (the dispatch fails).
+fn stored(grid: u64, n: u64, runs: impl Fn(u64) -> bool, index: impl Fn(u64) -> i64) -> Option<Vec<bool>> {
+    let mut written = vec![false; n as usize];
+    for id in (0..grid).filter(|&id| runs(id)) {
+        let at = usize::try_from(index(id)).ok().filter(|&at| at < written.len())?;
+        written[at] = true;
+    }
+    Some(written)
+}
+
+#[test]
+fn one_per_workgroup_proofs_agree_with_every_small_dispatch() {
+    // Guards `local == c` and `local < c`, indices `a × group + b × local`, against every grid
+    // up to 40 and buffer up to 12: a proof is never wrong, and for `local == c` at the group it
+    // is never missing.
+    let mut proved = 0;
+    for workgroup in [1u64, 2, 4, 8] {
+        for (predicate, c) in (0..=workgroup + 1).flat_map(|c| [("eq", c), ("ult", c)]) {
+            for (a, b) in [(1i64, 0i64), (2, 1), (1, 1), (workgroup as i64, 1)] {
+                let body = format!(
+                    "  %c = arith.constant {c} : index\n  %ca = arith.constant {a} : index\n  \
+                     %cb = arith.constant {b} : index\n  %pass = arith.cmpi {predicate}, %l, %c : index\n  \
+                     %ag = arith.muli %g, %ca : index\n  %bl = arith.muli %l, %cb : index\n  \
+                     %at = arith.addi %ag, %bl : index"
+                );
+                let effects = one_per_group(&format!("workgroup({workgroup})"), "?", &body, "%at", "%pass");
+                for grid_size in 1..=40u64 {
+                    for n in 1..=12u64 {
+                        let runs = |id: u64| if predicate == "eq" { id % workgroup == c } else { id % workgroup < c };
+                        let index = |id: u64| a * (id / workgroup) as i64 + b * (id % workgroup) as i64;
+                        let model = stored(grid_size, n, runs, index);
+                        let full = model.as_ref().is_some_and(|w| w.iter().all(|&x| x));
+                        let claim = effects.writes_every_element(0, &grid(&[grid_size]), &[Some(n)]);
+                        let case = format!(
+                            "workgroup {workgroup}, local {predicate} {c}, {a}g + {b}l, grid {grid_size}, n {n}"
+                        );
+                        assert!(!claim || full, "wrong proof: {case}");
+                        if predicate == "eq" && (a, b) == (1, 0) {
+                            assert_eq!(claim, full, "{case}");
+                        }
+                        proved += usize::from(claim);
+                    }
+                }
+            }
+        }
+    }
+    assert!(proved > 500, "{proved} proofs");
+}
+
+#[test]
+fn narrow_index_proofs_agree_with_every_small_dispatch() {
+    // `index_cast(wrap8(a × id + k))`, sign- or zero-extended, against grids up to 300 and
+    // buffers up to 260: a proof is never wrong, a written range never misses an element.
+    let mut proved = 0;
+    for (a, k) in [(1i64, 0i64), (1, 5), (1, -3), (2, 0), (-1, 255), (3, 1)] {
+        for cast in ["index_cast", "index_castui"] {
+            let effects = kernel(
+                "",
+                "%b: memref<?xi32>, %v: i32",
+                "workgroup(64)",
+                &format!(
+                    "  %i = kernel.global_id x\n  %n = arith.index_cast %i : index to i8\n  \
+                     %a = arith.constant {a} : i8\n  %k = arith.constant {k} : i8\n  %m = arith.muli %n, %a : i8\n  \
+                     %s = arith.addi %m, %k : i8\n  %at = arith.{cast} %s : i8 to index\n  \
+                     buffer.store %v, %b[%at] : memref<?xi32>"
+                ),
+            );
+            for grid_size in [1u64, 5, 100, 127, 128, 129, 200, 255, 256, 257, 300] {
+                for n in [1u64, 5, 100, 128, 250, 256, 260] {
+                    let wrap = |x: i64| ((x + 128).rem_euclid(256)) - 128;
+                    let index = |id: u64| {
+                        let s = wrap(wrap(wrap(id as i64) * wrap(a)) + wrap(k));
+                        if cast == "index_cast" {
+                            s
+                        } else {
+                            s.rem_euclid(256)
+                        }
+                    };
+                    let model = stored(grid_size, n, |_| true, index);
+                    let full = model.as_ref().is_some_and(|w| w.iter().all(|&x| x));
+                    let claim = effects.writes_every_element(0, &grid(&[grid_size]), &[Some(n)]);
+                    let case = format!("{cast}(wrap8({a} id + {k})), grid {grid_size}, n {n}");
+                    assert!(!claim || full, "wrong proof: {case}");
+                    proved += usize::from(claim);
+                    if let (Some(written), Some(range)) =
+                        (model, effects.written_elements(0, &grid(&[grid_size]), &[Some(n)]))
+                    {
+                        for (at, _) in written.iter().enumerate().filter(|(_, &w)| w) {
+                            assert!(range.contains(&(at as u64)), "{case}: element {at} outside {range:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Those of `id` below 129 (index_cast) or 257 (index_castui) at a buffer of the grid's size, and
+    // `255 - id` zero-extended over 256.
+    assert!(proved >= 10, "{proved} proofs");
+}
