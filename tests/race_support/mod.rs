@@ -6,7 +6,7 @@
 
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Context, Op, TypeKind};
-use hat_passes::race_lint::{dimensions, sample_grid};
+use hat_passes::race_lint::{dimensions, launched_kernel, sample_grid};
 use hat_passes::transfers::kernel_effects::print::launch;
 use hat_passes::transfers::kernel_effects::KernelEffects;
 use hat_runtime::{Backend, BufferLayout, CpuBackend, ElementType, KernelArg, RuntimeError, Scalar};
@@ -51,17 +51,21 @@ pub fn symbol(ctx: &Context, op: Op) -> String {
 }
 
 /// The grids the static lint looks at `kernel` over: those of its launches with a constant
-/// grid, else the sample grid (`race_lint::sample_grid`). Each as x, y, z.
+/// grid, and the sample grid (`race_lint::sample_grid`) where there is none or some launch's grid
+/// is not a constant. Each as x, y, z.
 pub fn grids(ctx: &Context, module: Op, kernel: Op) -> Vec<[u64; 3]> {
     let mut grids = Vec::new();
+    let mut unknown_grid = false;
     for op in ctx.walk(module) {
         if let Some((k, dispatch)) = launch(ctx, op) {
             if k == kernel {
                 grids.push(dispatch.grid.clone());
             }
+        } else if launched_kernel(ctx, op) == Some(kernel) {
+            unknown_grid = true;
         }
     }
-    if grids.is_empty() {
+    if grids.is_empty() || unknown_grid {
         let effects = KernelEffects::of(ctx, kernel);
         grids.push(sample_grid(dimensions(ctx, kernel, &effects)));
     }

@@ -3,9 +3,9 @@
 //! For every kernel (a callable running on the device that is never discarded), the pass asks
 //! the kernel-effects analysis ([`KernelEffects::races`]) about each launch of it whose grid is
 //! made of constants, with the static shapes and constant scalars of the launch's arguments. A
-//! kernel no such launch names is looked at over a sample grid ([`sample_grid`]) in as many
-//! dimensions as its accesses use work-item ids or its workgroup size spans; the diagnostic says
-//! so.
+//! kernel no such launch names, or one launched somewhere with a grid that is not made of
+//! constants, is (also) looked at over a sample grid ([`sample_grid`]) in as many dimensions as
+//! its accesses use work-item ids or its workgroup size spans; the diagnostic says so.
 //!
 //! Workgroup memory (`kernel.local_alloc`) is checked among the work items of one workgroup
 //! between the same two barriers (see `kernel_effects/barriers.rs`).
@@ -20,10 +20,11 @@ use crate::transfers::kernel_effects::print::launch;
 use crate::transfers::kernel_effects::races::{Item, Race, RaceKind};
 use crate::transfers::kernel_effects::{Dispatch, KernelEffects};
 use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
+use hat_ir::interfaces::{lookup_symbol, LaunchOpInterface};
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassState};
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Diagnostic, Op, Severity};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 const OPTIONS: &[PassOptionInfo] = &[PassOptionInfo {
     name: "severity",
@@ -52,21 +53,28 @@ pub struct RaceLint {
 impl Pass for RaceLint {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let mut launches: FxHashMap<Op, Vec<(Op, Dispatch)>> = FxHashMap::default();
+        // Kernels some launch of which has a grid that is not made of constants.
+        let mut unknown_grids: FxHashSet<Op> = FxHashSet::default();
         let mut kernels = Vec::new();
         for nested in ctx.walk(op) {
             if is_kernel(ctx, nested) {
                 kernels.push(nested);
             } else if let Some((kernel, dispatch)) = launch(ctx, nested) {
                 launches.entry(kernel).or_default().push((nested, dispatch));
+            } else if let Some(kernel) = launched_kernel(ctx, nested) {
+                unknown_grids.insert(kernel);
             }
         }
         let mut failed = false;
         for kernel in kernels {
             let effects = state.analysis::<KernelEffects>(ctx, kernel).clone();
-            let dispatches = match launches.remove(&kernel) {
-                Some(list) => list.into_iter().map(|(at, d)| (Some(at), d)).collect(),
-                None => vec![(None, Dispatch::new(&sample_grid(dimensions(ctx, kernel, &effects))))],
-            };
+            // The grids of the launches where they are all constants; the sample grid besides
+            // where some launch's grid is not known (or no launch names the kernel).
+            let mut dispatches: Vec<(Option<Op>, Dispatch)> =
+                launches.remove(&kernel).unwrap_or_default().into_iter().map(|(at, d)| (Some(at), d)).collect();
+            if dispatches.is_empty() || unknown_grids.contains(&kernel) {
+                dispatches.push((None, Dispatch::new(&sample_grid(dimensions(ctx, kernel, &effects)))));
+            }
             let mut seen: Vec<(Op, Op, RaceKind)> = Vec::new();
             for (at, dispatch) in dispatches {
                 for race in effects.races(&dispatch) {
@@ -74,7 +82,8 @@ impl Pass for RaceLint {
                         continue;
                     }
                     seen.push((race.op, race.other, race.kind));
-                    let diagnostic = self.diagnostic(ctx, kernel, at, &dispatch, &race);
+                    let sampled = unknown_grids.contains(&kernel);
+                    let diagnostic = self.diagnostic(ctx, kernel, at, sampled, &dispatch, &race);
                     failed |= diagnostic.severity == Severity::Error;
                     state.emit(diagnostic);
                 }
@@ -87,6 +96,12 @@ impl Pass for RaceLint {
             Ok(())
         }
     }
+}
+
+/// The kernel a launch names, whatever its grid.
+pub fn launched_kernel(ctx: &Context, op: Op) -> Option<Op> {
+    let launching = ctx.interface::<dyn LaunchOpInterface>(op)?;
+    lookup_symbol(ctx, op, ctx.ident_str(launching.kernel(ctx, op)?))
 }
 
 /// How many dimensions a kernel's dispatches have, as far as the kernel says: those its accesses
@@ -110,7 +125,18 @@ pub fn sample_grid(dimensions: usize) -> Vec<Option<u64>> {
 }
 
 impl RaceLint {
-    fn diagnostic(&self, ctx: &Context, kernel: Op, at: Option<Op>, dispatch: &Dispatch, race: &Race) -> Diagnostic {
+    /// The diagnostic of `race` in a dispatch of `kernel` at launch `at` (none: over the sample
+    /// grid, because some launch's grid is not known when `unknown_grid`, else because none
+    /// names the kernel).
+    fn diagnostic(
+        &self,
+        ctx: &Context,
+        kernel: Op,
+        at: Option<Op>,
+        unknown_grid: bool,
+        dispatch: &Dispatch,
+        race: &Race,
+    ) -> Diagnostic {
         let buffer = match race.local {
             Some(_) => "workgroup memory".to_string(),
             None => parameter_name(ctx, kernel, race.param),
@@ -121,7 +147,10 @@ impl RaceLint {
         let kernel_name = symbol_name(ctx, kernel).unwrap_or("?");
         let over = match at {
             Some(_) => format!("in a dispatch of @{kernel_name} over {}", grid.join("x")),
-            None => format!("if @{kernel_name} is dispatched over {} (no launch gives its grid)", grid.join("x")),
+            None => {
+                let why = if unknown_grid { "a launch's grid is not a constant" } else { "no launch gives its grid" };
+                format!("if @{kernel_name} is dispatched over {} ({why})", grid.join("x"))
+            }
         };
         let rank = dispatch.grid.len().clamp(1, 3);
         let element = match (race.element.as_deref(), race.local) {

@@ -64,6 +64,11 @@ pub(super) enum Atom {
     Loop(Value),
     /// The iteration number (0, 1, ...) of that loop, once its bounds are known (coverage only).
     Trip(Value),
+    /// The workgroup's number in a dimension, where the global id is split as
+    /// `workgroup size × group + local` (coverage only: see `coverage.rs`).
+    Group(u8),
+    /// The work item's number inside its workgroup in a dimension, in that split.
+    Local(u8),
     /// A value the analysis does not follow.
     Opaque(Value),
     /// A dimension of the buffer passed to a call, when that buffer is not one parameter: an
@@ -112,10 +117,15 @@ impl Atom {
         }
     }
 
+    /// Whether the atom is built from expressions (a division, a remainder, ...).
+    pub(super) fn is_nonlinear(&self) -> bool {
+        self.operands().is_some()
+    }
+
     /// Whether the atom is a variable that ranges over the work items or a loop's iterations
     /// (what a proof of coverage may quantify over).
     pub(super) fn is_variable(&self) -> bool {
-        matches!(self, Atom::Id(_) | Atom::Trip(_))
+        matches!(self, Atom::Id(_) | Atom::Trip(_) | Atom::Group(_) | Atom::Local(_))
     }
 }
 
@@ -205,6 +215,14 @@ impl Affine {
             Some(1) => Some(self.clone()),
             Some(d) => match self.as_constant() {
                 Some(n) => divide(n, d, rounding).map(Affine::constant),
+                None if rounding == Rounding::Floor => {
+                    let (quotient, rest) = self.split_multiples(d)?;
+                    let rest = match rest.as_constant() {
+                        Some(n) => Affine::constant(n.div_euclid(d)),
+                        None => Affine::nonlinear(Atom::Div(Box::new(rest), Box::new(divisor.clone()), rounding))?,
+                    };
+                    quotient.add(&rest)
+                }
                 None => Affine::nonlinear(Atom::Div(Box::new(self.clone()), Box::new(divisor.clone()), rounding)),
             },
             None => Affine::nonlinear(Atom::Div(Box::new(self.clone()), Box::new(divisor.clone()), rounding)),
@@ -218,10 +236,37 @@ impl Affine {
             Some(1) => Some(Affine::constant(0)),
             Some(d) => match self.as_constant() {
                 Some(n) => remainder(n, d, rounding).map(Affine::constant),
+                None if rounding == Rounding::Floor => {
+                    let (_, rest) = self.split_multiples(d)?;
+                    match rest.as_constant() {
+                        Some(n) => Some(Affine::constant(n.rem_euclid(d))),
+                        None => Affine::nonlinear(Atom::Rem(Box::new(rest), Box::new(divisor.clone()), rounding)),
+                    }
+                }
                 None => Affine::nonlinear(Atom::Rem(Box::new(self.clone()), Box::new(divisor.clone()), rounding)),
             },
             None => Affine::nonlinear(Atom::Rem(Box::new(self.clone()), Box::new(divisor.clone()), rounding)),
         }
+    }
+
+    /// `(q, r)` with `self = d × q + r`, the constant of `r` in `[0, d)` and each coefficient in
+    /// `(-d/2, d/2]` (`d > 0`): a division rounded down is `q + (r div d)`, its remainder
+    /// `r mod d`, so that two dividends that differ by a multiple of `d` have one remainder (a
+    /// value wrapped to a narrow type, say, is one form whatever multiple of `2^bits` it is
+    /// shifted by). Small coefficients keep their sign, so that `-id` stays `-id` (in one
+    /// period wherever `id` is), not `(d - 1) × id`.
+    fn split_multiples(&self, d: i64) -> Option<(Affine, Affine)> {
+        let mut quotient = Affine::constant(self.constant.div_euclid(d));
+        let mut rest = Affine::constant(self.constant.rem_euclid(d));
+        for (atom, &coefficient) in &self.terms {
+            let mut kept = coefficient.rem_euclid(d);
+            if kept > d / 2 {
+                kept -= d;
+            }
+            quotient.add_term(atom.clone(), (coefficient - kept) / d)?;
+            rest.add_term(atom.clone(), kept)?;
+        }
+        Some((quotient, rest))
     }
 
     /// The smaller of `self` and `other`.
@@ -408,6 +453,8 @@ impl std::fmt::Display for Atom {
             Atom::Param(p) => write!(f, "#{p}"),
             Atom::Loop(v) => write!(f, "loop{}", v.index()),
             Atom::Trip(v) => write!(f, "trip{}", v.index()),
+            Atom::Group(d) => write!(f, "group.{}", dimension(*d)),
+            Atom::Local(d) => write!(f, "local.{}", dimension(*d)),
             Atom::Opaque(v) => write!(f, "?{}", v.index()),
             Atom::CallDimension { call, param, dimension } => {
                 write!(f, "dim(call{}#{param}, {dimension})", call.index())

@@ -16,14 +16,25 @@
 //!    `c <= reach` over `n` values covers `[0, reach + c × (n - 1))`. The least value must be 0
 //!    and the reach must cover the buffer.
 //!
+//! Before step 1, divisions and remainders that the variables' bounds make linear are rewritten
+//! (`reduce.rs`: the wraps of narrow arithmetic within the type's range). Where that proof
+//! fails and an index or guard divides an id of a dimension whose workgroup size is known, it is
+//! tried again with that id split as `size × group + local` ([`split_by_workgroup`]), so that
+//! `local_id` and `group_id` are variables: a store by one work item per workgroup at the group
+//! id covers the buffer. The split box holds work items past the grid (in a partial last
+//! workgroup), which do not exist: the guard `size × group + local < grid` goes with it, and
+//! step 2 checks that it holds wherever the proof counts on a work item.
+//!
 //! A stride (`2 × id`) leaves gaps; an offset (`id + 1`) misses element 0; a data-dependent or
 //! unknown guard never holds everywhere; a partial grid does not reach; a loop over a subset
 //! leaves gaps: each answers no.
 
 use super::affine::{Affine, Atom};
 use super::dispatch::{narrow, Query};
+use super::guard::Guard;
 use super::interval::Environment;
 use super::interval::Interval;
+use super::reduce::reduce;
 use super::summary::{Access, Extent};
 
 /// Whether `access` (a must-write of the parameter) writes every element of a buffer of `shape`
@@ -60,26 +71,63 @@ pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64
     let replace = |a: &Atom| replaced.iter().find(|(x, _)| x == a).map(|(_, f)| f.clone());
     let substitute = |form: &Affine| form.substitute(&replace);
     let guards: Vec<_> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
+    let extent = match &resolved.extent {
+        Extent::Element(indices) if indices.len() == shape.len() => {
+            let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return false };
+            Extent::Element(indices)
+        }
+        Extent::Whole => Extent::Whole,
+        Extent::Span { offset, count } => {
+            let (Some(offset), Some(count)) = (substitute(offset), substitute(count)) else { return false };
+            Extent::Span { offset, count }
+        }
+        _ => return false,
+    };
+    if covers_under(env.clone(), &extent, guards.clone(), shape, elements) {
+        return true;
+    }
+    // Again with the ids split by workgroup, where a division or remainder asks for it.
+    match split_by_workgroup(query, &env, &extent, &guards) {
+        Some((env, extent, guards)) => covers_under(env, &extent, guards, shape, elements),
+        None => false,
+    }
+}
+
+/// Steps 1 to 3 of the module documentation, for `extent` under `guards`, with the variables
+/// bounded by `env`.
+fn covers_under(env: Environment, extent: &Extent, guards: Vec<Guard>, shape: &[u64], elements: u64) -> bool {
+    // Narrow arithmetic wraps, and a split id divides: what the variables' bounds make linear is
+    // rewritten first (exact within `env`, and everything below stays within it).
+    let linear = |form: &Affine| reduce(form, &env);
+    let guards: Vec<Guard> = guards.iter().map(|g| g.map_forms(&linear)).collect();
+    let extent = match extent {
+        Extent::Element(indices) => match indices.iter().map(linear).collect::<Option<Vec<_>>>() {
+            Some(indices) => Extent::Element(indices),
+            None => return false,
+        },
+        Extent::Span { offset, count } => match (linear(offset), linear(count)) {
+            (Some(offset), Some(count)) => Extent::Span { offset, count },
+            _ => return false,
+        },
+        other => other.clone(),
+    };
+    let mut env = env;
     if !narrow(&mut env, &[], &guards) {
         return false;
     }
     // The box of work items and iterations where the guards may hold; whether they hold on all
     // of it is checked below, with nothing else assumed.
     let mut env = env.variables_only();
-    let indices = match &resolved.extent {
-        Extent::Element(indices) if indices.len() == shape.len() => {
-            let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return false };
-            indices
-        }
+    let indices = match &extent {
+        Extent::Element(indices) => indices.clone(),
         Extent::Whole => Vec::new(),
         Extent::Span { offset, count } => {
-            let (Some(offset), Some(count)) = (substitute(offset), substitute(count)) else { return false };
             pin_all(&mut env, &[]);
             return guards.iter().all(|g| g.holds_everywhere(&env, true))
-                && env.bound(&offset) == Interval::point(0)
-                && env.bound(&count).low >= elements as i128;
+                && env.bound(offset) == Interval::point(0)
+                && env.bound(count).low >= elements as i128;
         }
-        _ => return false,
+        Extent::Unknown => return false,
     };
     // The flat index: Σ stride_k × index_k.
     let mut flat = Affine::constant(0);
@@ -102,13 +150,113 @@ pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64
         .iter()
         .zip(shape)
         .all(|(index, &size)| env.bound(index).meet(Interval::new(0, size as i128 - 1)) == env.bound(index));
-    in_bounds && (matches!(resolved.extent, Extent::Whole) || covers(&env, &flat, elements))
+    in_bounds && (matches!(extent, Extent::Whole) || covers(&env, &flat, elements))
 }
 
-/// Pins every id and trip count of `env` not in `keep` to its least value.
+/// The access with the global id of each dimension that a division or remainder takes apart
+/// (`local_id`, `group_id`, `id / size`) written `size × group + local`: `group` over the
+/// workgroups the grid starts, `local` over the workgroup, and — since only the work items below
+/// the grid exist — the guard `size × group + local < grid`, which every work item the proof
+/// counts on must pass (in a partial last workgroup, a `local` the grid cuts off does not
+/// exist). `None` where no dimension is split (the workgroup size unknown, or no division of
+/// an id by anything).
+fn split_by_workgroup(
+    query: &Query<'_>,
+    env: &Environment,
+    extent: &Extent,
+    guards: &[Guard],
+) -> Option<(Environment, Extent, Vec<Guard>)> {
+    let workgroup = query.workgroup?;
+    let forms: Vec<&Affine> = match extent {
+        Extent::Element(indices) => indices.iter().collect(),
+        Extent::Span { offset, count } => vec![offset, count],
+        _ => Vec::new(),
+    };
+    let mut split: Vec<(u8, i64)> = Vec::new();
+    for d in 0..3u8 {
+        let size = i64::try_from(workgroup[d as usize]).ok()?;
+        let divided = forms.iter().any(|f| divides_id(f, d)) || guards.iter().any(|g| guard_divides_id(g, d));
+        if size > 1 && divided {
+            split.push((d, size));
+        }
+    }
+    if split.is_empty() {
+        return None;
+    }
+    let mut env = env.clone();
+    let mut guards = guards.to_vec();
+    for &(d, size) in &split {
+        let grid = env.bound_atom(&Atom::Id(d));
+        if grid.is_empty() || !grid.is_bounded() {
+            return None;
+        }
+        let groups = (grid.high + size as i128) / size as i128; // ceil(grid / size)
+        env.set(Atom::Group(d), Interval::new(0, groups - 1));
+        env.set(Atom::Local(d), Interval::new(0, size as i128 - 1));
+        let id = Affine::atom(Atom::Group(d)).scale(size)?.add(&Affine::atom(Atom::Local(d)))?;
+        let last = Affine::constant(i64::try_from(grid.high).ok()?);
+        guards.push(Guard::compare(id, last, hat_dialects::semantics::IntPredicate::Sle));
+    }
+    let replace = |atom: &Atom| match atom {
+        Atom::Id(d) => {
+            let &(_, size) = split.iter().find(|(s, _)| s == d)?;
+            Affine::atom(Atom::Group(*d)).scale(size)?.add(&Affine::atom(Atom::Local(*d)))
+        }
+        _ => None,
+    };
+    let guards = guards.iter().map(|g| g.substitute(&replace)).collect();
+    let extent = match extent {
+        Extent::Element(indices) => {
+            Extent::Element(indices.iter().map(|i| i.substitute(&replace)).collect::<Option<_>>()?)
+        }
+        Extent::Span { offset, count } => {
+            Extent::Span { offset: offset.substitute(&replace)?, count: count.substitute(&replace)? }
+        }
+        other => other.clone(),
+    };
+    Some((env, extent, guards))
+}
+
+/// Whether `form` holds a division or remainder whose dividend uses id `d`.
+fn divides_id(form: &Affine, d: u8) -> bool {
+    form.terms().any(|(atom, _)| match atom {
+        Atom::Div(e, _, _) | Atom::Rem(e, _, _) if uses_id(e, d) => true,
+        Atom::Div(a, b, _)
+        | Atom::Rem(a, b, _)
+        | Atom::Min(a, b, _)
+        | Atom::Max(a, b, _)
+        | Atom::Mul(a, b)
+        | Atom::Select(a, b) => divides_id(a, d) || divides_id(b, d),
+        _ => false,
+    })
+}
+
+fn uses_id(form: &Affine, d: u8) -> bool {
+    form.terms().any(|(atom, _)| match atom {
+        Atom::Id(x) => *x == d,
+        Atom::Div(a, b, _)
+        | Atom::Rem(a, b, _)
+        | Atom::Min(a, b, _)
+        | Atom::Max(a, b, _)
+        | Atom::Mul(a, b)
+        | Atom::Select(a, b) => uses_id(a, d) || uses_id(b, d),
+        _ => false,
+    })
+}
+
+fn guard_divides_id(guard: &Guard, d: u8) -> bool {
+    match guard {
+        Guard::Compare { lhs, rhs, .. } => divides_id(lhs, d) || divides_id(rhs, d),
+        Guard::And(a, b) | Guard::Or(a, b) => guard_divides_id(a, d) || guard_divides_id(b, d),
+        Guard::Not(a) => guard_divides_id(a, d),
+        _ => false,
+    }
+}
+
+/// Pins every variable of `env` not in `keep` to its least value.
 fn pin_all(env: &mut Environment, keep: &[Atom]) {
     let mut variables: Vec<Atom> = (0..3).map(Atom::Id).collect();
-    variables.extend(env.trip_atoms());
+    variables.extend(env.variable_atoms().into_iter().filter(|a| !matches!(a, Atom::Id(_))));
     for atom in variables {
         if keep.contains(&atom) {
             continue;

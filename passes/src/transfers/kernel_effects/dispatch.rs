@@ -11,6 +11,7 @@
 use super::affine::{Affine, Atom};
 use super::guard::Guard;
 use super::interval::{Environment, Interval, INFINITY};
+use super::reduce::reduce;
 use super::summary::{Access, Extent, Loop};
 
 /// What is known of one dispatch of a kernel: sizes are `None` where not constants.
@@ -158,6 +159,32 @@ pub(super) struct Resolved {
 }
 
 impl Resolved {
+    /// The same, with what `env` makes linear rewritten (`reduce.rs`): exact for the work items
+    /// and iterations within `env` only, so used only over them.
+    pub(super) fn reduced(self, env: &Environment) -> Resolved {
+        let linear = |form: &Affine| reduce(form, env);
+        let extent = match self.extent {
+            Extent::Element(indices) => {
+                indices.iter().map(linear).collect::<Option<Vec<_>>>().map_or(Extent::Unknown, Extent::Element)
+            }
+            Extent::Span { offset, count } => match (linear(&offset), linear(&count)) {
+                (Some(offset), Some(count)) => Extent::Span { offset, count },
+                _ => Extent::Unknown,
+            },
+            other => other,
+        };
+        let guards = self.guards.iter().map(|g| g.map_forms(&linear)).collect();
+        let mut exact = self.exact;
+        let mut loops = Vec::new();
+        for l in self.loops {
+            match (linear(&l.lower), linear(&l.upper), linear(&l.step)) {
+                (Some(lower), Some(upper), Some(step)) => loops.push(Loop { variable: l.variable, lower, upper, step }),
+                _ => exact = false,
+            }
+        }
+        Resolved { extent, guards, loops, exact }
+    }
+
     /// Narrows `env` to where the access may run; `false` when it never runs.
     pub(super) fn narrow(&self, env: &mut Environment) -> bool {
         narrow(env, &self.loops, &self.guards)

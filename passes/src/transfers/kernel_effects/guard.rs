@@ -59,14 +59,20 @@ impl Guard {
     /// The guard with atoms replaced (see [`Affine::substitute`]); a comparison whose operands
     /// overflow becomes `Unknown`.
     pub(super) fn substitute(&self, replace: &dyn Fn(&Atom) -> Option<Affine>) -> Guard {
+        self.map_forms(&|form| form.substitute(replace))
+    }
+
+    /// The guard with each comparison's operands rewritten by `map`; a comparison whose
+    /// operands `map` cannot rewrite becomes `Unknown`.
+    pub(super) fn map_forms(&self, map: &dyn Fn(&Affine) -> Option<Affine>) -> Guard {
         match self {
-            Guard::Compare { lhs, rhs, predicate, .. } => match (lhs.substitute(replace), rhs.substitute(replace)) {
+            Guard::Compare { lhs, rhs, predicate, .. } => match (map(lhs), map(rhs)) {
                 (Some(lhs), Some(rhs)) => Guard::compare(lhs, rhs, *predicate),
                 _ => Guard::Unknown,
             },
-            Guard::And(a, b) => Guard::And(Box::new(a.substitute(replace)), Box::new(b.substitute(replace))),
-            Guard::Or(a, b) => Guard::Or(Box::new(a.substitute(replace)), Box::new(b.substitute(replace))),
-            Guard::Not(a) => Guard::Not(Box::new(a.substitute(replace))),
+            Guard::And(a, b) => Guard::And(Box::new(a.map_forms(map)), Box::new(b.map_forms(map))),
+            Guard::Or(a, b) => Guard::Or(Box::new(a.map_forms(map)), Box::new(b.map_forms(map))),
+            Guard::Not(a) => Guard::Not(Box::new(a.map_forms(map))),
             other => other.clone(),
         }
     }

@@ -137,9 +137,9 @@ impl Environment {
         Environment { bounds }
     }
 
-    /// The trip-count atoms given a bound.
-    pub(super) fn trip_atoms(&self) -> Vec<Atom> {
-        self.bounds.keys().filter(|a| matches!(a, Atom::Trip(_))).cloned().collect()
+    /// The variables (ids, trip counts, workgroup splits) given a bound.
+    pub(super) fn variable_atoms(&self) -> Vec<Atom> {
+        self.bounds.keys().filter(|a| a.is_variable()).cloned().collect()
     }
 
     /// Whether some bound is empty: no assignment satisfies them all.

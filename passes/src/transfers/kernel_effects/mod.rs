@@ -11,7 +11,10 @@
 //! - `summary`: each device function's accesses (from the memory-effects interface), with the
 //!   guards and counted loops around them, helpers first and mapped through each call;
 //! - `dispatch`: a dispatch's grid, shapes and scalars turn the expressions into numbers;
-//!   `interval` bounds them and `guard` narrows the bounds by the conditions;
+//!   `interval` bounds them and `guard` narrows the bounds by the conditions; `narrow` writes
+//!   the wraps of integers narrower than 64 bits into the expressions, and `reduce` makes the
+//!   divisions and remainders that bounds keep in one period linear (those wraps where values
+//!   stay in range, `local_id` and `group_id` of an id split by workgroup);
 //! - `ranges` and `coverage`: the answers, [`print`]: the `print-kernel-effects` pass;
 //! - [`races`]: pairs of work items of one dispatch that touch one element, one of them writing
 //!   (the `race-lint` pass reports them).
@@ -30,9 +33,11 @@ mod coverage;
 mod dispatch;
 mod guard;
 mod interval;
+mod narrow;
 pub mod print;
 pub mod races;
 mod ranges;
+mod reduce;
 mod summary;
 #[cfg(test)]
 mod tests;

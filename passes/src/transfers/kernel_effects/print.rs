@@ -180,12 +180,12 @@ pub fn describe(ctx: &Context, kernel: Op, effects: &KernelEffects) -> Vec<Strin
     };
     let written: Vec<usize> = (0..effects.params.len()).filter(|&p| effects.params[p].writes).collect();
     let covering = written.iter().find_map(|&p| {
-        let candidates = candidate_grids(shapes[p].as_deref()?);
+        let candidates = candidate_grids(shapes[p].as_deref()?, effects.workgroup);
         candidates.into_iter().find(|g| effects.writes_every_element_in(p, &dispatch_over(g)))
     });
     let grid = covering.clone().or_else(|| {
         let buffers = written.iter().copied().chain(0..effects.params.len());
-        buffers.filter_map(|p| shapes.get(p)?.as_deref().map(candidate_grids)).flatten().next()
+        buffers.filter_map(|p| Some(candidate_grids(shapes.get(p)?.as_deref()?, None))).flatten().next()
     });
     let mut messages = Vec::new();
     for (param, p) in effects.params.iter().enumerate().filter(|(_, p)| p.is_buffer) {
@@ -223,8 +223,9 @@ pub fn describe(ctx: &Context, kernel: Op, effects: &KernelEffects) -> Vec<Strin
 }
 
 /// Grids shaped like a buffer of `shape`: its dimensions innermost first (x runs along a row),
-/// outermost first, and flattened.
-fn candidate_grids(shape: &[u64]) -> Vec<Vec<u64>> {
+/// outermost first, and flattened; then, given the `workgroup` size, the same with one
+/// workgroup per element (a kernel where one work item of each workgroup stores).
+fn candidate_grids(shape: &[u64], workgroup: Option<[u64; 3]>) -> Vec<Vec<u64>> {
     let mut grids = Vec::new();
     if (1..=3).contains(&shape.len()) {
         grids.push(shape.iter().rev().copied().collect());
@@ -232,6 +233,13 @@ fn candidate_grids(shape: &[u64]) -> Vec<Vec<u64>> {
     }
     if let Some(flat) = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) {
         grids.push(vec![flat]);
+    }
+    if let Some(workgroup) = workgroup.filter(|w| w.iter().any(|&s| s > 1)) {
+        let per_element: Vec<Vec<u64>> = grids
+            .iter()
+            .filter_map(|g| g.iter().zip(workgroup).map(|(&n, w)| n.checked_mul(w)).collect::<Option<Vec<u64>>>())
+            .collect();
+        grids.extend(per_element);
     }
     grids.dedup();
     grids

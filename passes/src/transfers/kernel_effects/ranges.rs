@@ -15,8 +15,9 @@ use std::ops::Range;
 /// The elements `access` may touch of a buffer of `shape`; `None` when unknown, an empty range
 /// when none (the access never runs, or never in bounds).
 pub(super) fn touched(query: &Query<'_>, access: &Access, shape: Option<&[Option<u64>]>) -> Option<Range<u64>> {
-    let resolved = query.resolve(access);
     let mut env = query.running();
+    // Narrow index arithmetic that the grid keeps in range is linear again.
+    let resolved = query.resolve(access).reduced(&env);
     if !resolved.narrow(&mut env) {
         return Some(0..0);
     }

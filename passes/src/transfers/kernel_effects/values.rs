@@ -11,11 +11,15 @@
 //! whose summary is known gives its results through [`CallBinding`]; any other call gives
 //! unknown results.
 //!
-//! Invariant: an expression holds only for values of 64-bit integer types (`index`, `i64`),
-//! where the analysis' integers are exact, plus scalar parameters and constants of any integer
-//! type (read sign-extended). Narrower arithmetic wraps, so its results are unknown.
+//! Invariant: the expression of an integer value is its value read as signed: for 64-bit types
+//! (`index`, `i64`) the analysis' integers are taken as exact; narrower types (2 to 62 bits) wrap,
+//! and their expressions say where (`narrow.rs`: the wrap is a remainder that a dispatch's
+//! bounds remove where the value stays in range). Scalar parameters and constants of any
+//! integer type are read sign-extended. `i1` values have no expression (their `1` is `-1`
+//! read signed); conditions are guards (`guard.rs`).
 
 use super::affine::{Affine, Atom, Order, Rounding};
+use super::narrow;
 use super::summary::Summary;
 use hat_dialects::buffer::DimOp;
 use hat_dialects::kernel::WorkItemQuery;
@@ -71,12 +75,6 @@ impl Lattice for ValueFacts {
         let form = self.form.join(&other.form);
         buffers || form
     }
-}
-
-/// Whether `ty` is an integer type the analysis computes exactly (64 bits: `index`, `i64`).
-fn is_wide_integer(ctx: &Context, value: Value) -> bool {
-    let kind = ctx.type_kind(ctx.value_type(value));
-    kind.is_integer_like() && kind.bit_width() == Some(64)
 }
 
 fn is_buffer(ctx: &Context, value: Value) -> bool {
@@ -224,22 +222,64 @@ fn integer_form(ctx: &Context, op: Op, value: Value, facts: &[&ValueFacts], form
         };
     }
     let scalar = ScalarOp::decode(ctx, op).ok()?;
-    let wide = is_wide_integer(ctx, value);
+    let bits = integer_width(ctx, value).filter(|&w| w > 1)?;
+    let constant = |i: usize| forms.get(i).and_then(Affine::as_constant);
+    use ScalarOp::*;
+    if let (IndexCast | ExtSI | IndexCastUI | ExtUI | TruncI, [a]) = (scalar, forms) {
+        // An `i1` constant is 1 to the expressions but -1 sign-extended: not followed.
+        let from = integer_width(ctx, ctx.operand(op, 0)).filter(|&w| w > 1)?;
+        if bits < from {
+            return narrow::wrap(a, bits); // the low bits
+        }
+        return match scalar {
+            IndexCast | ExtSI | TruncI => Some(a.clone()),
+            // A 64-bit operand's expression is taken as exact (see the module documentation).
+            _ if from == 64 => Some(a.clone()),
+            _ => narrow::zero_extend(a, from),
+        };
+    }
+    if bits == 64 {
+        return wide_form(scalar, forms);
+    }
+    // Narrow arithmetic (see `narrow.rs`): what may leave the type's range is wrapped; unsigned
+    // operations read their operands zero-extended.
+    let plain = |i: usize| forms.get(i).map(|f| narrow::unwrapped(f, bits));
+    let unsigned = |i: usize| forms.get(i).and_then(|f| narrow::zero_extend(f, bits));
+    let shift = |i: usize| constant(i).filter(|k| (0..i64::from(bits)).contains(k)).map(|k| Affine::constant(1 << k));
+    let wrap = |form: Option<Affine>| narrow::wrap(&form?, bits);
+    match scalar {
+        AddI => wrap(plain(0)?.add(&plain(1)?)),
+        SubI => wrap(plain(0)?.sub(&plain(1)?)),
+        MulI => wrap(plain(0)?.mul(&plain(1)?)),
+        ShLI => wrap(plain(0)?.mul(&shift(1)?)),
+        DivUI => wrap(unsigned(0)?.div(&unsigned(1)?, Rounding::Unsigned)),
+        RemUI => wrap(unsigned(0)?.rem(&unsigned(1)?, Rounding::Unsigned)),
+        ShRUI => wrap(unsigned(0)?.div(&shift(1)?, Rounding::Unsigned)),
+        ShRSI => forms.first()?.div(&shift(1)?, Rounding::Floor),
+        // Signed division by a positive divisor, remainders, shifts right, minima, maxima (of
+        // either order) and choices stay within the range: the 64-bit rules apply.
+        DivSI | FloorDivSI | CeilDivSI | RemSI | AndI | MinSI | MinUI | MaxSI | MaxUI | Select => {
+            wide_form(scalar, forms)
+        }
+        _ => None,
+    }
+}
+
+/// The width of an integer-like value's type, when the analysis follows its arithmetic: 64
+/// (`index`, `i64`) or a width `narrow.rs` follows.
+fn integer_width(ctx: &Context, value: Value) -> Option<u32> {
+    let kind = ctx.type_kind(ctx.value_type(value));
+    let bits = kind.bit_width().filter(|_| kind.is_integer_like())?;
+    (bits == 64 || bits == 1 || narrow::is_followed(bits)).then_some(bits)
+}
+
+/// The expression of `scalar` of `forms` computed exactly (64 bits, or what cannot leave a
+/// narrow type's range).
+fn wide_form(scalar: ScalarOp, forms: &[Affine]) -> Option<Affine> {
     let constant = |i: usize| forms.get(i).and_then(Affine::as_constant);
     let power_of_two = |i: usize| constant(i).filter(|k| (0..63).contains(k)).map(|k| Affine::constant(1 << k));
     use ScalarOp::*;
     match (scalar, forms) {
-        // Casts into 64 bits keep the value: the operand's expression, when it has one, is
-        // already exact (see the module documentation); zero-extension only of what is not
-        // negative.
-        // An `i1` constant is 1 to the expressions but -1 sign-extended: not followed.
-        (IndexCast | ExtSI | IndexCastUI | ExtUI, _) if narrowest(ctx, op) => None,
-        (IndexCast | ExtSI, [a]) if wide => Some(a.clone()),
-        (IndexCastUI | ExtUI, [a]) if wide => {
-            let operand = ctx.operand(op, 0);
-            (is_wide_integer(ctx, operand) || a.as_constant().is_some_and(|c| c >= 0)).then(|| a.clone())
-        }
-        (_, _) if !wide => None,
         (AddI, [a, b]) => a.add(b),
         (SubI, [a, b]) => a.sub(b),
         (MulI, [a, b]) => a.mul(b),
@@ -268,11 +308,6 @@ fn integer_form(ctx: &Context, op: Op, value: Value, facts: &[&ValueFacts], form
         (Select, [_, a, b]) => a.select(b),
         _ => None,
     }
-}
-
-/// Whether `op`'s first operand is an `i1`.
-fn narrowest(ctx: &Context, op: Op) -> bool {
-    ctx.operands(op).first().is_some_and(|&v| ctx.type_kind(ctx.value_type(v)).bit_width() == Some(1))
 }
 
 /// The expression of a work-item query: everything in terms of the global id, the grid and the
