@@ -1365,6 +1365,23 @@ impl<'a> Planner<'a> {
                 Want::Device => {
                     h.device = b.device.clone();
                     to_device = b.device.minus(&e.device);
+                    // An observer in a branch of the body may not run: what only it wants is
+                    // not worth a copy on the entry edge. That part stays on the host at the
+                    // top of the body (the entry has it there; the back edge copies back what
+                    // the body left only on the device, as `kernel` does after the write).
+                    let body = match self.ctx.regions(loop_op).first() {
+                        Some(&region) if counted => self.ctx.region_blocks(region).first().copied(),
+                        _ => None,
+                    };
+                    if let (Some(body), Some(o)) = (body, observer) {
+                        if self.ctx.parent_block(o) != Some(body) {
+                            let surely = self.wanted_on_device_first(root, body);
+                            let unsure = to_device.minus(&surely).intersect(&e.host);
+                            to_device = to_device.minus(&unsure);
+                            h.device = h.device.minus(&unsure);
+                            h.host = h.host.union(&unsure);
+                        }
+                    }
                 }
                 Want::Host => {
                     // What the first observer reads and the entry has on the host stays there:
@@ -1988,6 +2005,51 @@ impl<'a> Planner<'a> {
         }
         *state = exit;
         Ok(())
+    }
+
+    /// The elements of `root` that every path through `block` wants on the device before
+    /// anything else touches it (what a dispatch directly in the block needs, or every region
+    /// of a branch on the way).
+    fn wanted_on_device_first(&self, root: Value, block: Block) -> RangeSet {
+        let ctx = self.ctx;
+        for op in ctx.block_ops(block) {
+            if ctx.regions(op).is_empty() {
+                match self.classify(root, op, false) {
+                    None => continue,
+                    Some((Want::Device, Some(o))) if ctx.interface::<dyn LaunchOpInterface>(o).is_some() => {
+                        return self.elements_wanted(root, o);
+                    }
+                    Some(_) => return RangeSet::empty(),
+                }
+            }
+            if !self.touched_in(root, op) {
+                continue;
+            }
+            let Some(branch) = ctx.interface::<dyn RegionBranchOpInterface>(op) else { return RangeSet::empty() };
+            if ctx.interface::<dyn LoopLikeOpInterface>(op).is_some() {
+                return RangeSet::empty();
+            }
+            let successors = branch.successors(ctx, op, RegionPoint::Parent, &constant_integers(ctx, op));
+            let mut every: Option<RangeSet> = None;
+            for to in successors {
+                let wanted = match to {
+                    RegionPoint::Region(index) => match ctx.region_blocks(ctx.regions(op)[index]) {
+                        [only] => self.wanted_on_device_first(root, *only),
+                        _ => RangeSet::empty(),
+                    },
+                    RegionPoint::Parent => RangeSet::empty(),
+                };
+                every = Some(every.map_or(wanted.clone(), |e| e.intersect(&wanted)));
+            }
+            return every.unwrap_or_else(RangeSet::empty);
+        }
+        RangeSet::empty()
+    }
+
+    /// Whether an op nested in `op` names a value that may be `root`.
+    fn touched_in(&self, root: Value, op: Op) -> bool {
+        let ctx = self.ctx;
+        ctx.walk(op).into_iter().any(|n| ctx.operands(n).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, root)))
     }
 
     /// Whether anything in `block` (at any depth) may write `root`, on either side, or do
