@@ -69,6 +69,39 @@ impl KernelState {
 }
 
 /// Lowers kernel `kernel` into `e`, returning its entry point's artifact.
+/// Work items in x of a reshaped workgroup: the subgroup width of NVIDIA GPUs (and half of
+/// AMD's 64), so that a subgroup's loads of a row-major buffer at the global id cover one row.
+const RESHAPED_WIDTH: u32 = 32;
+
+/// The shape given to a kernel that cannot observe its workgroup: a multi-dimensional one
+/// narrower than [`RESHAPED_WIDTH`] in x becomes that wide, y shrinking by as much (then z),
+/// the number of work items kept where it divides; otherwise, or past the device's limits, the
+/// declared shape. The grid, and so the set of work items and what each computes, is the
+/// same: only which of them share a workgroup changes, and such a kernel cannot tell.
+fn reshaped(declared: [u32; 3], options: &LoweringOptions) -> [u32; 3] {
+    let [x, y, z] = declared;
+    // An x of 1 or 2 is a deliberate choice (a column per subgroup): kept.
+    if !(4..RESHAPED_WIDTH).contains(&x) || y * z == 1 {
+        return declared;
+    }
+    let factor = RESHAPED_WIDTH / x;
+    let (y, z) = if y.is_multiple_of(factor) {
+        (y / factor, z)
+    } else if (y * z).is_multiple_of(factor) && factor.is_multiple_of(y) {
+        (1, z / (factor / y))
+    } else {
+        (y.div_ceil(factor), z)
+    };
+    let shape = [RESHAPED_WIDTH, y.max(1), z.max(1)];
+    let fits = (0..3).all(|d| shape[d] <= options.max_workgroup_size[d])
+        && shape.iter().map(|&s| s as u64).product::<u64>() <= options.max_workgroup_invocations as u64;
+    if fits && RESHAPED_WIDTH.is_multiple_of(x) {
+        shape
+    } else {
+        declared
+    }
+}
+
 pub(crate) fn lower_kernel(
     ctx: &Context,
     e: &mut Emitter,
@@ -100,6 +133,11 @@ pub(crate) fn lower_kernel(
         );
         return Err(error(diagnostics, message));
     }
+    let workgroup_size = if options.choose_workgroup_shape && !reached.observes_workgroup {
+        reshaped(workgroup_size, options)
+    } else {
+        workgroup_size
+    };
     let body = ctx.interface::<dyn CallableOpInterface>(kernel).and_then(|c| c.body(ctx, kernel));
     let Some(&block) = body.and_then(|body| ctx.region_blocks(body).first()) else {
         return Err(error(diagnostics, "a kernel needs a body".to_string()));

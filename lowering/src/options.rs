@@ -155,6 +155,13 @@ pub struct LoweringOptions {
     /// The largest workgroup size per dimension (`maxComputeWorkGroupSize`; Vulkan guarantees
     /// 128 x 128 x 64).
     pub max_workgroup_size: [u32; 3],
+    /// Whether the lowering may give a kernel that cannot observe its workgroup (no barrier, no
+    /// workgroup memory, no local or group id, workgroup size or group count, in it or what it
+    /// calls) another shape of the same size: a multi-dimensional workgroup narrower than 32
+    /// work items in x becomes 32 wide, so that each 32-wide subgroup of a GPU reads one row
+    /// (docs/lowering.md, "The workgroup's shape"). Off by default: the module keeps the
+    /// declared sizes.
+    pub choose_workgroup_shape: bool,
 }
 
 impl Default for LoweringOptions {
@@ -166,6 +173,7 @@ impl Default for LoweringOptions {
             max_workgroup_memory_bytes: 16384,
             max_workgroup_invocations: 128,
             max_workgroup_size: [128, 128, 64],
+            choose_workgroup_shape: false,
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct VulkanOptions {
     /// submit closes the last). A batch of 16 or more is submitted sooner when the device has
     /// finished everything submitted before it.
     pub batch_commands: u32,
+    /// Whether the lowering may reshape the workgroups of kernels that cannot observe them
+    /// ([`hat_lowering::LoweringOptions::choose_workgroup_shape`]).
+    pub choose_workgroup_shape: bool,
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
     pub withhold: Vec<hat_lowering::Feature>,
@@ -51,7 +54,8 @@ pub struct VulkanOptions {
 impl Default for VulkanOptions {
     /// The device `HAT_VULKAN_DEVICE` names (if set), validation when `HAT_VULKAN_VALIDATION=1`,
     /// timestamps, 64 MiB rings, 1 GiB of pieces kept, batches of 256 commands
-    /// (`HAT_VULKAN_BATCH_COMMANDS` sets another number).
+    /// (`HAT_VULKAN_BATCH_COMMANDS` sets another number), workgroups reshaped where kernels
+    /// cannot tell (not with `HAT_VULKAN_DECLARED_WORKGROUPS=1`).
     fn default() -> Self {
         VulkanOptions {
             device: std::env::var("HAT_VULKAN_DEVICE").ok().filter(|d| !d.trim().is_empty()),
@@ -64,6 +68,7 @@ impl Default for VulkanOptions {
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|&n| n > 0)
                 .unwrap_or(256),
+            choose_workgroup_shape: !std::env::var("HAT_VULKAN_DECLARED_WORKGROUPS").is_ok_and(|v| v == "1"),
             withhold: Vec::new(),
         }
     }
@@ -88,6 +93,7 @@ pub struct VulkanBackend {
     upload_pieces: Pieces,
     download_pieces: Pieces,
     batch_commands: u64,
+    choose_workgroup_shape: bool,
     command_pool: vk::CommandPool,
     /// The batch being recorded.
     open: Option<Frame>,
@@ -159,6 +165,7 @@ impl VulkanBackend {
                 "download staging",
             ),
             batch_commands: options.batch_commands.max(1) as u64,
+            choose_workgroup_shape: options.choose_workgroup_shape,
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
@@ -629,7 +636,10 @@ impl Backend for VulkanBackend {
     }
 
     fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
-        let options = self.gpu.lowering_options();
+        let options = hat_lowering::LoweringOptions {
+            choose_workgroup_shape: self.choose_workgroup_shape,
+            ..self.gpu.lowering_options()
+        };
         hat_lowering::lower_module(module.ctx(), module, &options)
             .map(|module| Some(Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>))
             .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
