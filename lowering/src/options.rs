@@ -157,8 +157,7 @@ pub struct LoweringOptions {
     pub max_workgroup_size: [u32; 3],
     /// Whether the lowering may give a kernel that cannot observe its workgroup (no barrier, no
     /// workgroup memory, no local or group id, workgroup size or group count, in it or what it
-    /// calls) another shape of the same size: a multi-dimensional workgroup narrower than 32
-    /// work items in x becomes 32 wide, so that each 32-wide subgroup of a GPU reads one row
+    /// calls) another shape: a multi-dimensional workgroup 4 to 31 wide in x becomes 32 x 8
     /// (docs/lowering.md, "The workgroup's shape"). Off by default: the module keeps the
     /// declared sizes.
     pub choose_workgroup_shape: bool,

@@ -1,5 +1,5 @@
-//! `choose_workgroup_shape`: a kernel that cannot observe its workgroup gets one 32 wide in x
-//! (same number of work items where it divides); one that can (a barrier, workgroup memory, a
+//! `choose_workgroup_shape`: a multi-dimensional kernel that cannot observe its workgroup gets
+//! a 32 x 8 one; one that can (a barrier, workgroup memory, a
 //! local or group id, the workgroup size, the group count, in it or in a helper it calls) keeps
 //! the declared shape, as does every kernel with the option off.
 
@@ -32,12 +32,12 @@ fn shape(body: &str, workgroup: &str, choose: bool) -> [u32; 3] {
 
 #[test]
 fn kernels_that_cannot_tell_get_a_32_wide_workgroup() {
-    assert_eq!(shape("", "8, 8", true), [32, 2, 1]);
+    assert_eq!(shape("", "8, 8", true), [32, 8, 1]);
     assert_eq!(shape("", "16, 16", true), [32, 8, 1]);
-    assert_eq!(shape("", "4, 4, 4", true), [32, 1, 2]);
-    assert_eq!(shape("", "8, 3", true), [32, 1, 1], "not a multiple: at least the declared work items");
+    assert_eq!(shape("", "4, 4, 4", true), [32, 8, 1]);
+    assert_eq!(shape("", "8, 3", true), [32, 8, 1]);
     let size = "  %s = kernel.global_size x";
-    assert_eq!(shape(size, "8, 8", true), [32, 2, 1], "the grid's size does not depend on the workgroup");
+    assert_eq!(shape(size, "8, 8", true), [32, 8, 1], "the grid's size does not depend on the workgroup");
 }
 
 #[test]
@@ -46,7 +46,8 @@ fn declared_shapes_are_kept_where_the_kernel_can_tell_or_chose_so() {
     assert_eq!(shape("", "64", true), [64, 1, 1], "one dimension");
     assert_eq!(shape("", "32, 4", true), [32, 4, 1], "already 32 wide");
     assert_eq!(shape("", "1, 64", true), [1, 64, 1], "a column per subgroup: deliberate");
-    assert_eq!(shape("", "3, 8", true), [3, 8, 1], "32 is not a multiple of 3");
+    assert_eq!(shape("", "2, 32", true), [2, 32, 1], "two columns per subgroup: deliberate");
+    assert_eq!(shape("", "3, 8", true), [3, 8, 1], "under 4 wide: kept");
     for query in ["local_id x", "group_id y", "local_size x", "num_groups x"] {
         let body = format!("  %q = kernel.{query}");
         assert_eq!(shape(&body, "8, 8", true), [8, 8, 1], "{query}");
