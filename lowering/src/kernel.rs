@@ -45,6 +45,8 @@ pub(crate) struct KernelState {
     pub callees: FxHashMap<Op, Op>,
     pub instances: FxHashMap<InstanceKey, Word>,
     pub queue: Vec<Instance>,
+    /// The state of a wide kernel (`wide.rs`).
+    pub wide: Option<crate::wide::WideState>,
 }
 
 impl KernelState {
@@ -134,6 +136,7 @@ pub(crate) fn lower_kernel(
         return Err(error(diagnostics, "a kernel needs a body".to_string()));
     };
     let parameters: Vec<Type> = ctx.block_arguments(block).iter().map(|&a| ctx.value_type(a)).collect();
+    let wide = crate::wide::plan(ctx, kernel, block, &reached, options);
 
     let mut state = KernelState {
         name: name.clone(),
@@ -148,6 +151,7 @@ pub(crate) fn lower_kernel(
         callees: reached.callees,
         instances: FxHashMap::default(),
         queue: Vec::new(),
+        wide: None,
     };
     let mut fe = FunctionEmitter {
         ctx,
@@ -178,6 +182,10 @@ pub(crate) fn lower_kernel(
         bindings.push(BufferBinding { parameter, set: 0, binding, element, shape, access: Default::default() });
     }
     let push_constants = fe.declare_push_constants(kernel, &parameters)?;
+    let items_per_invocation = if wide.is_some() { crate::wide::LANES } else { 1 };
+    if let Some(plan) = wide {
+        fe.declare_wide(plan);
+    }
     let mut workgroup_memory_bytes = 0u64;
     for &op in &reached.local_allocs {
         workgroup_memory_bytes += fe.declare_local_leaf(op, &reached.float_atomic_bits)?;
@@ -228,6 +236,7 @@ pub(crate) fn lower_kernel(
         push_constants,
         has_barrier: fe.k.has_barrier,
         workgroup_memory_bytes: workgroup_memory_bytes as u32,
+        items_per_invocation,
     })
 }
 
@@ -318,6 +327,9 @@ impl FunctionEmitter<'_> {
         self.e.b.name(function, self.k.name.clone());
         let entry = self.e.b.id();
         self.start_block(entry)?;
+        if self.k.wide.is_some() {
+            self.declare_wide_slots();
+        }
         let mut leaf = 0;
         for (parameter, &argument) in ctx.block_arguments(block).iter().enumerate() {
             let ty = ctx.value_type(argument);
@@ -328,6 +340,12 @@ impl FunctionEmitter<'_> {
                 Lowered::Scalar(self.scalar_parameter(kernel, parameter, ty)?)
             };
             self.define(argument, lowered);
+        }
+        if self.k.wide.is_some() {
+            self.wide_body(block)?;
+            self.e.b.ret()?;
+            self.e.b.end_function()?;
+            return Ok(function);
         }
         let in_grid = self.compute_in_grid()?;
         if self.k.has_barrier {
@@ -352,7 +370,7 @@ impl FunctionEmitter<'_> {
     }
 
     /// A kernel's body ends in a return-like terminator with no operands (or in none).
-    fn check_return(&mut self, terminator: Option<Op>) -> Result<(), Failed> {
+    pub(crate) fn check_return(&mut self, terminator: Option<Op>) -> Result<(), Failed> {
         match terminator {
             Some(op) if !self.ctx.has_traits(op, OpTraits::RETURN_LIKE) => {
                 Err(self.error(op, "ends the kernel's body, but is not return-like"))

@@ -161,6 +161,10 @@ pub struct LoweringOptions {
     /// (docs/lowering.md, "The workgroup's shape"). Off by default: the module keeps the
     /// declared sizes.
     pub choose_workgroup_shape: bool,
+    /// Whether a kernel whose every buffer access is at its own global id in x may run four
+    /// work items per invocation with `vec4` accesses (`EntryPoint::items_per_invocation`;
+    /// docs/lowering.md, "Wide kernels"). Off by default.
+    pub vectorize_accesses: bool,
 }
 
 impl Default for LoweringOptions {
@@ -173,6 +177,7 @@ impl Default for LoweringOptions {
             max_workgroup_invocations: 128,
             max_workgroup_size: [128, 128, 64],
             choose_workgroup_shape: false,
+            vectorize_accesses: false,
         }
     }
 }

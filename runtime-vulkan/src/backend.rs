@@ -46,6 +46,10 @@ pub struct VulkanOptions {
     /// Whether the lowering may reshape the workgroups of kernels that cannot observe them
     /// ([`hat_lowering::LoweringOptions::choose_workgroup_shape`]).
     pub choose_workgroup_shape: bool,
+    /// Whether the lowering may run kernels whose every access is at their global id in x
+    /// four work items per invocation, with `vec4` accesses
+    /// ([`hat_lowering::LoweringOptions::vectorize_accesses`]).
+    pub vectorize_accesses: bool,
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
     pub withhold: Vec<hat_lowering::Feature>,
@@ -55,7 +59,8 @@ impl Default for VulkanOptions {
     /// The device `HAT_VULKAN_DEVICE` names (if set), validation when `HAT_VULKAN_VALIDATION=1`,
     /// timestamps, 64 MiB rings, 1 GiB of pieces kept, batches of 256 commands
     /// (`HAT_VULKAN_BATCH_COMMANDS` sets another number), workgroups reshaped where kernels
-    /// cannot tell (not with `HAT_VULKAN_DECLARED_WORKGROUPS=1`).
+    /// cannot tell (not with `HAT_VULKAN_DECLARED_WORKGROUPS=1`), vector accesses where they
+    /// apply (not with `HAT_VULKAN_SCALAR_ACCESSES=1`).
     fn default() -> Self {
         VulkanOptions {
             device: std::env::var("HAT_VULKAN_DEVICE").ok().filter(|d| !d.trim().is_empty()),
@@ -69,6 +74,7 @@ impl Default for VulkanOptions {
                 .filter(|&n| n > 0)
                 .unwrap_or(256),
             choose_workgroup_shape: !std::env::var("HAT_VULKAN_DECLARED_WORKGROUPS").is_ok_and(|v| v == "1"),
+            vectorize_accesses: !std::env::var("HAT_VULKAN_SCALAR_ACCESSES").is_ok_and(|v| v == "1"),
             withhold: Vec::new(),
         }
     }
@@ -94,6 +100,7 @@ pub struct VulkanBackend {
     download_pieces: Pieces,
     batch_commands: u64,
     choose_workgroup_shape: bool,
+    vectorize_accesses: bool,
     command_pool: vk::CommandPool,
     /// The batch being recorded.
     open: Option<Frame>,
@@ -166,6 +173,7 @@ impl VulkanBackend {
             ),
             batch_commands: options.batch_commands.max(1) as u64,
             choose_workgroup_shape: options.choose_workgroup_shape,
+            vectorize_accesses: options.vectorize_accesses,
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
@@ -638,6 +646,7 @@ impl Backend for VulkanBackend {
     fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
         let options = hat_lowering::LoweringOptions {
             choose_workgroup_shape: self.choose_workgroup_shape,
+            vectorize_accesses: self.vectorize_accesses,
             ..self.gpu.lowering_options()
         };
         hat_lowering::lower_module(module.ctx(), module, &options)
@@ -861,7 +870,8 @@ impl Backend for VulkanBackend {
         let mut workgroups = [0u32; 3];
         for dimension in 0..3 {
             let size = entry.workgroup_size[dimension].max(1) as u64;
-            let count = grid[dimension].div_ceil(size);
+            let items = if dimension == 0 { entry.items_per_invocation.max(1) as u64 } else { 1 };
+            let count = grid[dimension].div_ceil(items).div_ceil(size);
             let limit = self.gpu.limits.max_workgroup_count[dimension];
             workgroups[dimension] = u32::try_from(count).ok().filter(|&c| c <= limit).ok_or_else(|| {
                 RuntimeError::Backend(format!(

@@ -366,6 +366,7 @@ impl Gpu {
             max_workgroup_invocations: self.limits.max_workgroup_invocations,
             max_workgroup_size: self.limits.max_workgroup_size,
             choose_workgroup_shape: false,
+            vectorize_accesses: false,
         }
     }
 }
