@@ -80,7 +80,9 @@ impl Default for VulkanOptions {
     }
 }
 
-/// A batch of at least this many commands is submitted early when the device is idle.
+/// After the executor's submit, a batch of at least this many commands is submitted early when
+/// the device is idle; each early submission doubles it (up to `batch_commands`), so that a
+/// long run of commands costs few submissions where the device outruns the host.
 const EARLY_BATCH: u64 = 16;
 
 /// What to destroy once the batches that may use it are done.
@@ -99,6 +101,8 @@ pub struct VulkanBackend {
     upload_pieces: Pieces,
     download_pieces: Pieces,
     batch_commands: u64,
+    /// The size from which an idle device gets the open batch (see [`EARLY_BATCH`]).
+    early_batch: u64,
     choose_workgroup_shape: bool,
     vectorize_accesses: bool,
     command_pool: vk::CommandPool,
@@ -172,6 +176,7 @@ impl VulkanBackend {
                 "download staging",
             ),
             batch_commands: options.batch_commands.max(1) as u64,
+            early_batch: EARLY_BATCH,
             choose_workgroup_shape: options.choose_workgroup_shape,
             vectorize_accesses: options.vectorize_accesses,
             command_pool,
@@ -337,14 +342,15 @@ impl VulkanBackend {
     }
 
     /// After a command: submits the open batch early when it holds `batch_commands` commands,
-    /// or `EARLY_BATCH` (and a multiple of it) while the device has finished everything
+    /// or `early_batch` (a multiple of [`EARLY_BATCH`]) while the device has finished everything
     /// submitted before, so that the device works while the host records. No wait.
     fn submit_early(&mut self) -> Result<(), RuntimeError> {
         let Some(frame) = &self.open else { return Ok(()) };
         let count = self.next_command - frame.first_command;
         let due = count >= self.batch_commands
-            || (count >= EARLY_BATCH && count.is_multiple_of(EARLY_BATCH) && self.device_idle());
+            || (count >= self.early_batch && count.is_multiple_of(EARLY_BATCH) && self.device_idle());
         if due {
+            self.early_batch = (self.early_batch * 2).min(self.batch_commands.max(EARLY_BATCH));
             self.submit_open()?;
         }
         Ok(())
@@ -957,6 +963,7 @@ impl Backend for VulkanBackend {
 
     fn submit(&mut self) -> Result<Fence, RuntimeError> {
         self.frame()?;
+        self.early_batch = EARLY_BATCH;
         self.submit_open().map(Fence::new)
     }
 

@@ -13,8 +13,9 @@
 //! with a barrier from transfers to host reads, so the host sees their bytes after the wait.
 //!
 //! **Early submission.** The backend submits a batch before the executor does once it holds
-//! `batch_commands` commands, or 16 (and a multiple of 16) while everything submitted before is
-//! done, and after each piece of a copy larger than the staging ring: the device starts on the
+//! `batch_commands` commands, or 16 (then 32, 64, ... up to `batch_commands`, a size that
+//! restarts at each submit of the executor) while everything submitted before is done, and
+//! after each piece of a copy larger than the staging ring: the device starts on the
 //! first commands while the host records the rest. The executor's fence is the last batch's;
 //! waiting for it waits for every batch before. A command that depends on one in a batch
 //! submitted early gets the barrier from all commands above, which covers it.
