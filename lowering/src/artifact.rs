@@ -54,6 +54,10 @@ pub struct EntryPoint {
     pub has_barrier: bool,
     /// Bytes of workgroup memory the kernel allocates.
     pub workgroup_memory_bytes: u32,
+    /// Work items each invocation runs in x: 1, or 4 for a wide kernel (`wide.rs`): the
+    /// runtime dispatches `ceil(ceil(grid.x / items_per_invocation) / workgroup_size.x)`
+    /// workgroups in x (the grid in the push constants stays the program's).
+    pub items_per_invocation: u32,
 }
 
 /// The binding of one buffer parameter.

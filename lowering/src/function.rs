@@ -355,6 +355,9 @@ impl<'a> FunctionEmitter<'a> {
 
     /// A work-item id or size, as a device `index`.
     fn work_item(&mut self, query: WorkItemQuery, dimension: u8) -> Result<Word, Failed> {
+        if let (WorkItemQuery::GlobalId, 0, Some(id)) = (query, dimension, self.wide_global_id_x()) {
+            return self.u32_to_index(id);
+        }
         let builtin = match query {
             WorkItemQuery::GlobalId => BuiltIn::GlobalInvocationId,
             WorkItemQuery::LocalId => BuiltIn::LocalInvocationId,

@@ -78,6 +78,7 @@ pub mod options;
 mod reach;
 mod scalar;
 mod validate;
+mod wide;
 
 pub use artifact::{
     Access, BufferBinding, DimSlot, EntryPoint, PushConstantLayout, ScalarEncoding, ScalarSlot, SpirvModule,

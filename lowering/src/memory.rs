@@ -266,7 +266,7 @@ impl FunctionEmitter<'_> {
     }
 
     /// The size of dimension `dimension` of `leaf`, as a device `index`.
-    fn leaf_size(&mut self, leaf: u32, dimension: usize) -> Result<Word, Failed> {
+    pub(crate) fn leaf_size(&mut self, leaf: u32, dimension: usize) -> Result<Word, Failed> {
         let leaf = &self.k.leaves[leaf as usize];
         let size = leaf.shape[dimension];
         if size != DYNAMIC {
@@ -336,7 +336,7 @@ impl FunctionEmitter<'_> {
     }
 
     /// Stores `value` at element `indices` of `leaf`.
-    fn store_leaf(&mut self, leaf: u32, indices: &[Word], value: Word) -> Result<(), Failed> {
+    pub(crate) fn store_leaf(&mut self, leaf: u32, indices: &[Word], value: Word) -> Result<(), Failed> {
         self.k.leaves[leaf as usize].access.write = true;
         let pointer = self.element_pointer(leaf, indices, 0)?;
         let Leaf { stored, storage, .. } = self.k.leaves[leaf as usize];
@@ -404,6 +404,11 @@ impl FunctionEmitter<'_> {
         let buffer = self.buffer(op, load.buffer(ctx))?;
         let indices = self.indices(op, load.indices(ctx))?;
         let kind = self.kind(op, ctx.value_type(ctx.result(op, 0)))?;
+        if let [leaf] = buffer.candidates[..] {
+            if let Some(value) = self.wide_load(leaf)? {
+                return self.define_result(op, Lowered::Scalar(value));
+            }
+        }
         let ty = self.kind_type(kind);
         let value = self.with_leaf(op, &buffer, Some(ty), |this, leaf| {
             this.in_grid_only(leaf, Some(kind), |this| Ok(Some(this.load_leaf(leaf, &indices, kind)?)))
@@ -417,6 +422,11 @@ impl FunctionEmitter<'_> {
         let buffer = self.buffer(op, store.buffer(ctx))?;
         let indices = self.indices(op, store.indices(ctx))?;
         let value = self.scalar(op, store.value(ctx))?;
+        if let [leaf] = buffer.candidates[..] {
+            if self.wide_store(leaf, value)? {
+                return Ok(());
+            }
+        }
         self.with_leaf(op, &buffer, None, |this, leaf| {
             this.in_grid_only(leaf, None, |this| {
                 this.store_leaf(leaf, &indices, value)?;

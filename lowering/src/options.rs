@@ -155,6 +155,16 @@ pub struct LoweringOptions {
     /// The largest workgroup size per dimension (`maxComputeWorkGroupSize`; Vulkan guarantees
     /// 128 x 128 x 64).
     pub max_workgroup_size: [u32; 3],
+    /// Whether the lowering may give a kernel that cannot observe its workgroup (no barrier, no
+    /// workgroup memory, no local or group id, workgroup size or group count, in it or what it
+    /// calls) another shape: a multi-dimensional workgroup 4 to 31 wide in x becomes 32 x 8
+    /// (docs/lowering.md, "The workgroup's shape"). Off by default: the module keeps the
+    /// declared sizes.
+    pub choose_workgroup_shape: bool,
+    /// Whether a kernel whose every buffer access is at its own global id in x may run four
+    /// work items per invocation with `vec4` accesses (`EntryPoint::items_per_invocation`;
+    /// docs/lowering.md, "Wide kernels"). Off by default.
+    pub vectorize_accesses: bool,
 }
 
 impl Default for LoweringOptions {
@@ -166,6 +176,8 @@ impl Default for LoweringOptions {
             max_workgroup_memory_bytes: 16384,
             max_workgroup_invocations: 128,
             max_workgroup_size: [128, 128, 64],
+            choose_workgroup_shape: false,
+            vectorize_accesses: false,
         }
     }
 }

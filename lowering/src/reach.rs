@@ -1,5 +1,6 @@
 //! What a kernel reaches: the device functions it calls (transitively), whether any of them
-//! waits at a barrier, the workgroup memory they allocate, and the float atomics they use. One
+//! waits at a barrier, the workgroup memory they allocate, the float atomics they use, and
+//! whether anything in them can tell which work items share a workgroup. One
 //! walk before any code is emitted, because rspirv builds one function at a time and some
 //! answers (the barrier, the storage of float buffers) shape the entry point itself.
 //!
@@ -7,7 +8,7 @@
 //! that call, naming the cycle.
 
 use crate::Failed;
-use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp};
+use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
 use hat_ir::interfaces::{execution_space, resolve_callee, CallOpInterface, CallableOpInterface, ExecutionSpace};
 use hat_ir::{Context, Diagnostic, Op, TypeKind};
 use rustc_hash::FxHashMap;
@@ -24,6 +25,10 @@ pub(crate) struct Reach {
     /// Float widths (32, 64) of the elements of atomics reached: buffers of those floats are
     /// stored as integers, which atomics can compare and swap.
     pub float_atomic_bits: Vec<u32>,
+    /// Whether anything reached depends on the workgroup's shape: a barrier, workgroup memory,
+    /// or a query of the local id, the group id, the workgroup size or the number of groups.
+    /// Without any, the work items of a grid compute the same whatever the workgroup size.
+    pub observes_workgroup: bool,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -56,8 +61,14 @@ impl Walk<'_> {
         for op in ctx.walk(function).into_iter().skip(1) {
             if BarrierOp::wrap(ctx, op).is_some() {
                 self.reach.has_barrier = true;
+                self.reach.observes_workgroup = true;
             } else if LocalAllocOp::wrap(ctx, op).is_some() {
                 self.reach.local_allocs.push(op);
+                self.reach.observes_workgroup = true;
+            } else if let Some(query) = WorkItemQuery::of(ctx, op) {
+                if !matches!(query, WorkItemQuery::GlobalId | WorkItemQuery::GlobalSize) {
+                    self.reach.observes_workgroup = true;
+                }
             } else if let Some(atomic) = AtomicRmwOp::wrap(ctx, op) {
                 let buffer = ctx.value_type(atomic.buffer(ctx));
                 if let TypeKind::MemRef { element, .. } = ctx.type_kind(buffer) {

@@ -5,6 +5,7 @@ use crate::frames::{Barrier, Frame, Hazards, Landing, Stage, QUERIES_PER_POOL};
 use crate::gpu::{DeviceDescription, Gpu};
 use crate::kernels::{Bound, Kernels, SpirvLowered};
 use crate::memory::{check_size, Block, DeviceMemory, Ring, RingState};
+use crate::memory::{copy_bytes, Pieces};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
@@ -32,8 +33,23 @@ pub struct VulkanOptions {
     pub validation: bool,
     /// Whether to time each dispatch with GPU timestamps (where the queue has them).
     pub timestamps: bool,
-    /// Bytes of each staging ring (one each way).
+    /// Bytes of each staging ring (one each way). A copy that does not fit goes through
+    /// pieces of half this size (at most 32 MiB).
     pub staging_bytes: u64,
+    /// Bytes of staging pieces kept for later copies, each way.
+    pub staging_kept_bytes: u64,
+    /// Commands in a batch before the backend submits it on its own, so that the device runs
+    /// the first commands of a long batch while the host records the rest (the executor's
+    /// submit closes the last). A batch of 16 or more is submitted sooner when the device has
+    /// finished everything submitted before it.
+    pub batch_commands: u32,
+    /// Whether the lowering may reshape the workgroups of kernels that cannot observe them
+    /// ([`hat_lowering::LoweringOptions::choose_workgroup_shape`]).
+    pub choose_workgroup_shape: bool,
+    /// Whether the lowering may run kernels whose every access is at their global id in x
+    /// four work items per invocation, with `vec4` accesses
+    /// ([`hat_lowering::LoweringOptions::vectorize_accesses`]).
+    pub vectorize_accesses: bool,
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
     pub withhold: Vec<hat_lowering::Feature>,
@@ -41,17 +57,33 @@ pub struct VulkanOptions {
 
 impl Default for VulkanOptions {
     /// The device `HAT_VULKAN_DEVICE` names (if set), validation when `HAT_VULKAN_VALIDATION=1`,
-    /// timestamps, 64 MiB rings.
+    /// timestamps, 64 MiB rings, 1 GiB of pieces kept, batches of 256 commands
+    /// (`HAT_VULKAN_BATCH_COMMANDS` sets another number), workgroups reshaped where kernels
+    /// cannot tell (not with `HAT_VULKAN_DECLARED_WORKGROUPS=1`), vector accesses where they
+    /// apply (not with `HAT_VULKAN_SCALAR_ACCESSES=1`).
     fn default() -> Self {
         VulkanOptions {
             device: std::env::var("HAT_VULKAN_DEVICE").ok().filter(|d| !d.trim().is_empty()),
             validation: std::env::var("HAT_VULKAN_VALIDATION").is_ok_and(|v| v == "1"),
             timestamps: true,
             staging_bytes: 64 << 20,
+            staging_kept_bytes: 1 << 30,
+            batch_commands: std::env::var("HAT_VULKAN_BATCH_COMMANDS")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(256),
+            choose_workgroup_shape: !std::env::var("HAT_VULKAN_DECLARED_WORKGROUPS").is_ok_and(|v| v == "1"),
+            vectorize_accesses: !std::env::var("HAT_VULKAN_SCALAR_ACCESSES").is_ok_and(|v| v == "1"),
             withhold: Vec::new(),
         }
     }
 }
+
+/// After the executor's submit, a batch of at least this many commands is submitted early when
+/// the device is idle; each early submission doubles it (up to `batch_commands`), so that a
+/// long run of commands costs few submissions where the device outruns the host.
+const EARLY_BATCH: u64 = 16;
 
 /// What to destroy once the batches that may use it are done.
 enum Retired {
@@ -65,6 +97,14 @@ pub struct VulkanBackend {
     buffers: HandleTable<DeviceMemory>,
     upload: Ring,
     download: Ring,
+    /// Staging for copies that do not fit the rings.
+    upload_pieces: Pieces,
+    download_pieces: Pieces,
+    batch_commands: u64,
+    /// The size from which an idle device gets the open batch (see [`EARLY_BATCH`]).
+    early_batch: u64,
+    choose_workgroup_shape: bool,
+    vectorize_accesses: bool,
     command_pool: vk::CommandPool,
     /// The batch being recorded.
     open: Option<Frame>,
@@ -114,11 +154,31 @@ impl VulkanBackend {
             }
         };
         let timestamps = options.timestamps && gpu.limits.timestamp_bits > 0;
+        let piece = (options.staging_bytes / 2).clamp(256, 32 << 20);
+        let kept = options.staging_kept_bytes;
         Ok(VulkanBackend {
             kernels: Kernels::default(),
             buffers: HandleTable::new(),
             upload,
             download,
+            upload_pieces: Pieces::new(
+                piece,
+                kept,
+                vk::BufferUsageFlags::TRANSFER_SRC,
+                MemoryLocation::CpuToGpu,
+                "upload staging",
+            ),
+            download_pieces: Pieces::new(
+                piece,
+                kept,
+                vk::BufferUsageFlags::TRANSFER_DST,
+                MemoryLocation::GpuToCpu,
+                "download staging",
+            ),
+            batch_commands: options.batch_commands.max(1) as u64,
+            early_batch: EARLY_BATCH,
+            choose_workgroup_shape: options.choose_workgroup_shape,
+            vectorize_accesses: options.vectorize_accesses,
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
@@ -229,6 +289,7 @@ impl VulkanBackend {
                 Some(mut frame) => {
                     frame.sequence = self.next_batch;
                     frame.first_command = self.next_command;
+                    frame.bound = Default::default();
                     frame
                 }
                 None => self.new_frame()?,
@@ -237,7 +298,7 @@ impl VulkanBackend {
             // SAFETY: a command buffer not in use (fresh, or of a waited batch and reset).
             unsafe { self.gpu.device.begin_command_buffer(frame.commands, &begin) }
                 .map_err(vk_error("begin a command buffer"))?;
-            self.hazards.clear();
+            self.hazards.clear(frame.first_command);
             self.open = Some(frame);
         }
         Ok(self.open.as_mut().expect("opened above"))
@@ -263,15 +324,44 @@ impl VulkanBackend {
             queries: 0,
             timed: Vec::new(),
             uploads: Vec::new(),
-            temporaries: Vec::new(),
+            pieces: Vec::new(),
             reads: Vec::new(),
+            bound: Default::default(),
         })
     }
 
     fn release_landing(&mut self, landing: Landing) {
         match landing {
             Landing::Ring(span, _, _) => self.download.state.release(span),
-            Landing::Own(block, _) => block.destroy(&self.gpu.device, &mut self.allocator),
+            Landing::Pieces(blocks, _) => {
+                for block in blocks {
+                    self.download_pieces.give(block, &self.gpu.device, &mut self.allocator);
+                }
+            }
+        }
+    }
+
+    /// After a command: submits the open batch early when it holds `batch_commands` commands,
+    /// or `early_batch` (a multiple of [`EARLY_BATCH`]) while the device has finished everything
+    /// submitted before, so that the device works while the host records. No wait.
+    fn submit_early(&mut self) -> Result<(), RuntimeError> {
+        let Some(frame) = &self.open else { return Ok(()) };
+        let count = self.next_command - frame.first_command;
+        let due = count >= self.batch_commands
+            || (count >= self.early_batch && count.is_multiple_of(EARLY_BATCH) && self.device_idle());
+        if due {
+            self.early_batch = (self.early_batch * 2).min(self.batch_commands.max(EARLY_BATCH));
+            self.submit_open()?;
+        }
+        Ok(())
+    }
+
+    /// Whether every submitted batch is done (without waiting).
+    fn device_idle(&self) -> bool {
+        match self.in_flight.back() {
+            None => true,
+            // SAFETY: the fence of a submitted batch.
+            Some(last) => unsafe { self.gpu.device.get_fence_status(last.fence) }.unwrap_or(false),
         }
     }
 
@@ -418,8 +508,8 @@ impl VulkanBackend {
         for span in frame.uploads.drain(..) {
             self.upload.state.release(span);
         }
-        for block in frame.temporaries.drain(..) {
-            block.destroy(&device, &mut self.allocator);
+        for block in frame.pieces.drain(..) {
+            self.upload_pieces.give(block, &device, &mut self.allocator);
         }
         for (command, landing) in frame.reads.drain(..) {
             self.takeable.insert(command.sequence(), landing);
@@ -457,6 +547,52 @@ impl VulkanBackend {
             (None, Some(last)) => Some(last.sequence),
             (None, None) => None,
         }
+    }
+
+    /// Closes the open batch and submits it; gives its number.
+    fn submit_open(&mut self) -> Result<u64, RuntimeError> {
+        let mut frame = self.open.take().expect("a batch is open");
+        let device = &self.gpu.device;
+        let reads_back = frame.reads.iter().any(|(_, landing)| !matches!(landing, Landing::Ring(u64::MAX, _, _)));
+        // SAFETY: the command buffer is recording; the queue is the device's.
+        let submitted = unsafe {
+            if reads_back {
+                let memory = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
+                device.cmd_pipeline_barrier(
+                    frame.commands,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &memory,
+                    &[],
+                    &[],
+                );
+            }
+            device.end_command_buffer(frame.commands).map_err(vk_error("end a command buffer")).and_then(|()| {
+                let buffers = [frame.commands];
+                let submit = [vk::SubmitInfo::default().command_buffers(&buffers)];
+                device.queue_submit(self.gpu.queue, &submit, frame.fence).map_err(vk_error("submit a batch"))
+            })
+        };
+        if let Err(error) = submitted {
+            // The batch is lost; its staging is released and its frame dropped.
+            for span in frame.uploads.drain(..) {
+                self.upload.state.release(span);
+            }
+            for block in frame.pieces.drain(..) {
+                self.upload_pieces.give(block, &self.gpu.device, &mut self.allocator);
+            }
+            for (_, landing) in std::mem::take(&mut frame.reads) {
+                self.release_landing(landing);
+            }
+            return Err(error);
+        }
+        let sequence = frame.sequence;
+        self.next_batch = sequence + 1;
+        self.in_flight.push_back(frame);
+        Ok(sequence)
     }
 }
 
@@ -514,7 +650,11 @@ impl Backend for VulkanBackend {
     }
 
     fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
-        let options = self.gpu.lowering_options();
+        let options = hat_lowering::LoweringOptions {
+            choose_workgroup_shape: self.choose_workgroup_shape,
+            vectorize_accesses: self.vectorize_accesses,
+            ..self.gpu.lowering_options()
+        };
         hat_lowering::lower_module(module.ctx(), module, &options)
             .map(|module| Some(Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>))
             .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
@@ -589,32 +729,36 @@ impl Backend for VulkanBackend {
             return Ok(command);
         }
         let len = data.len() as u64;
-        let (source, source_offset) = match self.upload.state.allocate(len) {
-            Some(span) => {
-                self.upload.bytes()[span.offset as usize..][..data.len()].copy_from_slice(data);
-                self.open.as_mut().expect("opened by the barrier").uploads.push(span.id);
-                (self.upload.block.buffer, span.offset)
+        if let Some(span) = self.upload.state.allocate(len) {
+            copy_bytes(&mut self.upload.bytes()[span.offset as usize..][..data.len()], data);
+            let frame = self.open.as_mut().expect("opened by the barrier");
+            frame.uploads.push(span.id);
+            let region = [vk::BufferCopy::default().src_offset(span.offset).dst_offset(offset as u64).size(len)];
+            // SAFETY: a recording command buffer; both ranges are inside their buffers.
+            unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, self.upload.block.buffer, target, &region) };
+        } else {
+            // Piece by piece, each submitted once recorded: the device copies one piece while
+            // the host fills the next. The barrier before the first orders the rest too (they
+            // come after it in submission order).
+            let piece = self.upload_pieces.piece as usize;
+            for (index, part) in data.chunks(piece).enumerate() {
+                let mut block = self.upload_pieces.take(&self.gpu.device, &mut self.allocator)?;
+                copy_bytes(&mut block.mapped()[..part.len()], part);
+                if let Err(error) = self.frame() {
+                    self.upload_pieces.give(block, &self.gpu.device, &mut self.allocator);
+                    return Err(error);
+                }
+                let frame = self.open.as_mut().expect("opened above");
+                let at = (offset + index * piece) as u64;
+                let region = [vk::BufferCopy::default().src_offset(0).dst_offset(at).size(part.len() as u64)];
+                // SAFETY: a recording command buffer; both ranges are inside their buffers.
+                unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, block.buffer, target, &region) };
+                frame.pieces.push(block);
+                self.submit_open()?;
             }
-            None => {
-                let mut block = Block::new(
-                    &self.gpu.device,
-                    &mut self.allocator,
-                    len,
-                    vk::BufferUsageFlags::TRANSFER_SRC,
-                    MemoryLocation::CpuToGpu,
-                    "upload staging",
-                )?;
-                block.mapped()[..data.len()].copy_from_slice(data);
-                let source = block.buffer;
-                self.open.as_mut().expect("opened by the barrier").temporaries.push(block);
-                (source, 0)
-            }
-        };
-        let frame = self.open.as_ref().expect("opened by the barrier");
-        let region = [vk::BufferCopy::default().src_offset(source_offset).dst_offset(offset as u64).size(len)];
-        // SAFETY: a recording command buffer; both ranges are inside their buffers.
-        unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, source, target, &region) };
+        }
         self.hazards.recorded(command, Stage::Transfer, true);
+        self.submit_early()?;
         Ok(command)
     }
 
@@ -635,26 +779,42 @@ impl Backend for VulkanBackend {
             frame.reads.push((command, Landing::Ring(u64::MAX, 0, 0)));
             return Ok(command);
         }
-        let (target, target_offset, landing) = match self.download.state.allocate(len as u64) {
-            Some(span) => (self.download.block.buffer, span.offset, Landing::Ring(span.id, span.offset, len)),
+        let device = &self.gpu.device;
+        let frame = self.open.as_mut().expect("opened by the barrier");
+        let landing = match self.download.state.allocate(len as u64) {
+            Some(span) => {
+                let region =
+                    [vk::BufferCopy::default().src_offset(offset as u64).dst_offset(span.offset).size(len as u64)];
+                // SAFETY: a recording command buffer; both ranges are inside their buffers.
+                unsafe { device.cmd_copy_buffer(frame.commands, source, self.download.block.buffer, &region) };
+                Landing::Ring(span.id, span.offset, len)
+            }
             None => {
-                let block = Block::new(
-                    &self.gpu.device,
-                    &mut self.allocator,
-                    len as u64,
-                    vk::BufferUsageFlags::TRANSFER_DST,
-                    MemoryLocation::GpuToCpu,
-                    "download staging",
-                )?;
-                (block.buffer, 0, Landing::Own(block, len))
+                let piece = self.download_pieces.piece as usize;
+                let mut blocks = Vec::with_capacity(len.div_ceil(piece));
+                for start in (0..len).step_by(piece) {
+                    let block = match self.download_pieces.take(device, &mut self.allocator) {
+                        Ok(block) => block,
+                        Err(error) => {
+                            for block in blocks {
+                                self.download_pieces.give(block, device, &mut self.allocator);
+                            }
+                            return Err(error);
+                        }
+                    };
+                    let size = piece.min(len - start) as u64;
+                    let region =
+                        [vk::BufferCopy::default().src_offset((offset + start) as u64).dst_offset(0).size(size)];
+                    // SAFETY: a recording command buffer; both ranges are inside their buffers.
+                    unsafe { device.cmd_copy_buffer(frame.commands, source, block.buffer, &region) };
+                    blocks.push(block);
+                }
+                Landing::Pieces(blocks, len)
             }
         };
-        let frame = self.open.as_mut().expect("opened by the barrier");
-        let region = [vk::BufferCopy::default().src_offset(offset as u64).dst_offset(target_offset).size(len as u64)];
-        // SAFETY: a recording command buffer; both ranges are inside their buffers.
-        unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, source, target, &region) };
         frame.reads.push((command, landing));
         self.hazards.recorded(command, Stage::Transfer, false);
+        self.submit_early()?;
         Ok(command)
     }
 
@@ -716,7 +876,8 @@ impl Backend for VulkanBackend {
         let mut workgroups = [0u32; 3];
         for dimension in 0..3 {
             let size = entry.workgroup_size[dimension].max(1) as u64;
-            let count = grid[dimension].div_ceil(size);
+            let items = if dimension == 0 { entry.items_per_invocation.max(1) as u64 } else { 1 };
+            let count = grid[dimension].div_ceil(items).div_ceil(size);
             let limit = self.gpu.limits.max_workgroup_count[dimension];
             workgroups[dimension] = u32::try_from(count).ok().filter(|&c| c <= limit).ok_or_else(|| {
                 RuntimeError::Backend(format!(
@@ -752,8 +913,18 @@ impl Backend for VulkanBackend {
             if let Some((pool, first)) = queries {
                 device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first);
             }
-            device.cmd_bind_pipeline(frame.commands, vk::PipelineBindPoint::COMPUTE, compiled.pipeline);
-            if let Some(set) = set {
+            // What the command buffer has bound stays bound: a set and push constants stay
+            // valid across pipelines of the same layout, and are forgotten on a change of layout.
+            let bound = &mut frame.bound;
+            if bound.layout != compiled.layout {
+                *bound = Default::default();
+                bound.layout = compiled.layout;
+            }
+            if bound.pipeline != compiled.pipeline {
+                device.cmd_bind_pipeline(frame.commands, vk::PipelineBindPoint::COMPUTE, compiled.pipeline);
+                bound.pipeline = compiled.pipeline;
+            }
+            if let Some(set) = set.filter(|&set| set != bound.set) {
                 device.cmd_bind_descriptor_sets(
                     frame.commands,
                     vk::PipelineBindPoint::COMPUTE,
@@ -762,8 +933,9 @@ impl Backend for VulkanBackend {
                     &[set],
                     &[],
                 );
+                bound.set = set;
             }
-            if push_size > 0 {
+            if push_size > 0 && bound.push[..] != push[..push_size] {
                 device.cmd_push_constants(
                     frame.commands,
                     compiled.layout,
@@ -771,6 +943,8 @@ impl Backend for VulkanBackend {
                     0,
                     &push[..push_size],
                 );
+                bound.push.clear();
+                bound.push.extend_from_slice(&push[..push_size]);
             }
             device.cmd_dispatch(frame.commands, workgroups[0], workgroups[1], workgroups[2]);
             if let Some((pool, first)) = queries {
@@ -783,51 +957,14 @@ impl Backend for VulkanBackend {
         }
         let writes = entry_writes(compiled);
         self.hazards.recorded(command, Stage::Compute, writes);
+        self.submit_early()?;
         Ok(command)
     }
 
     fn submit(&mut self) -> Result<Fence, RuntimeError> {
         self.frame()?;
-        let mut frame = self.open.take().expect("opened above");
-        let device = &self.gpu.device;
-        let reads_back = frame.reads.iter().any(|(_, landing)| !matches!(landing, Landing::Ring(u64::MAX, _, _)));
-        // SAFETY: the command buffer is recording; the queue is the device's.
-        let submitted = unsafe {
-            if reads_back {
-                let memory = [vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
-                device.cmd_pipeline_barrier(
-                    frame.commands,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &memory,
-                    &[],
-                    &[],
-                );
-            }
-            device.end_command_buffer(frame.commands).map_err(vk_error("end a command buffer")).and_then(|()| {
-                let buffers = [frame.commands];
-                let submit = [vk::SubmitInfo::default().command_buffers(&buffers)];
-                device.queue_submit(self.gpu.queue, &submit, frame.fence).map_err(vk_error("submit a batch"))
-            })
-        };
-        if let Err(error) = submitted {
-            // The batch is lost; its staging is released and its frame dropped.
-            for span in frame.uploads.drain(..) {
-                self.upload.state.release(span);
-            }
-            for (_, landing) in std::mem::take(&mut frame.reads) {
-                self.release_landing(landing);
-            }
-            return Err(error);
-        }
-        self.hazards.clear();
-        let fence = Fence::new(frame.sequence);
-        self.next_batch = frame.sequence + 1;
-        self.in_flight.push_back(frame);
-        Ok(fence)
+        self.early_batch = EARLY_BATCH;
+        self.submit_open().map(Fence::new)
     }
 
     fn wait(&mut self, fence: Fence) -> Result<Vec<DispatchTime>, RuntimeError> {
@@ -853,7 +990,7 @@ impl Backend for VulkanBackend {
             ))
         })?;
         let len = match &landing {
-            Landing::Ring(_, _, len) | Landing::Own(_, len) => *len,
+            Landing::Ring(_, _, len) | Landing::Pieces(_, len) => *len,
         };
         let result = if len != into.len() {
             Err(RuntimeError::Backend(format!(
@@ -864,9 +1001,15 @@ impl Backend for VulkanBackend {
         } else {
             match &mut landing {
                 Landing::Ring(_, offset, len) => {
-                    into.copy_from_slice(&self.download.bytes()[*offset as usize..][..*len]);
+                    copy_bytes(into, &self.download.bytes()[*offset as usize..][..*len]);
                 }
-                Landing::Own(block, len) => into.copy_from_slice(&block.mapped()[..*len]),
+                Landing::Pieces(blocks, _) => {
+                    let piece = self.download_pieces.piece as usize;
+                    for (into, block) in into.chunks_mut(piece).zip(blocks.iter_mut()) {
+                        let len = into.len();
+                        copy_bytes(into, &block.mapped()[..len]);
+                    }
+                }
             }
             Ok(())
         };
@@ -895,20 +1038,26 @@ impl Drop for VulkanBackend {
                     device.destroy_query_pool(pool, None);
                 }
                 device.destroy_fence(frame.fence, None);
-                for block in frame.temporaries.drain(..) {
+                for block in frame.pieces.drain(..) {
                     block.destroy(&device, &mut self.allocator);
                 }
                 for (_, landing) in frame.reads.drain(..) {
-                    if let Landing::Own(block, _) = landing {
-                        block.destroy(&device, &mut self.allocator);
+                    if let Landing::Pieces(blocks, _) = landing {
+                        for block in blocks {
+                            block.destroy(&device, &mut self.allocator);
+                        }
                     }
                 }
             }
             for (_, landing) in std::mem::take(&mut self.takeable) {
-                if let Landing::Own(block, _) = landing {
-                    block.destroy(&device, &mut self.allocator);
+                if let Landing::Pieces(blocks, _) = landing {
+                    for block in blocks {
+                        block.destroy(&device, &mut self.allocator);
+                    }
                 }
             }
+            self.upload_pieces.destroy(&device, &mut self.allocator);
+            self.download_pieces.destroy(&device, &mut self.allocator);
             self.completed = u64::MAX;
             self.release_retired();
             device.destroy_command_pool(self.command_pool, None);

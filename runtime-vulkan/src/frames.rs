@@ -12,6 +12,18 @@
 //! command of a waited batch needs nothing (the wait did it). A batch with copies back ends
 //! with a barrier from transfers to host reads, so the host sees their bytes after the wait.
 //!
+//! **Early submission.** The backend submits a batch before the executor does once it holds
+//! `batch_commands` commands, or 16 (then 32, 64, ... up to `batch_commands`, a size that
+//! restarts at each submit of the executor) while everything submitted before is done, and
+//! after each piece of a copy larger than the staging ring: the device starts on the
+//! first commands while the host records the rest. The executor's fence is the last batch's;
+//! waiting for it waits for every batch before. A command that depends on one in a batch
+//! submitted early gets the barrier from all commands above, which covers it.
+//!
+//! **Binds.** Within a command buffer, a dispatch binds the pipeline, the descriptor set and the
+//! push constants only where they differ from what is bound (a chain of one kernel on the same
+//! buffers binds once).
+//!
 //! **Timestamps.** Where the queue has them, each dispatch is bracketed by two timestamps at the
 //! bottom of the pipe: the first is written when every command before the dispatch is done, the
 //! second when the dispatch is, so the difference is the dispatch's own time, and the times of
@@ -36,18 +48,31 @@ pub(crate) struct Frame {
     pub timed: Vec<(Command, u32)>,
     /// Spans of the upload ring its copies read.
     pub uploads: Vec<u64>,
-    /// Staging buffers of its own (copies too large for the ring).
-    pub temporaries: Vec<Block>,
+    /// Upload staging pieces its copies read (copies that did not fit the ring).
+    pub pieces: Vec<Block>,
     /// Its copies back, and where their bytes land.
     pub reads: Vec<(Command, Landing)>,
+    /// What its command buffer has bound so far (none at its beginning): a dispatch that
+    /// binds the same pipeline, set or push constants again records no bind.
+    pub bound: Bound,
+}
+
+/// The compute state a command buffer has bound.
+#[derive(Default)]
+pub(crate) struct Bound {
+    pub pipeline: vk::Pipeline,
+    pub layout: vk::PipelineLayout,
+    pub set: vk::DescriptorSet,
+    /// The push-constant bytes set with `layout` (empty: none).
+    pub push: smallvec::SmallVec<[u8; 64]>,
 }
 
 /// Where the bytes of a copy back land.
 pub(crate) enum Landing {
     /// A span of the download ring: (span id, offset, length).
     Ring(u64, u64, usize),
-    /// A staging buffer of its own, and the length.
-    Own(Block, usize),
+    /// Download staging pieces, in order (each full but the last), and the length.
+    Pieces(Vec<Block>, usize),
 }
 
 /// Queries per timestamp pool.
@@ -106,8 +131,11 @@ pub(crate) struct Barrier {
 /// writes visible. See the module documentation.
 #[derive(Debug, Default)]
 pub(crate) struct Hazards {
-    /// The stage of each command recorded in the open batch, by its number.
-    stages: std::collections::HashMap<u64, Stage>,
+    /// The open batch's first command.
+    first: u64,
+    /// The stage of each command recorded in the open batch, by its number less `first`
+    /// (`None`: a command that recorded nothing).
+    stages: Vec<Option<Stage>>,
     /// Per source stage and destination stage: the commands of the source stage numbered
     /// below this are ordered before the destination stage.
     covered: [[u64; 2]; 2],
@@ -134,7 +162,8 @@ impl Hazards {
         for dependency in after {
             let sequence = dependency.sequence();
             if sequence >= first_command {
-                if let Some(&source) = self.stages.get(&sequence) {
+                let recorded = sequence.checked_sub(self.first).and_then(|i| self.stages.get(i as usize));
+                if let Some(&Some(source)) = recorded {
                     if sequence >= self.covered[source.index()][dst] {
                         sources[source.index()] = true;
                     }
@@ -169,19 +198,32 @@ impl Hazards {
         Some(Barrier { src_stages, src_access, dst: stage })
     }
 
-    /// Notes a recorded command.
+    /// Notes a recorded command. A command begun in an earlier batch (a copy recorded in
+    /// pieces, the batch submitted between them) is not noted: a dependency on it is one on an
+    /// earlier batch.
     pub(crate) fn recorded(&mut self, command: Command, stage: Stage, writes: bool) {
         let sequence = command.sequence();
-        self.stages.insert(sequence, stage);
+        let Some(index) = sequence.checked_sub(self.first) else {
+            return;
+        };
+        let index = index as usize;
+        if self.stages.len() <= index {
+            self.stages.resize(index + 1, None);
+        }
+        self.stages[index] = Some(stage);
         if writes {
             self.last_write[stage.index()] = self.last_write[stage.index()].max(sequence + 1);
         }
         self.next = self.next.max(sequence + 1);
     }
 
-    /// A new batch: nothing recorded in it yet.
-    pub(crate) fn clear(&mut self) {
-        *self = Hazards::default();
+    /// A new batch, beginning at command `first`: nothing recorded in it yet.
+    pub(crate) fn clear(&mut self, first: u64) {
+        self.stages.clear();
+        self.covered = [[0; 2]; 2];
+        self.last_write = [0; 2];
+        self.next = 0;
+        self.first = first;
     }
 }
 

@@ -365,6 +365,8 @@ impl Gpu {
             max_workgroup_memory_bytes: self.limits.max_workgroup_memory_bytes,
             max_workgroup_invocations: self.limits.max_workgroup_invocations,
             max_workgroup_size: self.limits.max_workgroup_size,
+            choose_workgroup_shape: false,
+            vectorize_accesses: false,
         }
     }
 }

@@ -21,12 +21,16 @@
 //! - **Memory** (`memory.rs`): device-local buffers from `gpu-allocator`; a buffer over
 //!   `maxStorageBufferRange` or `maxMemoryAllocationSize` is
 //!   [`hat_runtime::RuntimeError::BufferTooLarge`]; copies (whole buffers and element ranges) go
-//!   through two reusable host-visible staging rings, one each way.
+//!   through two reusable host-visible staging rings, one each way; a copy that does not fit
+//!   goes through staging pieces kept for later copies, an upload submitted piece by piece.
 //! - **Kernels** (`kernels.rs`): compute pipelines cached by a hash of the SPIR-V, the entry point
 //!   and the specialisation; descriptor sets cached by the buffers they bind.
-//! - **Batches** (`frames.rs`): the executor's copies and dispatches are recorded into one command
-//!   buffer per batch, with a pipeline barrier only where a command depends on an earlier one; a
-//!   fence per batch; GPU timestamps around each dispatch give its device time.
+//! - **Batches** (`frames.rs`): the executor's copies and dispatches are recorded into command
+//!   buffers with a pipeline barrier only where a command depends on an earlier one; a fence per
+//!   batch; GPU timestamps around each dispatch give its device time. A batch is submitted when
+//!   the executor submits, and also on the backend's own once it holds
+//!   [`VulkanOptions::batch_commands`] commands (or 16 while the device is idle), so that the
+//!   device runs while the host records; the backend never waits on its own.
 //! - **Errors**: a lost device is [`hat_runtime::RuntimeError::DeviceLost`], memory the device
 //!   cannot give [`hat_runtime::RuntimeError::Allocation`]; nothing panics on a program or its
 //!   data.

@@ -10,9 +10,14 @@
 //!   to the device writes its bytes into the upload ring when it is recorded, a copy back
 //!   lands in the download ring (which is host-cached where the device has such memory). A
 //!   span of a ring is released when its batch is done (and, for a read, once its bytes were
-//!   taken or discarded), oldest first. A copy that does not fit in the ring's free space gets
-//!   a buffer of its own ([`Staging`]), freed with its batch: the runtime never waits for
-//!   staging space.
+//!   taken or discarded), oldest first. A copy that does not fit in the ring's free space goes
+//!   through *pieces* ([`Pieces`]): host-visible blocks of one size, as many as the copy needs,
+//!   given back when its batch is done and kept for later copies (up to a bound), so that a
+//!   program that moves the same large buffer every run allocates (and the OS pins and zeroes)
+//!   its staging once, not per copy. The runtime never waits for staging space.
+//! - **Host copies** into and out of staging of a megabyte or more are split between threads
+//!   ([`copy_bytes`]): one thread's `memcpy` into pinned memory moves about 10 GB/s, well
+//!   below what the bus takes.
 
 use crate::errors::{allocation_error, vk_error};
 use ash::vk;
@@ -88,6 +93,77 @@ impl Block {
     pub(crate) fn mapped(&mut self) -> &mut [u8] {
         self.allocation.mapped_slice_mut().expect("staging memory is host-visible and mapped")
     }
+}
+
+/// Host-visible staging blocks of one size, for copies that do not fit a ring (see the module
+/// documentation).
+pub(crate) struct Pieces {
+    /// The bytes of each piece.
+    pub piece: u64,
+    usage: vk::BufferUsageFlags,
+    location: MemoryLocation,
+    name: &'static str,
+    free: Vec<Block>,
+    /// How many free pieces to keep.
+    keep: usize,
+}
+
+impl Pieces {
+    pub(crate) fn new(
+        piece: u64,
+        keep_bytes: u64,
+        usage: vk::BufferUsageFlags,
+        location: MemoryLocation,
+        name: &'static str,
+    ) -> Pieces {
+        let piece = piece.max(ALIGN).next_multiple_of(ALIGN);
+        Pieces { piece, usage, location, name, free: Vec::new(), keep: (keep_bytes / piece) as usize }
+    }
+
+    /// A piece: a kept one, else a new one.
+    pub(crate) fn take(&mut self, device: &ash::Device, allocator: &mut Allocator) -> Result<Block, RuntimeError> {
+        match self.free.pop() {
+            Some(block) => Ok(block),
+            None => Block::new(device, allocator, self.piece, self.usage, self.location, self.name),
+        }
+    }
+
+    /// Gives back a piece no command uses any more: kept, or destroyed past the bound.
+    pub(crate) fn give(&mut self, block: Block, device: &ash::Device, allocator: &mut Allocator) {
+        if self.free.len() < self.keep {
+            self.free.push(block);
+        } else {
+            block.destroy(device, allocator);
+        }
+    }
+
+    /// Destroys the kept pieces.
+    pub(crate) fn destroy(&mut self, device: &ash::Device, allocator: &mut Allocator) {
+        for block in self.free.drain(..) {
+            block.destroy(device, allocator);
+        }
+    }
+}
+
+/// Below this, one thread copies.
+const PARALLEL_COPY_BYTES: usize = 1 << 20;
+
+/// Copies `from` into `into` (of the same length), split between up to 8 threads when it is a
+/// megabyte or more.
+pub(crate) fn copy_bytes(into: &mut [u8], from: &[u8]) {
+    debug_assert_eq!(into.len(), from.len());
+    let threads =
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(8).min(from.len() / PARALLEL_COPY_BYTES);
+    if threads <= 1 {
+        into.copy_from_slice(from);
+        return;
+    }
+    let part = from.len().div_ceil(threads).next_multiple_of(64);
+    std::thread::scope(|scope| {
+        for (into, from) in into.chunks_mut(part).zip(from.chunks(part)) {
+            scope.spawn(move || into.copy_from_slice(from));
+        }
+    });
 }
 
 /// A device buffer of a program.

@@ -81,7 +81,7 @@ compute.func @main(%a: memref<?xi32>, %b: memref<?xi32>, %count: index) -> i32 {
 "#;
 
 #[test]
-fn a_chain_of_dispatches_and_ranged_copies_runs_in_one_batch_per_wait() {
+fn a_chain_of_dispatches_and_ranged_copies_waits_once_per_host_read() {
     let Some(mut gpu) = vulkan() else { return };
     let (ctx, module) = parse(CHAIN);
     let verified = verify_module(&ctx, module).unwrap();

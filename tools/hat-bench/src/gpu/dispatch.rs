@@ -7,9 +7,10 @@
 //! - `synced`: a `compute.sync` after each dependent dispatch (one submission and wait each),
 //!   beside the probe's `submit_wait` mode.
 //!
-//! The executor records the whole loop into one command buffer and submits it at the end (the
-//! first two), so the run's wall time is the host's recording plus the device's execution; the
-//! probe records once and times only the submission of the recorded buffer. Per dispatch the
+//! The executor records the whole loop and submits it at the end (the first two); the Vulkan
+//! backend submits batches of it on its own meanwhile, so the device runs while the host records
+//! and the run's wall time is about the larger of the two; the probe records once and times only
+//! the submission of the recorded buffer. Per dispatch the
 //! report gives the run's wall time, the device time (the sum of the dispatches' timestamps:
 //! with a barrier between each two, the span of the chain) and the host's part, the wall time
 //! less the device time. Each is measured with the backend's per-dispatch timestamps (what
