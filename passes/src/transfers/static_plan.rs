@@ -2012,22 +2012,25 @@ impl<'a> Planner<'a> {
     /// of a branch on the way).
     fn wanted_on_device_first(&self, root: Value, block: Block) -> RangeSet {
         let ctx = self.ctx;
+        // What branches on the way want on every path (a branch that does not write the
+        // buffer lets the search go on after it).
+        let mut so_far = RangeSet::empty();
         for op in ctx.block_ops(block) {
             if ctx.regions(op).is_empty() {
                 match self.classify(root, op, false) {
                     None => continue,
                     Some((Want::Device, Some(o))) if ctx.interface::<dyn LaunchOpInterface>(o).is_some() => {
-                        return self.elements_wanted(root, o);
+                        return so_far.union(&self.elements_wanted(root, o));
                     }
-                    Some(_) => return RangeSet::empty(),
+                    Some(_) => return so_far,
                 }
             }
             if !self.touched_in(root, op) {
                 continue;
             }
-            let Some(branch) = ctx.interface::<dyn RegionBranchOpInterface>(op) else { return RangeSet::empty() };
+            let Some(branch) = ctx.interface::<dyn RegionBranchOpInterface>(op) else { return so_far };
             if ctx.interface::<dyn LoopLikeOpInterface>(op).is_some() {
-                return RangeSet::empty();
+                return so_far;
             }
             let successors = branch.successors(ctx, op, RegionPoint::Parent, &constant_integers(ctx, op));
             let mut every: Option<RangeSet> = None;
@@ -2041,9 +2044,16 @@ impl<'a> Planner<'a> {
                 };
                 every = Some(every.map_or(wanted.clone(), |e| e.intersect(&wanted)));
             }
-            return every.unwrap_or_else(RangeSet::empty);
+            so_far = so_far.union(&every.unwrap_or_else(RangeSet::empty));
+            let writes = ctx
+                .regions(op)
+                .iter()
+                .any(|&region| ctx.region_blocks(region).iter().any(|&inner| self.may_write_in(root, inner)));
+            if writes {
+                return so_far;
+            }
         }
-        RangeSet::empty()
+        so_far
     }
 
     /// Whether an op nested in `op` names a value that may be `root`.
