@@ -60,6 +60,7 @@ use hat_ir::{
     Block, Context, EffectKind, EffectTarget, Extent, Location, MemoryEffects, MemorySpace, Op, OpTraits, Value,
 };
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -340,6 +341,7 @@ pub fn plan(
         items: Vec::new(),
         touched: FxHashMap::default(),
         memo: FxHashMap::default(),
+        body_facts: RefCell::default(),
         loops: 0,
     };
     let mut state: State = params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
@@ -365,6 +367,9 @@ struct Planner<'a> {
     /// How many loop bodies are being planned around the current op: only a construct inside
     /// one can be planned again, so only those are memoized.
     loops: u32,
+    /// Per loop body and buffer, what depends on the program only (not on the state), for the
+    /// header's fixpoint iterations: (dead at the top, wanted on the device first on every path).
+    body_facts: RefCell<FxHashMap<(Block, Value), (RangeSet, RangeSet)>>,
 }
 
 fn whole(ctx: &Context, buffer: Value) -> RangeSet {
@@ -1344,13 +1349,13 @@ impl<'a> Planner<'a> {
             // may observe them are dead at the top of the body: no copy makes them current
             // there. The header takes them as the back edge has them (the body overwrites
             // them on every run, so no later observer sees what the header says of them).
-            let dead = match (counted, self.ctx.regions(loop_op).first()) {
+            // (Only where the header may need a copy: the scan costs the body's size.)
+            let may_copy = !e.host.contains(&b.host)
+                || !e.device.contains(&b.device)
+                || !e.host.intersect(&b.host).union(&e.device.intersect(&b.device)).contains(&all);
+            let dead = match (counted && may_copy, self.ctx.regions(loop_op).first()) {
                 (true, Some(&region)) => match self.ctx.region_blocks(region) {
-                    [body] => {
-                        let (mut killed, mut exposed) = (RangeSet::empty(), RangeSet::empty());
-                        self.overwritten_first(root, *body, &mut killed, &mut exposed);
-                        killed.minus(&exposed)
-                    }
+                    [body] => self.body_facts(root, *body).0,
                     _ => RangeSet::empty(),
                 },
                 _ => RangeSet::empty(),
@@ -1375,7 +1380,7 @@ impl<'a> Planner<'a> {
                     };
                     if let (Some(body), Some(o)) = (body, observer) {
                         if self.ctx.parent_block(o) != Some(body) {
-                            let surely = self.wanted_on_device_first(root, body);
+                            let surely = self.body_facts(root, body).1;
                             let unsure = to_device.minus(&surely).intersect(&e.host);
                             to_device = to_device.minus(&unsure);
                             h.device = h.device.minus(&unsure);
@@ -1440,6 +1445,19 @@ impl<'a> Planner<'a> {
         (header, fixups)
     }
 
+    /// What the header needs to know of `root` in the loop body `body` (memoized): the elements
+    /// dead at its top, and those every path wants on the device first.
+    fn body_facts(&self, root: Value, body: Block) -> (RangeSet, RangeSet) {
+        if let Some(known) = self.body_facts.borrow().get(&(body, root)) {
+            return known.clone();
+        }
+        let (mut killed, mut exposed) = (RangeSet::empty(), RangeSet::empty());
+        self.overwritten_first(root, body, &mut killed, &mut exposed);
+        let facts = (killed.minus(&exposed), self.wanted_on_device_first(root, body));
+        self.body_facts.borrow_mut().insert((body, root), facts.clone());
+        facts
+    }
+
     /// Follows every path through `block` from `killed` (the elements of `root` overwritten
     /// on every path so far): adds to `killed` what each path overwrites whole (a dispatch that
     /// provably writes every element, a host op that overwrites it, a free) and to `exposed`
@@ -1447,7 +1465,7 @@ impl<'a> Planner<'a> {
     fn overwritten_first(&self, root: Value, block: Block, killed: &mut RangeSet, exposed: &mut RangeSet) {
         let ctx = self.ctx;
         let all = whole(ctx, root);
-        for op in ctx.block_ops(block) {
+        for op in self.children_touching(root, block) {
             if killed.contains(&all) {
                 return;
             }
@@ -2015,7 +2033,7 @@ impl<'a> Planner<'a> {
         // What branches on the way want on every path (a branch that does not write the
         // buffer lets the search go on after it).
         let mut so_far = RangeSet::empty();
-        for op in ctx.block_ops(block) {
+        for op in self.children_touching(root, block) {
             if ctx.regions(op).is_empty() {
                 match self.classify(root, op, false) {
                     None => continue,
@@ -2024,9 +2042,6 @@ impl<'a> Planner<'a> {
                     }
                     Some(_) => return so_far,
                 }
-            }
-            if !self.touched_in(root, op) {
-                continue;
             }
             let Some(branch) = ctx.interface::<dyn RegionBranchOpInterface>(op) else { return so_far };
             if ctx.interface::<dyn LoopLikeOpInterface>(op).is_some() {
@@ -2056,17 +2071,39 @@ impl<'a> Planner<'a> {
         so_far
     }
 
-    /// Whether an op nested in `op` names a value that may be `root`.
-    fn touched_in(&self, root: Value, op: Op) -> bool {
+    /// The ops of `block` (in order) that name, or hold an op that names, a value that may be
+    /// `root`: found from the use index in time proportional to them, not to the block.
+    fn children_touching(&self, root: Value, block: Block) -> Vec<Op> {
         let ctx = self.ctx;
-        ctx.walk(op).into_iter().any(|n| ctx.operands(n).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, root)))
+        let index = &self.uses;
+        let (Some(first), Some(last)) = (ctx.first_op(block), ctx.last_op(block)) else { return Vec::new() };
+        let to = index.end[index.position(last) as usize];
+        let mine = index.uses.get(&root).map_or(&[][..], Vec::as_slice);
+        let mut from = index.position(first);
+        let mut found = Vec::new();
+        loop {
+            let next = [mine, &index.unknown[..]]
+                .iter()
+                .filter_map(|list| list.get(index.first_at(list, from)).copied())
+                .min();
+            let Some(next) = next.filter(|&n| n <= to) else { return found };
+            let mut op = index.ops[next as usize];
+            while ctx.parent_block(op) != Some(block) {
+                match ctx.parent_op(op) {
+                    Some(parent) => op = parent,
+                    None => return found,
+                }
+            }
+            found.push(op);
+            from = index.end[index.position(op) as usize] + 1;
+        }
     }
 
     /// Whether anything in `block` (at any depth) may write `root`, on either side, or do
     /// what the planner cannot see into (a call, an op of unknown effects).
     fn may_write_in(&self, root: Value, block: Block) -> bool {
         let ctx = self.ctx;
-        let ops: Vec<Op> = ctx.block_ops(block).collect();
+        let ops = self.children_touching(root, block);
         ops.into_iter().flat_map(|op| ctx.walk(op)).any(|n| {
             if !ctx.operands(n).iter().any(|&v| is_buffer(ctx, v) && self.may_alias(v, root)) {
                 return false;
