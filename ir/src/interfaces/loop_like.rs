@@ -55,3 +55,9 @@ pub fn trip_count(ctx: &Context, op: Op) -> Option<u64> {
     let span = (upper as i128) - (lower as i128);
     Some(((span + step as i128 - 1) / step as i128) as u64)
 }
+
+/// The loop-like ops nested in `op` (itself included), innermost first: `walk` is pre-order,
+/// so reversed it visits inner loops before the loops around them.
+pub fn loops_innermost_first(ctx: &Context, op: Op) -> Vec<Op> {
+    ctx.walk(op).into_iter().rev().filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some()).collect()
+}

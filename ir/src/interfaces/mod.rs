@@ -37,7 +37,7 @@ pub use call::{function_type_signature, resolve_callee, CallOpInterface, Callabl
 pub use constants::{constant_integer, constant_integers};
 pub use execution_space::{enclosing_execution_space, execution_space, ExecutionSpace};
 pub use launch::LaunchOpInterface;
-pub use loop_like::{trip_count, LoopLikeOpInterface};
+pub use loop_like::{loops_innermost_first, trip_count, LoopLikeOpInterface};
 pub use region_branch::{RegionBranchOpInterface, RegionPoint};
 pub(crate) use registry::InterfaceSet;
 pub use symbols::{lookup_symbol, nearest_symbol_table, SymbolTable};

@@ -16,7 +16,7 @@ use super::residues::{defined_at_top, is_buffer, resolve, Bounds, LoopShape, Res
 use super::specialise::{dropped, specialise};
 use crate::transfers::insert::host_functions;
 use hat_dialects::arith_views::SelectOp;
-use hat_ir::interfaces::LoopLikeOpInterface;
+use hat_ir::interfaces::loops_innermost_first;
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::rewrite::Rewriter;
 use hat_ir::{Context, Diagnostic, Op, Value};
@@ -113,12 +113,7 @@ impl Pass for ResolveAliases {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let mut changed = false;
         for function in host_functions(ctx, op) {
-            let loops: Vec<Op> = ctx
-                .walk(function)
-                .into_iter()
-                .rev()
-                .filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some())
-                .collect();
+            let loops = loops_innermost_first(ctx, function);
             for looped in loops {
                 if ctx.is_erased(looped) {
                     continue;

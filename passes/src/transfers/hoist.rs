@@ -30,7 +30,7 @@ use super::host_effects::{summarize_with_roots, Summaries, Touches};
 use super::insert::{host_functions, kernel_effects};
 use hat_dialects::buffer::{FromDeviceOp, ToDeviceOp};
 use hat_dialects::semantics::IntPredicate;
-use hat_ir::interfaces::{trip_count, LoopLikeOpInterface};
+use hat_ir::interfaces::{loops_innermost_first, trip_count, LoopLikeOpInterface};
 use hat_ir::pass::{Pass, PassFailed, PassInfo, PassState};
 use hat_ir::{Block, Context, Op, Value};
 
@@ -56,14 +56,8 @@ impl Pass for HoistTransfers {
         for function in host_functions(ctx, op) {
             // Moving transfers (ops without results) leaves the roots as summarize found them.
             let roots = all_roots.remove(&function).unwrap_or_else(|| BufferRoots::of(ctx, function));
-            // Innermost loops first: `walk` is pre-order, so reversed it visits inner loops
-            // before the loops around them.
-            let loops: Vec<Op> = ctx
-                .walk(function)
-                .into_iter()
-                .rev()
-                .filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some())
-                .collect();
+            // Innermost loops first.
+            let loops = loops_innermost_first(ctx, function);
             for looped in loops {
                 moved += hoist_out_of(ctx, looped, &roots, &effects, &summaries);
             }

@@ -20,7 +20,7 @@ use super::ranges::RangeSet;
 use super::static_plan;
 use crate::resolve_aliases::pass::{resolve_loop, Outcome};
 use hat_ir::interfaces::{
-    execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface, LoopLikeOpInterface,
+    execution_space, loops_innermost_first, CallableOpInterface, ExecutionSpace, LaunchOpInterface,
 };
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::{Context, Diagnostic, Op};
@@ -134,12 +134,7 @@ impl Pass for InsertTransfers {
             let bounds = crate::resolve_aliases::residues::Bounds::default();
             let (mut resolved, mut unswitched) = (0, 0);
             for function in host_functions(ctx, op) {
-                let loops: Vec<Op> = ctx
-                    .walk(function)
-                    .into_iter()
-                    .rev()
-                    .filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some())
-                    .collect();
+                let loops = loops_innermost_first(ctx, function);
                 for looped in loops {
                     if !ctx.is_erased(looped)
                         && matches!(resolve_loop(ctx, function, looped, &bounds), Outcome::Specialised { .. })

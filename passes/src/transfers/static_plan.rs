@@ -1279,6 +1279,15 @@ impl<'a> Planner<'a> {
     fn header(&self, entry: &State, back: &State, first_op: Option<Op>, loop_op: Op) -> (State, Vec<Fixup>) {
         let mut header = State::new();
         let mut fixups = Vec::new();
+        let counted = self.ctx.interface::<dyn LoopLikeOpInterface>(loop_op).is_some();
+        // A counted loop's body (a single block), which the header asks about per buffer.
+        let counted_body = match (counted, self.ctx.regions(loop_op).first()) {
+            (true, Some(&region)) => match self.ctx.region_blocks(region) {
+                [body] => Some(*body),
+                _ => None,
+            },
+            _ => None,
+        };
         for (&root, e) in entry {
             let Some(b) = back.get(&root).filter(|&b| b != e) else {
                 // Not in the back edge, or the body leaves it as it found it.
@@ -1289,7 +1298,6 @@ impl<'a> Planner<'a> {
             // A `while` loop's second region may never run, so copies for it cannot wait on the
             // entry edge (no guard says whether it will run): where each edge has one copy
             // whole, a run-time flag says which at the top of the body instead.
-            let counted = self.ctx.interface::<dyn LoopLikeOpInterface>(loop_op).is_some();
             let one_whole = |c: &Copies| c.host_flag || c.host.contains(&all) || c.device.contains(&all);
             let same_whole = (e.host.contains(&all) && b.host.contains(&all))
                 || (e.device.contains(&all) && b.device.contains(&all));
@@ -1353,12 +1361,9 @@ impl<'a> Planner<'a> {
             let may_copy = !e.host.contains(&b.host)
                 || !e.device.contains(&b.device)
                 || !e.host.intersect(&b.host).union(&e.device.intersect(&b.device)).contains(&all);
-            let dead = match (counted && may_copy, self.ctx.regions(loop_op).first()) {
-                (true, Some(&region)) => match self.ctx.region_blocks(region) {
-                    [body] => self.body_facts(root, *body).0,
-                    _ => RangeSet::empty(),
-                },
-                _ => RangeSet::empty(),
+            let dead = match counted_body.filter(|_| may_copy) {
+                Some(body) => self.body_facts(root, body).0,
+                None => RangeSet::empty(),
             };
             let mut h = Copies::new(
                 e.host.intersect(&b.host).union(&dead.intersect(&b.host)),
@@ -1374,11 +1379,7 @@ impl<'a> Planner<'a> {
                     // not worth a copy on the entry edge. That part stays on the host at the
                     // top of the body (the entry has it there; the back edge copies back what
                     // the body left only on the device, as `kernel` does after the write).
-                    let body = match self.ctx.regions(loop_op).first() {
-                        Some(&region) if counted => self.ctx.region_blocks(region).first().copied(),
-                        _ => None,
-                    };
-                    if let (Some(body), Some(o)) = (body, observer) {
+                    if let (Some(body), Some(o)) = (counted_body, observer) {
                         if self.ctx.parent_block(o) != Some(body) {
                             let surely = self.body_facts(root, body).1;
                             let unsure = to_device.minus(&surely).intersect(&e.host);
@@ -1821,13 +1822,11 @@ impl<'a> Planner<'a> {
                 })
             })
         };
-        if true {
-            // An element current on the host on some paths and only on the device on others
-            // goes back to the host on the latter now (as `kernel` would have copied it back
-            // after the write): left as it is, a later merge would have to copy it back on
-            // every path of this construct, including those that did not write it.
-            lost = lost.union(&current_somewhere(Direction::FromDevice).minus(&host));
-        }
+        // An element current on the host on some paths and only on the device on others goes
+        // back to the host on the latter now (as `kernel` would have copied it back after the
+        // write): left as it is, a later merge would have to copy it back on every path of
+        // this construct, including those that did not write it.
+        lost = lost.union(&current_somewhere(Direction::FromDevice).minus(&host));
         if sure {
             let some = current_somewhere(side);
             let have = match side {
