@@ -6,20 +6,10 @@
 
 use hat_ir::{parse_source, verify_module};
 use hat_runtime::{ArgValue, Backend, CpuBackend, Executor, ExecutorOptions, HostBuffer, Scalar};
-use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
+use hat_runtime_vulkan::VulkanOptions;
 
-fn vulkan_with(options: VulkanOptions) -> Option<VulkanBackend> {
-    match VulkanBackend::new(&VulkanOptions { validation: true, ..options }) {
-        Ok(backend) => Some(backend),
-        Err(error) if std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-            panic!("HAT_REQUIRE_VULKAN=1, but no Vulkan device with validation: {error}")
-        }
-        Err(error) => {
-            eprintln!("skipped: no Vulkan device with validation ({error})");
-            None
-        }
-    }
-}
+mod support;
+use support::{assert_valid, vulkan_with};
 
 /// `%count` dispatches that each add to every element of `%a` (each depends on the one before),
 /// a host read of `%a` and a host write of `%b` between the two halves of the loop (a wait in
@@ -93,8 +83,7 @@ fn long_batches_and_copies_larger_than_the_ring_give_the_cpu_backends_results() 
         let got = run(&mut gpu, elements, count);
         assert_eq!(got, expected, "{elements} elements, {count} dispatches");
     }
-    let messages = gpu.validation_messages();
-    assert!(messages.is_empty(), "{} validation message(s):\n{}", messages.len(), messages.join("\n"));
+    assert_valid(&gpu);
 }
 
 #[test]
@@ -103,6 +92,5 @@ fn batches_of_one_command_are_still_ordered() {
     let Some(mut gpu) = vulkan_with(options) else { return };
     let expected = run(&mut CpuBackend::new(), 1000, 9);
     assert_eq!(run(&mut gpu, 1000, 9), expected);
-    let messages = gpu.validation_messages();
-    assert!(messages.is_empty(), "{} validation message(s):\n{}", messages.len(), messages.join("\n"));
+    assert_valid(&gpu);
 }

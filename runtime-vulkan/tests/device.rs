@@ -10,28 +10,11 @@ use hat_runtime::{
 };
 use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
 
-/// A validated backend on the default device, or `None` (printed) when there is none.
-fn vulkan_with(options: VulkanOptions) -> Option<VulkanBackend> {
-    match VulkanBackend::new(&VulkanOptions { validation: true, ..options }) {
-        Ok(backend) => Some(backend),
-        Err(error) if std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-            panic!("HAT_REQUIRE_VULKAN=1, but no Vulkan device with validation: {error}")
-        }
-        Err(error) => {
-            eprintln!("skipped: no Vulkan device with validation ({error})");
-            None
-        }
-    }
-}
+mod support;
+use support::{assert_valid, vulkan_with};
 
 fn vulkan() -> Option<VulkanBackend> {
     vulkan_with(VulkanOptions::default())
-}
-
-/// Fails on anything the validation layer said.
-fn assert_valid(backend: &VulkanBackend) {
-    let messages = backend.validation_messages();
-    assert!(messages.is_empty(), "{} validation message(s):\n{}", messages.len(), messages.join("\n"));
 }
 
 fn parse(text: &str) -> (Context, Op) {

@@ -5,7 +5,10 @@
 
 use hat_ir::{parse_source, verify_module};
 use hat_runtime::{ArgValue, Backend, CpuBackend, Executor, ExecutorOptions, HostBuffer, Scalar};
-use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
+use hat_runtime_vulkan::VulkanOptions;
+
+mod support;
+use support::{assert_valid, vulkan_with};
 
 const PROGRAM: &str = r#"
 kernel.func @square(%in: memref<?xf32>, %out: memref<?xf32>) workgroup(64) {
@@ -73,13 +76,7 @@ fn run(backend: &mut dyn Backend, len: usize, grid: usize) -> Vec<HostBuffer> {
 fn wide_kernels_give_the_cpu_backends_results_for_every_size() {
     for vectorize in [true, false] {
         let options = VulkanOptions { validation: true, vectorize_accesses: vectorize, ..VulkanOptions::default() };
-        let mut gpu = match VulkanBackend::new(&options) {
-            Ok(gpu) => gpu,
-            Err(error) if std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-                panic!("HAT_REQUIRE_VULKAN=1, but no Vulkan device with validation: {error}")
-            }
-            Err(error) => return eprintln!("skipped: no Vulkan device with validation ({error})"),
-        };
+        let Some(mut gpu) = vulkan_with(options) else { return };
         let sizes = [
             (1, 1),
             (3, 3),
@@ -99,7 +96,6 @@ fn wide_kernels_give_the_cpu_backends_results_for_every_size() {
             let got = run(&mut gpu, len, grid);
             assert_eq!(got, expected, "{len} elements, grid {grid}, vectorized {vectorize}");
         }
-        let messages = gpu.validation_messages();
-        assert!(messages.is_empty(), "{} validation message(s):\n{}", messages.len(), messages.join("\n"));
+        assert_valid(&gpu);
     }
 }

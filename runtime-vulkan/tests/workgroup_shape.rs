@@ -4,7 +4,10 @@
 
 use hat_ir::{parse_source, verify_module};
 use hat_runtime::{ArgValue, Backend, CpuBackend, Executor, ExecutorOptions, HostBuffer, Scalar};
-use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
+use hat_runtime_vulkan::VulkanOptions;
+
+mod support;
+use support::{assert_valid, vulkan_with};
 
 const PROGRAM: &str = r#"
 kernel.func @blur(%src: memref<?x?xi32>, %dst: memref<?x?xi32>) workgroup(8, 8) {
@@ -53,20 +56,13 @@ fn run(backend: &mut dyn Backend, rows: usize, cols: usize, grid: (usize, usize)
 fn reshaped_and_declared_workgroups_give_the_cpu_backends_results() {
     for choose in [true, false] {
         let options = VulkanOptions { validation: true, choose_workgroup_shape: choose, ..VulkanOptions::default() };
-        let mut gpu = match VulkanBackend::new(&options) {
-            Ok(gpu) => gpu,
-            Err(error) if std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-                panic!("HAT_REQUIRE_VULKAN=1, but no Vulkan device with validation: {error}")
-            }
-            Err(error) => return eprintln!("skipped: no Vulkan device with validation ({error})"),
-        };
+        let Some(mut gpu) = vulkan_with(options) else { return };
         // (rows, cols) and the grid (x over columns, y over rows): whole, partial workgroups in
         // x and y, and a grid smaller than the buffer (the rest keeps -1).
         for (rows, cols, grid) in [(16, 64, (64, 16)), (13, 45, (45, 13)), (7, 33, (20, 5)), (3, 1, (1, 3))] {
             let expected = run(&mut CpuBackend::new(), rows, cols, grid);
             assert_eq!(run(&mut gpu, rows, cols, grid), expected, "{rows} x {cols}, grid {grid:?}, reshaped {choose}");
         }
-        let messages = gpu.validation_messages();
-        assert!(messages.is_empty(), "{} validation message(s):\n{}", messages.len(), messages.join("\n"));
+        assert_valid(&gpu);
     }
 }
