@@ -8,7 +8,7 @@ use hat_ir::interfaces::{
     constant_integer, lookup_symbol, resolve_callee, CallOpInterface, LaunchOpInterface, SymbolTable,
 };
 use hat_ir::types::DYNAMIC;
-use hat_ir::{Context, Op, TypeKind, Value};
+use hat_ir::{Context, Op, Type, TypeKind, Value};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -44,6 +44,19 @@ pub struct Kernels {
     callees: FxHashMap<Op, Op>,
     /// [`Kernels::args`], per dispatch: asked again and again by the fixpoints.
     args: RefCell<FxHashMap<Op, Rc<[DispatchArg]>>>,
+    /// [`Kernels::args`] per launch shape: a dispatch of the same kernel with the same grid
+    /// constants and operand types gets the same answers (only the values passed differ), so
+    /// the kernel effects are asked once per shape, not once per dispatch.
+    by_shape: RefCell<FxHashMap<LaunchShape, Rc<[DispatchArg]>>>,
+}
+
+/// What [`dispatch_args`] depends on besides the values passed: the kernel, the grid's
+/// constants and the operands' types (which are buffers, and their shapes).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct LaunchShape {
+    kernel: Option<Op>,
+    grid: Vec<Option<i64>>,
+    types: Vec<Type>,
 }
 
 impl Kernels {
@@ -81,10 +94,32 @@ impl Kernels {
         if let Some(args) = self.args.borrow().get(&dispatch) {
             return args.clone();
         }
-        let unknown = KernelEffects::default();
-        let effects = self.effects_of(ctx, dispatch).unwrap_or(&unknown);
-        let args: Rc<[DispatchArg]> = dispatch_args(ctx, dispatch, effects).unwrap_or_default().into();
+        let args = self.args_by_shape(ctx, dispatch);
         self.args.borrow_mut().insert(dispatch, args.clone());
+        args
+    }
+
+    /// [`Kernels::args`] through the per-shape cache.
+    fn args_by_shape(&self, ctx: &Context, dispatch: Op) -> Rc<[DispatchArg]> {
+        let compute = || {
+            let unknown = KernelEffects::default();
+            let effects = self.effects_of(ctx, dispatch).unwrap_or(&unknown);
+            dispatch_args(ctx, dispatch, effects).unwrap_or_default()
+        };
+        let Some(launch) = ctx.interface::<dyn LaunchOpInterface>(dispatch) else { return compute().into() };
+        let operands = ctx.operands(dispatch);
+        let key = LaunchShape {
+            kernel: self.callee(ctx, dispatch),
+            grid: operands[launch.grid(ctx, dispatch)].iter().map(|&v| constant_integer(ctx, v)).collect(),
+            types: operands[launch.arguments(ctx, dispatch)].iter().map(|&v| ctx.value_type(v)).collect(),
+        };
+        if let Some(known) = self.by_shape.borrow().get(&key) {
+            // The same answers for this dispatch's own values (`param` indexes its arguments).
+            let arguments = &operands[launch.arguments(ctx, dispatch)];
+            return known.iter().map(|a| DispatchArg { value: arguments[a.param], ..a.clone() }).collect();
+        }
+        let args: Rc<[DispatchArg]> = compute().into();
+        self.by_shape.borrow_mut().insert(key, args.clone());
         args
     }
 

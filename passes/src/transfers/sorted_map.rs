@@ -97,6 +97,10 @@ impl<K: Ord + Copy, V> Extend<(K, V)> for SortedMap<K, V> {
 impl<K: Ord + Copy, V> FromIterator<(K, V)> for SortedMap<K, V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut entries: Vec<(K, V)> = iter.into_iter().collect();
+        // Most maps are built from another map's entries, already in order: keep them.
+        if entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            return SortedMap { entries };
+        }
         // Stable, so that of equal keys the last wins once duplicates are dropped below.
         entries.sort_by_key(|e| e.0);
         let mut out: Vec<(K, V)> = Vec::with_capacity(entries.len());

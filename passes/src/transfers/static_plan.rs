@@ -381,6 +381,16 @@ impl<'a> Planner<'a> {
         Unsupported { what: what.into(), location: self.ctx.location(op) }
     }
 
+    /// The text of a reason, made only when reasons are asked for (on large programs the
+    /// texts cost more than the plan).
+    fn reason(&self, text: impl FnOnce() -> String) -> String {
+        if self.reasons {
+            text()
+        } else {
+            String::new()
+        }
+    }
+
     fn describe(&self, location: Location) -> String {
         if !self.reasons {
             return String::new();
@@ -456,7 +466,7 @@ impl<'a> Planner<'a> {
         let updated = copies.side(side).union(&missing);
         *copies.side(side) = updated;
         copies.normalize(&whole(self.ctx, root));
-        self.push(root, side, missing, anchor, guards, location, reason())
+        self.push(root, side, missing, anchor, guards, location, self.reason(reason))
     }
 
     /// Before a write to one copy of a flagged buffer: makes that copy current everywhere (a
@@ -696,7 +706,15 @@ impl<'a> Planner<'a> {
                     self.need(state, root, Direction::FromDevice, &arg.needs, Anchor::Before(op), location, &reason)?;
                 }
                 let needs = arg.needs.clamp(element_count(ctx, arg.value));
-                self.push(arg.value, Direction::ToDevice, needs, Anchor::Before(op), vec![], location, reason())?;
+                self.push(
+                    arg.value,
+                    Direction::ToDevice,
+                    needs,
+                    Anchor::Before(op),
+                    vec![],
+                    location,
+                    self.reason(reason),
+                )?;
                 continue;
             }
             for &root in roots {
@@ -1034,7 +1052,7 @@ impl<'a> Planner<'a> {
                     ranges: RangeSet::empty(),
                     element: Some(index),
                     location,
-                    reason: reason(),
+                    reason: self.reason(reason),
                 });
                 return Ok(());
             }
@@ -1418,7 +1436,7 @@ impl<'a> Planner<'a> {
             }
             let to_device = to_device.minus(&dead);
             let from_device = from_device.minus(&dead);
-            let why = format!("the loop's body wants it there first ({})", self.observer(observer));
+            let why = self.reason(|| format!("the loop's body wants it there first ({})", self.observer(observer)));
             if !to_device.is_empty() {
                 fixups.push(Fixup {
                     root,
@@ -1657,7 +1675,8 @@ impl<'a> Planner<'a> {
         let LoopOutcome { header, back, fixups, .. } =
             self.fixpoint(op, &entry, ctx.first_op(body), &mut |this, s| {
                 this.block(body, s)?;
-                Ok((s.clone(), s.clone()))
+                // A counted loop leaves from the back edge (below): no separate exit state.
+                Ok((State::new(), std::mem::take(s)))
             })?;
         // The back edge brings what the header needs that the body's end lacks (a header that
         // did not settle, or elements the header keeps on the host that the body left only on
@@ -1695,7 +1714,7 @@ impl<'a> Planner<'a> {
                     Anchor::Before(op),
                     guards,
                     location,
-                    format!("{why}; hoisted out of the loop"),
+                    self.reason(|| format!("{why}; hoisted out of the loop")),
                 )?;
             }
         }
@@ -1791,7 +1810,8 @@ impl<'a> Planner<'a> {
         // merged state stays flagged (completing the others to match the flagged path's copies
         // is not possible: which copy it has is known only at run time).
         if let (Some(side), true) = (want.side(), paths.iter().any(|(path, c)| path.copies.is_none() && c.host_flag)) {
-            let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
+            let why =
+                self.reason(|| format!("{} after {what} at {}", self.observer(observer), self.describe(location)));
             for (path, c) in paths {
                 let Some((anchor, guards)) = &path.copies else { continue };
                 if c.host_flag {
@@ -1801,7 +1821,7 @@ impl<'a> Planner<'a> {
                     Direction::FromDevice => all.minus(&c.host),
                     Direction::ToDevice => all.minus(&c.device),
                 };
-                let reason = format!("{why}, {}", path.label);
+                let reason = self.reason(|| format!("{why}, {}", path.label));
                 self.push(root, side, missing, *anchor, guards.clone(), location, reason)?;
                 self.set_flag(root, side == Direction::FromDevice, path.flag, location);
             }
@@ -1873,7 +1893,7 @@ impl<'a> Planner<'a> {
             }
             _ => to_host = to_host.union(&rest),
         }
-        let why = format!("{} after {what} at {}", self.observer(observer), self.describe(location));
+        let why = self.reason(|| format!("{} after {what} at {}", self.observer(observer), self.describe(location)));
         for (path, c) in paths {
             let Some((anchor, guards)) = &path.copies else { continue };
             let mut from_guards = guards.clone();
@@ -1882,7 +1902,7 @@ impl<'a> Planner<'a> {
                 from_guards.push(Guard::FlagClear(root));
                 to_guards.push(Guard::FlagSet(root));
             }
-            let reason = format!("{why}, {}", path.label);
+            let reason = self.reason(|| format!("{why}, {}", path.label));
             self.push(
                 root,
                 Direction::FromDevice,
@@ -1962,7 +1982,7 @@ impl<'a> Planner<'a> {
                 continue;
             }
             let mut guards = if flagged { vec![flag_guard(root, direction)] } else { vec![] };
-            let reason = format!("{why}; hoisted out of the loop");
+            let reason = self.reason(|| format!("{why}; hoisted out of the loop"));
             let in_body = observer.is_some_and(|o| self.is_within(o, after));
             match body_top {
                 Some(top) if in_body && self.in_scope(root, Anchor::Before(top)) => {
