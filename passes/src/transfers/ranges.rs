@@ -138,6 +138,15 @@ impl RangeSet {
         RangeSet(out)
     }
 
+    /// How many elements it holds in a buffer of `len` elements (`None`: it runs to [`END`] of a
+    /// buffer whose size is not known).
+    pub fn count(&self, len: Option<u64>) -> Option<u64> {
+        self.0.iter().try_fold(0u64, |n, &(a, b)| {
+            let end = if b == END { len? } else { b };
+            Some(n + end.saturating_sub(a))
+        })
+    }
+
     /// Whether every element of `other` is in `self`.
     pub fn contains(&self, other: &RangeSet) -> bool {
         // Walk both in order: each range of `other` is covered from its start by consecutive
@@ -158,24 +167,16 @@ impl RangeSet {
         })
     }
 
-    /// The same set with [`END`] replaced by `len` when the buffer's size is known, and ranges
-    /// past it dropped.
+    /// The set within a buffer of `len` elements (when known): ranges past the end dropped,
+    /// and one that reaches the end written as reaching [`END`], so that sets of one buffer
+    /// compare equal however they were built.
     pub fn clamp(&self, len: Option<u64>) -> RangeSet {
-        match len {
-            Some(len) => self.intersect(&RangeSet::of(0..len)).widen_to_end(len),
-            None => self.clone(),
+        let Some(len) = len else { return self.clone() };
+        let mut out: SmallVec<[(u64, u64); 2]> = SmallVec::new();
+        for &(a, b) in self.0.iter().take_while(|&&(a, _)| a < len) {
+            out.push((a, if b >= len { END } else { b }));
         }
-    }
-
-    /// Writes a range that reaches `len` as reaching [`END`], so that sets of one buffer compare
-    /// equal however they were built.
-    fn widen_to_end(mut self, len: u64) -> RangeSet {
-        if let Some(last) = self.0.last_mut() {
-            if last.1 >= len {
-                last.1 = END;
-            }
-        }
-        self
+        RangeSet(out)
     }
 }
 
@@ -233,6 +234,14 @@ mod tests {
             assert_eq!(to_bits(&a), x);
             assert!(a.0.iter().all(|&(s, e)| s < e));
             assert!(a.0.windows(2).all(|w| w[0].1 < w[1].0), "{a:?} is not normalised");
+            // Clamped to 7 elements: what reaches the seventh reaches the end.
+            let clamped = a.clamp(Some(7));
+            let tail = if x & (1 << 6) != 0 { 0b111_1000_0000 } else { 0 };
+            assert_eq!(clamped, from_bits((x & 0x7f) | tail), "{a:?} clamped to 7");
+            assert_eq!(a.clamp(None), a);
+            let ones = |bits: u32| u64::from(bits.count_ones());
+            assert_eq!(a.count(Some(12)), Some(ones(x & 0x3ff) + if x & (1 << 10) != 0 { 2 } else { 0 }));
+            assert_eq!(a.count(None).is_none(), x & (1 << 10) != 0);
             for &y in &picks {
                 let b = from_bits(y);
                 let (u, i, m) = (a.union(&b), a.intersect(&b), a.minus(&b));

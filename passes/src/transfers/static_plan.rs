@@ -290,6 +290,9 @@ pub struct Plan {
     items: Vec<Planned>,
 }
 
+/// What an observer wants of a buffer, and the observer (`None`: the caller, after the return).
+type Observed = (Want, Option<Op>);
+
 /// Which copy the next observer of a buffer wants.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Want {
@@ -342,6 +345,7 @@ pub fn plan(
         touched: FxHashMap::default(),
         memo: FxHashMap::default(),
         body_facts: RefCell::default(),
+        first_uses: RefCell::default(),
         loops: 0,
     };
     let mut state: State = params.iter().map(|&p| (p, Copies::new(RangeSet::whole(), RangeSet::empty()))).collect();
@@ -370,6 +374,8 @@ struct Planner<'a> {
     /// Per loop body and buffer, what depends on the program only (not on the state), for the
     /// header's fixpoint iterations: (dead at the top, wanted on the device first on every path).
     body_facts: RefCell<FxHashMap<(Block, Value), (RangeSet, RangeSet)>>,
+    /// [`Planner::first_use_from`], per buffer and op.
+    first_uses: RefCell<FxHashMap<(Value, Op), Observed>>,
 }
 
 fn whole(ctx: &Context, buffer: Value) -> RangeSet {
@@ -552,8 +558,9 @@ impl<'a> Planner<'a> {
     }
 
     fn block(&mut self, block: Block, state: &mut State) -> Result<(), Unsupported> {
-        let ops: Vec<Op> = self.ctx.block_ops(block).collect();
-        for op in ops {
+        // Planning does not change the IR (the plan is emitted afterwards).
+        let ctx = self.ctx;
+        for op in ctx.block_ops(block) {
             self.op(op, state)?;
         }
         Ok(())
@@ -1345,9 +1352,32 @@ impl<'a> Planner<'a> {
                     device = b.device.clone();
                 }
                 let entry_device = e.device.union(&to_device);
-                let entry_host_whole = e.host.contains(&all);
+                let mut entry_host = e.host.clone();
+                let mut entry_host_whole = e.host.contains(&all);
                 if !(e.host_flag || entry_host_whole || entry_device.contains(&all)) {
-                    to_device = to_device.union(&all.minus(&entry_device));
+                    // Neither copy is whole on entry: complete the one that costs fewer
+                    // elements (on a tie the host copy, which `kernel` would have made whole
+                    // after the write that split the buffer).
+                    let len = element_count(self.ctx, root);
+                    let to_host = all.minus(&e.host);
+                    let rest_to_device = all.minus(&entry_device);
+                    match (to_host.count(len), rest_to_device.count(len)) {
+                        (Some(back), Some(forth)) if back <= forth => {
+                            let why = self.reasons.then(|| "the loop's flag needs one copy whole".to_string());
+                            fixups.push(Fixup {
+                                root,
+                                direction: Direction::FromDevice,
+                                ranges: to_host,
+                                flagged: false,
+                                set_flag: None,
+                                why: why.unwrap_or_default(),
+                                observer: flag_observer,
+                            });
+                            entry_host_whole = true;
+                            entry_host = all.clone();
+                        }
+                        _ => to_device = to_device.union(&rest_to_device),
+                    }
                 }
                 if !to_device.is_empty() {
                     let why = self.reasons.then(|| "the loop's body wants it there first".to_string());
@@ -1364,7 +1394,7 @@ impl<'a> Planner<'a> {
                 if !e.host_flag {
                     fixups.push(Fixup::set_flag(root, entry_host_whole));
                 }
-                header.insert(root, Copies { host: e.host.intersect(&b.host), device, host_flag: true });
+                header.insert(root, Copies { host: entry_host.intersect(&b.host), device, host_flag: true });
                 continue;
             }
             let (want, observer) = match first_op {
@@ -1545,10 +1575,17 @@ impl<'a> Planner<'a> {
 
     /// The first observer of `root` from `first` on (to the end of the function, around loops).
     fn first_use_from(&self, root: Value, first: Op, _loop_op: Op) -> (Want, Option<Op>) {
-        match self.first_use(root, first) {
+        // Asked per buffer on every round of every enclosing fixpoint; the answer depends on
+        // the program only.
+        if let Some(&known) = self.first_uses.borrow().get(&(root, first)) {
+            return known;
+        }
+        let found = match self.first_use(root, first) {
             Some(found) => found,
             None => self.wanted_after(root, first),
-        }
+        };
+        self.first_uses.borrow_mut().insert((root, first), found);
+        found
     }
 
     /// Copies at the end of the back edge so that `back` reaches `header` (only when the loop
@@ -1976,6 +2013,8 @@ impl<'a> Planner<'a> {
         let body_top = ctx.first_op(after);
         let mut deferred: Vec<Planned> = Vec::new();
         let mut deferred_roots: BTreeSet<Value> = BTreeSet::new();
+        // The entry state once the entry edge's unconditional copies are made.
+        let mut on_entry = entry.clone();
         for Fixup { root, direction, ranges, flagged, set_flag, why, observer } in fixups {
             if let Some(value) = set_flag {
                 self.set_flag(root, value, Anchor::Before(op), location);
@@ -1992,9 +2031,20 @@ impl<'a> Planner<'a> {
                     self.push(root, direction, ranges, Anchor::Before(top), guards, location, reason)?;
                     deferred.extend(self.items.drain(mark..));
                 }
-                _ => self.push(root, direction, ranges, Anchor::Before(op), guards, location, reason)?,
+                _ => {
+                    if guards.is_empty() {
+                        // Made on the entry edge whatever happens next: the path on which the
+                        // body never runs has it too.
+                        if let Some(c) = on_entry.get_mut(&root) {
+                            *c.side(direction) = c.side(direction).union(&ranges);
+                            c.normalize(&whole(ctx, root));
+                        }
+                    }
+                    self.push(root, direction, ranges, Anchor::Before(op), guards, location, reason)?
+                }
             }
         }
+        let entry = on_entry;
         let mut exit: State = exit.into_iter().filter(|(root, _)| entry.contains_key(root)).collect();
         // The exit state is the header's, which meets the entry with the back edge: where the
         // first region does not write a buffer, control that leaves before the body ever ran

@@ -23,6 +23,9 @@
 //!   loop of 1,000 dispatches: time, period, e-graph size; target under 50 ms each.
 
 mod aliases;
+/// The allocator's policy, hat-opt's own (the figures are of the process hat-opt would be).
+#[path = "../../hat-opt/src/allocator_policy.rs"]
+mod allocator_policy;
 mod common;
 mod executor;
 mod generate;
@@ -77,6 +80,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator_policy::keep_freed_memory();
     let cli = Cli::parse();
     // The report to print as JSON (none where the subcommand printed its own output) and
     // whether hat succeeded throughout.

@@ -5,6 +5,7 @@
 //! Exit status: 0 on success, 1 on any error (diagnostics on stderr with `file:line:col`, or a
 //! bad command line).
 
+mod allocator_policy;
 mod args;
 mod backend_choice;
 mod check_races;
@@ -255,6 +256,7 @@ pub fn parse_command_line(
 }
 
 fn main() -> ExitCode {
+    allocator_policy::keep_freed_memory();
     let mut registry = hat_passes::registry();
     hat_passes::register_test_passes(&mut registry);
     // As mlir-opt: a bad command line is an error like any other (status 1), `--help` is not.

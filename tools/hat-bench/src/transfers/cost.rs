@@ -336,6 +336,7 @@ pub fn measure(plan: &Plan<'_>) -> (Value, Vec<Series>, bool) {
         "repeat": plan.repeat.max(1),
         "budget_seconds": plan.budget_seconds,
         "verify_each": false,
+        "allocator_purge_delay_ms": crate::allocator_policy::purge_delay(),
         "programs": programs,
         "growth": growth,
     });
