@@ -159,7 +159,7 @@ pub(crate) fn lower_kernel(
         instances: FxHashMap::default(),
         queue: Vec::new(),
         wide: None,
-        coarse: coarse.map(|plan| crate::coarsen::CoarseState::new(plan)),
+        coarse: coarse.map(crate::coarsen::CoarseState::new),
     };
     let mut fe = FunctionEmitter {
         ctx,

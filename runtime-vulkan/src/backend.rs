@@ -90,9 +90,12 @@ impl Default for VulkanOptions {
 }
 
 /// Rows per invocation of a coarsened stencil kernel, by default. On the H100, Life at 8192 x
-/// 8192 took ... ms per generation with 1 (no coarsening), ... with 2, ... with 4, ... with 8
-/// (docs/benchmarks.md, the GPU section).
-pub const COARSEN_ROWS: u32 = 4;
+/// 8192, 1,000 generations end to end took 337.1 ms with 1 (no coarsening), 264.2 with 2, 251.7
+/// with 4 and 247.9 with 8 (docs/benchmarks.md, the GPU section).
+pub const COARSEN_ROWS: u32 = 8;
+
+/// Lowered modules kept for later executors (all are dropped when one more is lowered).
+const LOWERED_KEPT: usize = 64;
 
 /// After the executor's submit, a batch of at least this many commands is submitted early when
 /// the device is idle; each early submission doubles it (up to `batch_commands`), so that a
@@ -120,6 +123,8 @@ pub struct VulkanBackend {
     choose_workgroup_shape: bool,
     vectorize_accesses: bool,
     coarsen_rows: u32,
+    /// Modules lowered before, by their text (see [`VulkanBackend::lower`]).
+    lowered: FxHashMap<String, Arc<dyn LoweredModule>>,
     command_pool: vk::CommandPool,
     /// The batch being recorded.
     open: Option<Frame>,
@@ -195,6 +200,7 @@ impl VulkanBackend {
             choose_workgroup_shape: options.choose_workgroup_shape,
             vectorize_accesses: options.vectorize_accesses,
             coarsen_rows: options.coarsen_rows.max(1),
+            lowered: FxHashMap::default(),
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
@@ -665,16 +671,32 @@ impl Backend for VulkanBackend {
         self.gpu.description.name.clone()
     }
 
+    /// Lowers `module`, or gives the module lowered before from the same text. Each executor
+    /// lowers its module on its first dispatch; a process that runs one program many times (a
+    /// benchmark, a server) would otherwise lower and validate it again on every run, which
+    /// costs milliseconds. The key is the module's generic form with locations, which holds
+    /// every op, attribute, type and location: the same text lowers to the same SPIR-V and the
+    /// same entry points (whose locations come from the text). The options are the backend's.
     fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
+        let print = hat_ir::PrintOptions { generic: true, debug_info: true, assume_verified: true };
+        let text = hat_ir::print_op(module.ctx(), module.op(), print);
+        if let Some(lowered) = self.lowered.get(&text) {
+            return Ok(Some(Arc::clone(lowered)));
+        }
         let options = hat_lowering::LoweringOptions {
             choose_workgroup_shape: self.choose_workgroup_shape,
             vectorize_accesses: self.vectorize_accesses,
             coarsen_rows: self.coarsen_rows,
             ..self.gpu.lowering_options()
         };
-        hat_lowering::lower_module(module.ctx(), module, &options)
-            .map(|module| Some(Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>))
-            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
+        let lowered = hat_lowering::lower_module(module.ctx(), module, &options)
+            .map(|module| Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>)
+            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))?;
+        if self.lowered.len() >= LOWERED_KEPT {
+            self.lowered.clear();
+        }
+        self.lowered.insert(text, Arc::clone(&lowered));
+        Ok(Some(lowered))
     }
 
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
