@@ -90,8 +90,8 @@ impl Default for VulkanOptions {
 }
 
 /// Rows per invocation of a coarsened stencil kernel, by default. On the H100, Life at 8192 x
-/// 8192, 1,000 generations end to end took 337.1 ms with 1 (no coarsening), 264.2 with 2, 251.7
-/// with 4 and 247.9 with 8 (docs/benchmarks.md, the GPU section).
+/// 8192, 1,000 generations end to end took 337.2 ms with 1 (no coarsening), 261.7 with 2, 246.7
+/// with 4, 242.4 with 8 and 247.4 with 16 (docs/benchmarks.md, the GPU section).
 pub const COARSEN_ROWS: u32 = 8;
 
 /// Lowered modules kept for later executors (all are dropped when one more is lowered).
