@@ -58,6 +58,11 @@ pub struct EntryPoint {
     /// runtime dispatches `ceil(ceil(grid.x / items_per_invocation) / workgroup_size.x)`
     /// workgroups in x (the grid in the push constants stays the program's).
     pub items_per_invocation: u32,
+    /// Work items each invocation runs in y: 1, or `LoweringOptions::coarsen_rows` for a
+    /// coarsened kernel (`coarsen.rs`): the runtime dispatches
+    /// `ceil(ceil(grid.y / rows_per_invocation) / workgroup_size.y)` workgroups in y (the grid
+    /// in the push constants stays the program's).
+    pub rows_per_invocation: u32,
 }
 
 /// The binding of one buffer parameter.

@@ -113,6 +113,9 @@ impl FunctionEmitter<'_> {
         if inits.len() != carried.len() || results.len() != carried.len() {
             return Err(self.error(op, "a counted loop needs as many inits, carried values and results"));
         }
+        if let Some((trips, first, step)) = self.coarse_unrolled(op) {
+            return self.unrolled_loop(op, block, induction, bits, (trips, first, step), &carried, inits, &results);
+        }
         let bool = self.e.bool();
         let zero = self.e.int_constant(bits, 0);
         let step_positive = self.e.b.s_greater_than(bool, None, step, zero)?;
@@ -134,21 +137,7 @@ impl FunctionEmitter<'_> {
         self.e.b.loop_merge(merge, continuing, spirv::LoopControl::NONE, [])?;
         self.e.b.branch_conditional(going, body, merge, [])?;
         self.start_block(body)?;
-        let terminator = self.ops(block)?;
-        let range = match (terminator, ctx.interface::<dyn RegionBranchOpInterface>(op)) {
-            (Some(terminator), Some(branches)) => {
-                branches.terminator_operands(ctx, op, terminator, 0, RegionPoint::Region(0))
-            }
-            (Some(terminator), None) => 0..ctx.operands(terminator).len(),
-            (None, _) => 0..0,
-        };
-        let yielded = self.operands_in(terminator, range)?;
-        let yielded = self.lower_all(terminator.unwrap_or(op), &yielded)?;
-        if yielded.len() != carried.len() {
-            return Err(
-                self.error(terminator.unwrap_or(op), "yields a different number of values than the loop carries")
-            );
-        }
+        let yielded = self.loop_body(op, block, carried.len())?;
         self.e.b.branch(continuing)?;
         self.start_block(continuing)?;
         let next = self.e.b.i_add(counter, None, counter_phi, step)?;
@@ -165,6 +154,58 @@ impl FunctionEmitter<'_> {
         self.start_block(merge)?;
         for (&result, (lowered, _, _)) in results.iter().zip(phis) {
             self.define(result, lowered);
+        }
+        Ok(())
+    }
+
+    /// Lowers the body `block` of loop `op` (which carries `carried` values), returning the
+    /// values it yields.
+    fn loop_body(&mut self, op: Op, block: hat_ir::Block, carried: usize) -> Result<Vec<Lowered>, Failed> {
+        let ctx = self.ctx;
+        let terminator = self.ops(block)?;
+        let range = match (terminator, ctx.interface::<dyn RegionBranchOpInterface>(op)) {
+            (Some(terminator), Some(branches)) => {
+                branches.terminator_operands(ctx, op, terminator, 0, RegionPoint::Region(0))
+            }
+            (Some(terminator), None) => 0..ctx.operands(terminator).len(),
+            (None, _) => 0..0,
+        };
+        let yielded = self.operands_in(terminator, range)?;
+        let yielded = self.lower_all(terminator.unwrap_or(op), &yielded)?;
+        if yielded.len() != carried {
+            return Err(
+                self.error(terminator.unwrap_or(op), "yields a different number of values than the loop carries")
+            );
+        }
+        Ok(yielded)
+    }
+
+    /// A counted loop of `trips` iterations from `first` by `step` (constants), unrolled in a
+    /// coarsened kernel (`coarsen.rs`): the body once per iteration, its induction variable a
+    /// constant, the carried values passed from one copy to the next.
+    #[allow(clippy::too_many_arguments)]
+    fn unrolled_loop(
+        &mut self,
+        op: Op,
+        block: hat_ir::Block,
+        induction: Value,
+        bits: u32,
+        (trips, first, step): (i64, i64, i64),
+        carried: &[Value],
+        inits: Vec<Lowered>,
+        results: &[Value],
+    ) -> Result<(), Failed> {
+        let mut current = inits;
+        for iteration in 0..trips {
+            let value = first + iteration * step;
+            let constant = self.e.int_constant(bits, value);
+            self.define(induction, Lowered::Scalar(constant));
+            self.coarse_bind_iv(induction, value);
+            self.bind(op, carried, current)?;
+            current = self.loop_body(op, block, carried.len())?;
+        }
+        for (&result, value) in results.iter().zip(current) {
+            self.define(result, value);
         }
         Ok(())
     }

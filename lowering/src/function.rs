@@ -358,6 +358,9 @@ impl<'a> FunctionEmitter<'a> {
         if let (WorkItemQuery::GlobalId, 0, Some(id)) = (query, dimension, self.wide_global_id_x()) {
             return self.u32_to_index(id);
         }
+        if let (WorkItemQuery::GlobalId, 1, Some(row)) = (query, dimension, self.coarse_row()) {
+            return self.u32_to_index(row);
+        }
         let builtin = match query {
             WorkItemQuery::GlobalId => BuiltIn::GlobalInvocationId,
             WorkItemQuery::LocalId => BuiltIn::LocalInvocationId,

@@ -47,6 +47,8 @@ pub(crate) struct KernelState {
     pub queue: Vec<Instance>,
     /// The state of a wide kernel (`wide.rs`).
     pub wide: Option<crate::wide::WideState>,
+    /// The state of a coarsened kernel (`coarsen.rs`).
+    pub coarse: Option<crate::coarsen::CoarseState>,
 }
 
 impl KernelState {
@@ -137,6 +139,11 @@ pub(crate) fn lower_kernel(
     };
     let parameters: Vec<Type> = ctx.block_arguments(block).iter().map(|&a| ctx.value_type(a)).collect();
     let wide = crate::wide::plan(ctx, kernel, block, &reached, options);
+    let coarse = match wide {
+        None => crate::coarsen::plan(ctx, kernel, block, &reached, options),
+        Some(_) => None,
+    };
+    let rows_per_invocation = coarse.as_ref().map_or(1, |plan| plan.rows);
 
     let mut state = KernelState {
         name: name.clone(),
@@ -152,6 +159,7 @@ pub(crate) fn lower_kernel(
         instances: FxHashMap::default(),
         queue: Vec::new(),
         wide: None,
+        coarse: coarse.map(crate::coarsen::CoarseState::new),
     };
     let mut fe = FunctionEmitter {
         ctx,
@@ -237,6 +245,7 @@ pub(crate) fn lower_kernel(
         has_barrier: fe.k.has_barrier,
         workgroup_memory_bytes: workgroup_memory_bytes as u32,
         items_per_invocation,
+        rows_per_invocation,
     })
 }
 
@@ -341,8 +350,12 @@ impl FunctionEmitter<'_> {
             };
             self.define(argument, lowered);
         }
-        if self.k.wide.is_some() {
-            self.wide_body(block)?;
+        if self.k.wide.is_some() || self.k.coarse.is_some() {
+            if self.k.wide.is_some() {
+                self.wide_body(block)?;
+            } else {
+                self.coarse_body(block)?;
+            }
             self.e.b.ret()?;
             self.e.b.end_function()?;
             return Ok(function);

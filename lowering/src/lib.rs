@@ -69,6 +69,7 @@
 
 pub mod artifact;
 mod calls;
+mod coarsen;
 mod control_flow;
 mod emitter;
 mod function;

@@ -315,7 +315,7 @@ impl FunctionEmitter<'_> {
     }
 
     /// Loads element `indices` of `leaf` as a value of kind `kind`.
-    fn load_leaf(&mut self, leaf: u32, indices: &[Word], kind: Kind) -> Result<Word, Failed> {
+    pub(crate) fn load_leaf(&mut self, leaf: u32, indices: &[Word], kind: Kind) -> Result<Word, Failed> {
         self.k.leaves[leaf as usize].access.read = true;
         let pointer = self.element_pointer(leaf, indices, 0)?;
         let Leaf { stored, storage, .. } = self.k.leaves[leaf as usize];
@@ -406,6 +406,9 @@ impl FunctionEmitter<'_> {
         let kind = self.kind(op, ctx.value_type(ctx.result(op, 0)))?;
         if let [leaf] = buffer.candidates[..] {
             if let Some(value) = self.wide_load(leaf)? {
+                return self.define_result(op, Lowered::Scalar(value));
+            }
+            if let Some(value) = self.coarse_load(op, leaf, load.indices(ctx), kind)? {
                 return self.define_result(op, Lowered::Scalar(value));
             }
         }

@@ -165,6 +165,10 @@ pub struct LoweringOptions {
     /// work items per invocation with `vec4` accesses (`EntryPoint::items_per_invocation`;
     /// docs/lowering.md, "Wide kernels"). Off by default.
     pub vectorize_accesses: bool,
+    /// How many consecutive rows of work items a stencil kernel may run per invocation,
+    /// sharing the loads of buffers it never writes (`EntryPoint::rows_per_invocation`;
+    /// docs/lowering.md, "Coarsened kernels"). 1 (the default) leaves every kernel alone.
+    pub coarsen_rows: u32,
 }
 
 impl Default for LoweringOptions {
@@ -178,6 +182,7 @@ impl Default for LoweringOptions {
             max_workgroup_size: [128, 128, 64],
             choose_workgroup_shape: false,
             vectorize_accesses: false,
+            coarsen_rows: 1,
         }
     }
 }

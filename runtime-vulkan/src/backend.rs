@@ -50,6 +50,9 @@ pub struct VulkanOptions {
     /// four work items per invocation, with `vec4` accesses
     /// ([`hat_lowering::LoweringOptions::vectorize_accesses`]).
     pub vectorize_accesses: bool,
+    /// Rows of work items a stencil kernel may run per invocation, sharing the loads of
+    /// buffers it never writes ([`hat_lowering::LoweringOptions::coarsen_rows`]; 1: none).
+    pub coarsen_rows: u32,
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
     pub withhold: Vec<hat_lowering::Feature>,
@@ -60,7 +63,8 @@ impl Default for VulkanOptions {
     /// timestamps, 64 MiB rings, 1 GiB of pieces kept, batches of 256 commands
     /// (`HAT_VULKAN_BATCH_COMMANDS` sets another number), workgroups reshaped where kernels
     /// cannot tell (not with `HAT_VULKAN_DECLARED_WORKGROUPS=1`), vector accesses where they
-    /// apply (not with `HAT_VULKAN_SCALAR_ACCESSES=1`).
+    /// apply (not with `HAT_VULKAN_SCALAR_ACCESSES=1`), stencils coarsened by [`COARSEN_ROWS`]
+    /// rows (`HAT_VULKAN_COARSEN_ROWS` sets another number, 1 none).
     fn default() -> Self {
         VulkanOptions {
             device: std::env::var("HAT_VULKAN_DEVICE").ok().filter(|d| !d.trim().is_empty()),
@@ -75,10 +79,23 @@ impl Default for VulkanOptions {
                 .unwrap_or(256),
             choose_workgroup_shape: !std::env::var("HAT_VULKAN_DECLARED_WORKGROUPS").is_ok_and(|v| v == "1"),
             vectorize_accesses: !std::env::var("HAT_VULKAN_SCALAR_ACCESSES").is_ok_and(|v| v == "1"),
+            coarsen_rows: std::env::var("HAT_VULKAN_COARSEN_ROWS")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|&n| (1..=64).contains(&n))
+                .unwrap_or(COARSEN_ROWS),
             withhold: Vec::new(),
         }
     }
 }
+
+/// Rows per invocation of a coarsened stencil kernel, by default. On the H100, Life at 8192 x
+/// 8192, 1,000 generations end to end took 337.2 ms with 1 (no coarsening), 261.7 with 2, 246.7
+/// with 4, 242.4 with 8 and 247.4 with 16 (docs/benchmarks.md, the GPU section).
+pub const COARSEN_ROWS: u32 = 8;
+
+/// Lowered modules kept for later executors (all are dropped when one more is lowered).
+const LOWERED_KEPT: usize = 64;
 
 /// After the executor's submit, a batch of at least this many commands is submitted early when
 /// the device is idle; each early submission doubles it (up to `batch_commands`), so that a
@@ -105,6 +122,9 @@ pub struct VulkanBackend {
     early_batch: u64,
     choose_workgroup_shape: bool,
     vectorize_accesses: bool,
+    coarsen_rows: u32,
+    /// Modules lowered before, by their text (see [`VulkanBackend::lower`]).
+    lowered: FxHashMap<String, Arc<dyn LoweredModule>>,
     command_pool: vk::CommandPool,
     /// The batch being recorded.
     open: Option<Frame>,
@@ -179,6 +199,8 @@ impl VulkanBackend {
             early_batch: EARLY_BATCH,
             choose_workgroup_shape: options.choose_workgroup_shape,
             vectorize_accesses: options.vectorize_accesses,
+            coarsen_rows: options.coarsen_rows.max(1),
+            lowered: FxHashMap::default(),
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
@@ -649,15 +671,32 @@ impl Backend for VulkanBackend {
         self.gpu.description.name.clone()
     }
 
+    /// Lowers `module`, or gives the module lowered before from the same text. Each executor
+    /// lowers its module on its first dispatch; a process that runs one program many times (a
+    /// benchmark, a server) would otherwise lower and validate it again on every run, which
+    /// costs milliseconds. The key is the module's generic form with locations, which holds
+    /// every op, attribute, type and location: the same text lowers to the same SPIR-V and the
+    /// same entry points (whose locations come from the text). The options are the backend's.
     fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
+        let print = hat_ir::PrintOptions { generic: true, debug_info: true, assume_verified: true };
+        let text = hat_ir::print_op(module.ctx(), module.op(), print);
+        if let Some(lowered) = self.lowered.get(&text) {
+            return Ok(Some(Arc::clone(lowered)));
+        }
         let options = hat_lowering::LoweringOptions {
             choose_workgroup_shape: self.choose_workgroup_shape,
             vectorize_accesses: self.vectorize_accesses,
+            coarsen_rows: self.coarsen_rows,
             ..self.gpu.lowering_options()
         };
-        hat_lowering::lower_module(module.ctx(), module, &options)
-            .map(|module| Some(Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>))
-            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
+        let lowered = hat_lowering::lower_module(module.ctx(), module, &options)
+            .map(|module| Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>)
+            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))?;
+        if self.lowered.len() >= LOWERED_KEPT {
+            self.lowered.clear();
+        }
+        self.lowered.insert(text, Arc::clone(&lowered));
+        Ok(Some(lowered))
     }
 
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError> {
@@ -876,7 +915,11 @@ impl Backend for VulkanBackend {
         let mut workgroups = [0u32; 3];
         for dimension in 0..3 {
             let size = entry.workgroup_size[dimension].max(1) as u64;
-            let items = if dimension == 0 { entry.items_per_invocation.max(1) as u64 } else { 1 };
+            let items = match dimension {
+                0 => entry.items_per_invocation.max(1) as u64,
+                1 => entry.rows_per_invocation.max(1) as u64,
+                _ => 1,
+            };
             let count = grid[dimension].div_ceil(items).div_ceil(size);
             let limit = self.gpu.limits.max_workgroup_count[dimension];
             workgroups[dimension] = u32::try_from(count).ok().filter(|&c| c <= limit).ok_or_else(|| {

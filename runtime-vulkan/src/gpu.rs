@@ -367,6 +367,7 @@ impl Gpu {
             max_workgroup_size: self.limits.max_workgroup_size,
             choose_workgroup_shape: false,
             vectorize_accesses: false,
+            coarsen_rows: 1,
         }
     }
 }

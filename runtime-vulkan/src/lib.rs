@@ -47,6 +47,6 @@ mod kernels;
 mod memory;
 mod validation;
 
-pub use backend::{VulkanBackend, VulkanOptions};
+pub use backend::{VulkanBackend, VulkanOptions, COARSEN_ROWS};
 pub use gpu::{list_devices, DeviceDescription};
 pub use kernels::SpirvLowered;

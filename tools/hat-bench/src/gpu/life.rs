@@ -92,8 +92,16 @@ pub fn measure(backend: &mut dyn Backend, setting: &LifeSetting) -> Result<Value
     let start = grid(n, 12345);
     let (ctx, module) = compile("06-life.hat", &text, "main", Plan::Default)?;
 
+    let clock = std::time::Instant::now();
     let lowered = lowered_workgroup(backend, &ctx, module)?;
-    progress(format!("  life_step runs with workgroups of {lowered}"));
+    let lowering_ms = ms(clock.elapsed());
+    let clock = std::time::Instant::now();
+    let rows = lowered_rows(backend, &ctx, module)?;
+    let lowered_again_ms = ms(clock.elapsed());
+    progress(format!(
+        "  lowering the module: {lowering_ms:.3} ms; again (the backend's cache): {lowered_again_ms:.3} ms"
+    ));
+    progress(format!("  life_step runs with workgroups of {lowered}, {rows} row(s) of work items per invocation"));
     let first = run_life(&ctx, module, backend, &start, 1)?;
     let cold = json!({ "generations": 1, "total_ms": round4(ms(first.report.total_time)) });
     progress(format!("  cold run (1 generation): {:.1} ms", ms(first.report.total_time)));
@@ -180,6 +188,9 @@ pub fn measure(backend: &mut dyn Backend, setting: &LifeSetting) -> Result<Value
         "jic": jic,
         "workgroup_variant": variant,
         "lowered_workgroup": lowered,
+        "lowered_rows_per_invocation": rows,
+        "lowering_ms": round4(lowering_ms),
+        "lowering_again_ms": round4(lowered_again_ms),
         "check": check,
     }))
 }
@@ -191,6 +202,15 @@ fn lowered_workgroup(backend: &mut dyn Backend, ctx: &hat_ir::Context, module: h
     let lowered = backend.lower(verified).map_err(|e| e.to_string())?;
     let spirv = lowered.as_ref().and_then(|l| l.as_any().downcast_ref::<hat_runtime_vulkan::SpirvLowered>());
     Ok(spirv.and_then(|s| s.0.entry_point("life_step")).map_or(Value::Null, |e| json!(e.workgroup_size)))
+}
+
+/// The rows of work items each invocation of `life_step` runs on `backend` (the lowering may
+/// coarsen it: `coarsen_rows`), `null` where the backend lowers nothing.
+fn lowered_rows(backend: &mut dyn Backend, ctx: &hat_ir::Context, module: hat_ir::Op) -> Result<Value, String> {
+    let verified = hat_ir::verify_module(ctx, module).map_err(|e| hat_ir::diagnostics::render(&ctx.sources, &e))?;
+    let lowered = backend.lower(verified).map_err(|e| e.to_string())?;
+    let spirv = lowered.as_ref().and_then(|l| l.as_any().downcast_ref::<hat_runtime_vulkan::SpirvLowered>());
+    Ok(spirv.and_then(|s| s.0.entry_point("life_step")).map_or(Value::Null, |e| json!(e.rows_per_invocation)))
 }
 
 /// The example with `shape` workgroups at the largest generation count: end to end and device
