@@ -54,7 +54,9 @@ pub struct VulkanOptions {
     /// buffers it never writes ([`hat_lowering::LoweringOptions::coarsen_rows`]; 1: none).
     pub coarsen_rows: u32,
     /// Whether a barrier before a dispatch is narrowed to the dispatch's buffers (buffer memory
-    /// barriers) rather than global (a memory barrier); see [`crate::frames`]'s `Hazards`.
+    /// barriers) rather than global (a memory barrier). On the H100 the chain of dependent
+    /// dispatches ran alike either way (docs/benchmarks.md, the GPU section), so the default is
+    /// global (`HAT_VULKAN_BUFFER_BARRIERS=1` narrows them).
     pub buffer_barriers: bool,
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
