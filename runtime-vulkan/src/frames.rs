@@ -9,9 +9,10 @@
 //! watermark says which commands are already ordered, and a later dependency on one of them
 //! needs no second barrier. With `VulkanOptions::buffer_barriers` the barrier before a dispatch
 //! names the dispatch's buffers instead (its dependencies are all on them): it orders execution
-//! alike but makes only their writes visible, so it raises no watermark. A dependency on a command of an earlier batch that was not waited
-//! for gets a barrier from all commands (submission order spans batches on one queue); one on a
-//! command of a waited batch needs nothing (the wait did it). A batch with copies back ends
+//! alike but makes only their writes visible, so it raises no watermark. A dependency on a
+//! command of an earlier batch that was not waited for gets a barrier from all commands
+//! (submission order spans batches on one queue); one on a command of a waited batch needs
+//! nothing (the wait did it). A batch with copies back ends
 //! with a barrier from transfers to host reads, so the host sees their bytes after the wait.
 //!
 //! **Early submission.** The backend submits a batch before the executor does once it holds
