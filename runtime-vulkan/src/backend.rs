@@ -53,6 +53,11 @@ pub struct VulkanOptions {
     /// Rows of work items a stencil kernel may run per invocation, sharing the loads of
     /// buffers it never writes ([`hat_lowering::LoweringOptions::coarsen_rows`]; 1: none).
     pub coarsen_rows: u32,
+    /// Whether a barrier before a dispatch is narrowed to the dispatch's buffers (buffer memory
+    /// barriers) rather than global (a memory barrier). On the H100 the chain of dependent
+    /// dispatches ran alike either way (docs/benchmarks.md, the GPU section), so the default is
+    /// global (`HAT_VULKAN_BUFFER_BARRIERS=1` narrows them).
+    pub buffer_barriers: bool,
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
     pub withhold: Vec<hat_lowering::Feature>,
@@ -84,6 +89,7 @@ impl Default for VulkanOptions {
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|&n| (1..=64).contains(&n))
                 .unwrap_or(COARSEN_ROWS),
+            buffer_barriers: std::env::var("HAT_VULKAN_BUFFER_BARRIERS").is_ok_and(|v| v == "1"),
             withhold: Vec::new(),
         }
     }
@@ -118,6 +124,8 @@ pub struct VulkanBackend {
     upload_pieces: Pieces,
     download_pieces: Pieces,
     batch_commands: u64,
+    /// Whether barriers before dispatches name their buffers ([`VulkanOptions::buffer_barriers`]).
+    buffer_barriers: bool,
     /// The size from which an idle device gets the open batch (see [`EARLY_BATCH`]).
     early_batch: u64,
     choose_workgroup_shape: bool,
@@ -196,6 +204,7 @@ impl VulkanBackend {
                 "download staging",
             ),
             batch_commands: options.batch_commands.max(1) as u64,
+            buffer_barriers: options.buffer_barriers,
             early_batch: EARLY_BATCH,
             choose_workgroup_shape: options.choose_workgroup_shape,
             vectorize_accesses: options.vectorize_accesses,
@@ -393,21 +402,43 @@ impl VulkanBackend {
     }
 
     /// Records the barrier a command of `stage` after `after` needs, if any, into the open batch.
-    fn barrier(&mut self, stage: Stage, after: &[Command]) -> Result<(), RuntimeError> {
+    /// `buffers`: the command's buffers, to which the barrier is narrowed where the options say
+    /// so (a dispatch's dependencies are all on its own buffers); empty: a global barrier.
+    fn barrier(&mut self, stage: Stage, after: &[Command], buffers: &[vk::Buffer]) -> Result<(), RuntimeError> {
         let floor = self.waited_floor();
+        let narrow = self.buffer_barriers && !buffers.is_empty();
         let frame = self.frame()?;
         let (commands, first) = (frame.commands, frame.first_command);
-        if let Some(Barrier { src_stages, src_access, dst }) = self.hazards.before(stage, after, first, floor) {
+        if let Some(Barrier { src_stages, src_access, dst }) = self.hazards.before(stage, after, first, floor, !narrow)
+        {
             let memory = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst.access())];
-            // SAFETY: a recording command buffer.
+            let mut ranges: SmallVec<[vk::BufferMemoryBarrier<'_>; 8]> = SmallVec::new();
+            if narrow {
+                for (index, &buffer) in buffers.iter().enumerate() {
+                    if !buffers[..index].contains(&buffer) {
+                        ranges.push(
+                            vk::BufferMemoryBarrier::default()
+                                .src_access_mask(src_access)
+                                .dst_access_mask(dst.access())
+                                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                                .buffer(buffer)
+                                .offset(0)
+                                .size(vk::WHOLE_SIZE),
+                        );
+                    }
+                }
+            }
+            let memory: &[vk::MemoryBarrier<'_>] = if narrow { &[] } else { &memory };
+            // SAFETY: a recording command buffer; live buffers.
             unsafe {
                 self.gpu.device.cmd_pipeline_barrier(
                     commands,
                     src_stages,
                     dst.flags(),
                     vk::DependencyFlags::empty(),
-                    &memory,
-                    &[],
+                    memory,
+                    &ranges,
                     &[],
                 )
             };
@@ -762,7 +793,7 @@ impl Backend for VulkanBackend {
         let memory = self.memory(buffer)?;
         Self::check_range(memory, offset, data.len())?;
         let target = memory.block.buffer;
-        self.barrier(Stage::Transfer, after)?;
+        self.barrier(Stage::Transfer, after, &[])?;
         let command = self.next();
         if data.is_empty() {
             return Ok(command);
@@ -811,7 +842,7 @@ impl Backend for VulkanBackend {
         let memory = self.memory(buffer)?;
         Self::check_range(memory, offset, len)?;
         let source = memory.block.buffer;
-        self.barrier(Stage::Transfer, after)?;
+        self.barrier(Stage::Transfer, after, &[])?;
         let command = self.next();
         if len == 0 {
             let frame = self.open.as_mut().expect("opened by the barrier");
@@ -941,7 +972,7 @@ impl Backend for VulkanBackend {
         } else {
             Some(self.kernels.set(&self.gpu.device, index, &bound, &buffers)?)
         };
-        self.barrier(Stage::Compute, after)?;
+        self.barrier(Stage::Compute, after, &buffers)?;
         let command = self.next();
         if workgroups.contains(&0) {
             return Ok(command);

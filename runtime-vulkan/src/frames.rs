@@ -7,9 +7,12 @@
 //! commands it depends on (transfer, compute) to its own stage, making their writes visible.
 //! The barrier covers every command of those stages recorded before it, so per pair of stages a
 //! watermark says which commands are already ordered, and a later dependency on one of them
-//! needs no second barrier. A dependency on a command of an earlier batch that was not waited
-//! for gets a barrier from all commands (submission order spans batches on one queue); one on a
-//! command of a waited batch needs nothing (the wait did it). A batch with copies back ends
+//! needs no second barrier. With `VulkanOptions::buffer_barriers` the barrier before a dispatch
+//! names the dispatch's buffers instead (its dependencies are all on them): it orders execution
+//! alike but makes only their writes visible, so it raises no watermark. A dependency on a
+//! command of an earlier batch that was not waited for gets a barrier from all commands
+//! (submission order spans batches on one queue); one on a command of a waited batch needs
+//! nothing (the wait did it). A batch with copies back ends
 //! with a barrier from transfers to host reads, so the host sees their bytes after the wait.
 //!
 //! **Early submission.** The backend submits a batch before the executor does once it holds
@@ -148,13 +151,17 @@ pub(crate) struct Hazards {
 impl Hazards {
     /// The barrier a command of stage `stage` that depends on `after` needs, if any, and notes
     /// what it orders. `first_command` is the open batch's first command, `waited_floor` the
-    /// first command of a batch not waited for.
+    /// first command of a batch not waited for. A `global` barrier makes every earlier write of
+    /// its source stages visible, so it raises the watermarks; one narrowed to the command's
+    /// own buffers orders execution alike but makes only their writes visible, so it leaves
+    /// them: a later dependency on another buffer gets a barrier of its own.
     pub(crate) fn before(
         &mut self,
         stage: Stage,
         after: &[Command],
         first_command: u64,
         waited_floor: u64,
+        global: bool,
     ) -> Option<Barrier> {
         let dst = stage.index();
         let mut sources = [false; 2];
@@ -189,7 +196,9 @@ impl Hazards {
             if self.last_write[i] > self.covered[i][dst] {
                 src_access |= source.write_access();
             }
-            self.covered[i][dst] = self.next;
+            if global {
+                self.covered[i][dst] = self.next;
+            }
         }
         if earlier_batch {
             src_stages = vk::PipelineStageFlags::ALL_COMMANDS;
@@ -241,26 +250,43 @@ mod tests {
         // Two copies in, then two independent dispatches each on one of them.
         hazards.recorded(c(0), Stage::Transfer, true);
         hazards.recorded(c(1), Stage::Transfer, true);
-        let barrier = hazards.before(Stage::Compute, &[c(0)], 0, 0).expect("a dispatch after its copy");
+        let barrier = hazards.before(Stage::Compute, &[c(0)], 0, 0, true).expect("a dispatch after its copy");
         assert_eq!(barrier.src_stages, vk::PipelineStageFlags::TRANSFER);
         assert_eq!(barrier.src_access, vk::AccessFlags::TRANSFER_WRITE);
         hazards.recorded(c(2), Stage::Compute, true);
-        assert_eq!(hazards.before(Stage::Compute, &[c(1)], 0, 0), None, "the first barrier covered copy 1 too");
+        assert_eq!(hazards.before(Stage::Compute, &[c(1)], 0, 0, true), None, "the first barrier covered copy 1 too");
         hazards.recorded(c(3), Stage::Compute, true);
-        assert_eq!(hazards.before(Stage::Compute, &[], 0, 0), None, "independent: no barrier");
+        assert_eq!(hazards.before(Stage::Compute, &[], 0, 0, true), None, "independent: no barrier");
         hazards.recorded(c(4), Stage::Compute, false);
         // A copy back of what dispatch 2 wrote.
-        let barrier = hazards.before(Stage::Transfer, &[c(2)], 0, 0).unwrap();
+        let barrier = hazards.before(Stage::Transfer, &[c(2)], 0, 0, true).unwrap();
         assert_eq!(barrier.src_stages, vk::PipelineStageFlags::COMPUTE_SHADER);
         assert_eq!(barrier.src_access, vk::AccessFlags::SHADER_WRITE);
         // Dispatch after dispatch 3: not yet ordered before compute.
-        let barrier = hazards.before(Stage::Compute, &[c(3)], 0, 0).unwrap();
+        let barrier = hazards.before(Stage::Compute, &[c(3)], 0, 0, true).unwrap();
         assert_eq!(barrier.src_stages, vk::PipelineStageFlags::COMPUTE_SHADER);
         // A dependency on a batch not waited for, and on one that was.
         assert_eq!(
-            hazards.before(Stage::Compute, &[c(1)], 10, 0).unwrap().src_stages,
+            hazards.before(Stage::Compute, &[c(1)], 10, 0, true).unwrap().src_stages,
             vk::PipelineStageFlags::ALL_COMMANDS
         );
-        assert_eq!(hazards.before(Stage::Compute, &[c(1)], 10, 5), None);
+        assert_eq!(hazards.before(Stage::Compute, &[c(1)], 10, 5, true), None);
+    }
+
+    #[test]
+    fn a_barrier_narrowed_to_buffers_covers_nothing_else() {
+        let mut hazards = Hazards::default();
+        // Two dispatches writing two buffers; a third reads the first's buffer through a barrier
+        // narrowed to it: a fourth that reads the second's buffer still needs its own barrier.
+        hazards.recorded(c(0), Stage::Compute, true);
+        hazards.recorded(c(1), Stage::Compute, true);
+        assert!(hazards.before(Stage::Compute, &[c(0)], 0, 0, false).is_some());
+        hazards.recorded(c(2), Stage::Compute, false);
+        let barrier = hazards.before(Stage::Compute, &[c(1)], 0, 0, false).expect("not made visible yet");
+        assert_eq!(barrier.src_access, vk::AccessFlags::SHADER_WRITE);
+        // A global barrier covers both.
+        assert!(hazards.before(Stage::Compute, &[c(1)], 0, 0, true).is_some());
+        hazards.recorded(c(3), Stage::Compute, false);
+        assert_eq!(hazards.before(Stage::Compute, &[c(0)], 0, 0, true), None);
     }
 }

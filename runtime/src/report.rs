@@ -118,6 +118,10 @@ pub struct RunReport {
     /// Time spent in the backend's dispatches and waits (wall time on the host: with an
     /// asynchronous backend, the time to record, to submit and to wait).
     pub kernel_time: Duration,
+    /// The part of `kernel_time` spent in the executor's waits (the submission of what it had
+    /// recorded and the wait for it). With an asynchronous backend, a run whose waits are short
+    /// against its recording was paced by the host; one whose waits are long, by the device.
+    pub wait_time: Duration,
     /// Time spent in the backend's copies (recording them, and taking the bytes of reads).
     pub transfer_time: Duration,
     /// The device time of all dispatches, as the backend measured it (the sum over
@@ -359,6 +363,7 @@ impl Recorder {
     pub(crate) fn waited(&mut self, wait: Duration, landing: Duration) {
         self.report.waits += 1;
         self.report.kernel_time += wait;
+        self.report.wait_time += wait;
         self.report.transfer_time += landing;
     }
 

@@ -27,6 +27,11 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
     let (ctx, module) = compile("chain.hat", CHAIN, entry, Plan::Default)?;
     let kernel = if entry == "independent" { "nothing" } else { "bump" };
     let (mut wall, mut device, mut host) = (Samples::default(), Samples::default(), Samples::default());
+    // The time the executor spent in its waits (the submit and the wait for the last batch): a
+    // small wait means the host's recording set the pace, a large one the device's.
+    let mut waited = Samples::default();
+    // The time in the backend's `record_dispatch` (hat's recording and the driver's).
+    let mut recorded = Samples::default();
     let mut verified = true;
     let mut waits = 0;
     for index in 0..=repeat {
@@ -42,6 +47,8 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
         let per = |t: f64| t * 1e3 / dispatches as f64;
         let total = ms(output.report.total_time);
         wall.0.push(per(total));
+        waited.0.push(per(ms(output.report.wait_time)));
+        recorded.0.push(per(ms(output.report.kernel_time - output.report.wait_time)));
         if let Some(d) = device_ms(&output.report, kernel) {
             device.0.push(per(d));
             host.0.push(per(total - d));
@@ -49,10 +56,12 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
         waits = output.report.waits;
     }
     progress(format!(
-        "  {entry}: {dispatches} dispatches, {:.3} us each (wall), device {} us, host {} us",
+        "  {entry}: {dispatches} dispatches, {:.3} us each (wall), device {} us, host {} us, in waits {:.3} us, recording {:.3} us",
         wall.median().unwrap_or(f64::NAN),
         device.median().map_or("?".into(), |d| format!("{d:.3}")),
-        host.median().map_or("?".into(), |h| format!("{h:.3}"))
+        host.median().map_or("?".into(), |h| format!("{h:.3}")),
+        waited.median().unwrap_or(f64::NAN),
+        recorded.median().unwrap_or(f64::NAN)
     ));
     Ok(json!({
         "dispatches": dispatches,
@@ -61,6 +70,8 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
         "wall_us_per_dispatch": wall.to_json(),
         "device_us_per_dispatch": device.to_json(),
         "host_us_per_dispatch": host.to_json(),
+        "wait_us_per_dispatch": waited.to_json(),
+        "record_us_per_dispatch": recorded.to_json(),
         "verified": verified,
     }))
 }
@@ -111,7 +122,7 @@ pub fn measure(
         "with_timestamps": on,
         "without_timestamps": off,
         "note": "wall = from the entry's call to its return (recording, one submission, the wait); \
-                 host = wall - device time (the dispatches' timestamps)",
+                 host = wall - device time (the dispatches' timestamps); wait = the time in the executor's submit and wait; record = in the backend's record_dispatch",
     }))
 }
 
