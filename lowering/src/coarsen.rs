@@ -37,6 +37,7 @@
 //! work item's order.
 
 use crate::function::FunctionEmitter;
+use crate::memory::parameter_leaf;
 use crate::options::{IndexWidth, LoweringOptions};
 use crate::reach::Reach;
 use crate::Failed;
@@ -147,10 +148,7 @@ pub(crate) fn plan(
         return None;
     }
     let arguments = ctx.block_arguments(block);
-    let leaf_of = |value: Value| -> Option<u32> {
-        let position = arguments.iter().position(|&a| a == value)?;
-        Some(arguments[..position].iter().filter(|&&a| ctx.type_kind(ctx.value_type(a)).is_memref()).count() as u32)
-    };
+    let leaf_of = |value: Value| parameter_leaf(ctx, arguments, value);
     let ops = ctx.walk(kernel);
     let mut stored = FxHashSet::default();
     let mut uses_row = false;

@@ -22,7 +22,7 @@ use crate::Failed;
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::AtomicRmwOp;
 use hat_ir::types::DYNAMIC;
-use hat_ir::{Op, Type, TypeKind, Value};
+use hat_ir::{Context, Op, Type, TypeKind, Value};
 use rspirv::dr::Operand;
 use rspirv::spirv::{self, Decoration, StorageClass, Word};
 
@@ -32,6 +32,13 @@ use rspirv::spirv::{self, Decoration, StorageClass, Word};
 pub(crate) struct BufferValue {
     pub handle: Word,
     pub candidates: Vec<u32>,
+}
+
+/// The leaf of `value` when it is one of the kernel's `parameters`: its position among the
+/// buffer parameters, the order in which their leaves are declared (`None`: not a parameter).
+pub(crate) fn parameter_leaf(ctx: &Context, parameters: &[Value], value: Value) -> Option<u32> {
+    let position = parameters.iter().position(|&a| a == value)?;
+    Some(parameters[..position].iter().filter(|&&a| ctx.type_kind(ctx.value_type(a)).is_memref()).count() as u32)
 }
 
 /// How a leaf's elements are stored, when not as the value type.

@@ -23,6 +23,7 @@
 //! Each work item computes what it would alone: the same ops on the same values.
 
 use crate::function::FunctionEmitter;
+use crate::memory::parameter_leaf;
 use crate::options::{IndexWidth, LoweringOptions};
 use crate::reach::Reach;
 use crate::Failed;
@@ -78,11 +79,7 @@ pub(crate) fn plan(
         return None;
     }
     let arguments = ctx.block_arguments(block);
-    // The leaf of a buffer parameter: its position among the buffer parameters.
-    let leaf_of = |value: Value| -> Option<u32> {
-        let position = arguments.iter().position(|&a| a == value)?;
-        Some(arguments[..position].iter().filter(|&&a| ctx.type_kind(ctx.value_type(a)).is_memref()).count() as u32)
-    };
+    let leaf_of = |value: Value| parameter_leaf(ctx, arguments, value);
     let accessible = |buffer: Value, indices: &[Value]| -> Option<u32> {
         let TypeKind::MemRef { shape, element } = ctx.type_kind(ctx.value_type(buffer)) else { return None };
         let four_bytes = match ctx.type_kind(*element) {

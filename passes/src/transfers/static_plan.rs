@@ -735,10 +735,9 @@ impl<'a> Planner<'a> {
         for ((arg, &alias), roots) in args.iter().zip(&through_alias).zip(&arg_roots).filter(|((a, _), _)| a.writes) {
             if alias {
                 let written = arg.written.clamp(element_count(ctx, arg.value));
-                let why = self
-                    .reasons
-                    .then(|| format!("written by @{kernel_name} at {at} through an alias of several buffers"));
-                self.push(arg.value, Direction::FromDevice, written, after, vec![], location, why.unwrap_or_default())?;
+                let why =
+                    self.reason(|| format!("written by @{kernel_name} at {at} through an alias of several buffers"));
+                self.push(arg.value, Direction::FromDevice, written, after, vec![], location, why)?;
                 continue;
             }
             let single = roots.len() == 1;
@@ -753,18 +752,10 @@ impl<'a> Planner<'a> {
                 copies.host = copies.host.minus(&arg.written);
                 if flagged_before.contains(&root) && copies.host_flag {
                     let written = arg.written.clamp(element_count(ctx, root));
-                    let why = self.reasons.then(|| {
+                    let why = self.reason(|| {
                         format!("written by @{kernel_name} at {at}; the flag says the host copy is the whole one")
                     });
-                    self.push(
-                        root,
-                        Direction::FromDevice,
-                        written,
-                        after,
-                        vec![Guard::FlagSet(root)],
-                        location,
-                        why.unwrap_or_default(),
-                    )?;
+                    self.push(root, Direction::FromDevice, written, after, vec![Guard::FlagSet(root)], location, why)?;
                 }
             }
         }
@@ -1363,14 +1354,14 @@ impl<'a> Planner<'a> {
                     let rest_to_device = all.minus(&entry_device);
                     match (to_host.count(len), rest_to_device.count(len)) {
                         (Some(back), Some(forth)) if back <= forth => {
-                            let why = self.reasons.then(|| "the loop's flag needs one copy whole".to_string());
+                            let why = self.reason(|| "the loop's flag needs one copy whole".to_string());
                             fixups.push(Fixup {
                                 root,
                                 direction: Direction::FromDevice,
                                 ranges: to_host,
                                 flagged: false,
                                 set_flag: None,
-                                why: why.unwrap_or_default(),
+                                why,
                                 observer: flag_observer,
                             });
                             entry_host_whole = true;
@@ -1380,14 +1371,14 @@ impl<'a> Planner<'a> {
                     }
                 }
                 if !to_device.is_empty() {
-                    let why = self.reasons.then(|| "the loop's body wants it there first".to_string());
+                    let why = self.reason(|| "the loop's body wants it there first".to_string());
                     fixups.push(Fixup {
                         root,
                         direction: Direction::ToDevice,
                         ranges: to_device,
                         flagged: e.host_flag,
                         set_flag: None,
-                        why: why.unwrap_or_default(),
+                        why,
                         observer: flag_observer,
                     });
                 }
@@ -1689,15 +1680,14 @@ impl<'a> Planner<'a> {
             if ranges.is_empty() {
                 continue;
             }
-            let why =
-                self.reasons.then(|| "the loop's state does not settle: the device copy is made whole".to_string());
+            let why = self.reason(|| "the loop's state does not settle: the device copy is made whole".to_string());
             kept.push(Fixup {
                 root,
                 direction: Direction::ToDevice,
                 ranges,
                 flagged: e.host_flag,
                 set_flag: None,
-                why: why.unwrap_or_default(),
+                why,
                 observer: None,
             });
         }
