@@ -7,10 +7,8 @@
 //! `static <= kernel <= jic` and `tracking <= kernel`.
 //!
 //! The 2,000 cases (seeds 0..2000) run in four shards, which the test harness runs in
-//! parallel: `strategies_give_the_reference_results_*` check every observation and the part of
-//! the byte order that holds today (`kernel <= jic`, `tracking <= kernel`);
-//! `static_plans_move_no_more_than_kernel_*` (ignored while issue 8 is open) check the whole
-//! order. A failure is shrunk (`program_gen::shrink`, for at most a minute) and reported with
+//! parallel: `strategies_give_the_reference_results_*` check every observation and the whole
+//! byte order. A failure is shrunk (`program_gen::shrink`, for at most a minute) and reported with
 //! the hat text of the smallest program that still fails, its arguments, the strategy, the
 //! first observation that differs, and the IR after the strategy's pipeline. Each shard also
 //! prints how often the tracking strategy moved fewer bytes than the static one, with the
@@ -637,50 +635,23 @@ fn shard(index: u64, order: &[(&str, &str)]) {
     }
 }
 
-/// The part of [`BYTE_ORDER`] every case keeps today (see the ignored tests below for the rest).
-const BYTE_ORDER_HELD: &[(&str, &str)] = &[("kernel", "jic"), ("tracking", "kernel")];
-
 #[test]
 fn strategies_give_the_reference_results_0() {
-    shard(0, BYTE_ORDER_HELD);
-}
-
-#[test]
-fn strategies_give_the_reference_results_1() {
-    shard(1, BYTE_ORDER_HELD);
-}
-
-#[test]
-fn strategies_give_the_reference_results_2() {
-    shard(2, BYTE_ORDER_HELD);
-}
-
-#[test]
-fn strategies_give_the_reference_results_3() {
-    shard(3, BYTE_ORDER_HELD);
-}
-
-#[test]
-#[ignore = "issue 8 is open on this: `survey` (2026-11-24, fifth session) counts, of 2,000 programs, static moving more bytes than kernel on 3 (seeds 385 1180 1240) and default on 3 (the same); of 8,000, 32 and 27: buffers carried in rotated order or selected on loaded data that neither resolve-aliases nor unswitching names, and loops whose header meets a partly current buffer. Run with --ignored"]
-fn static_plans_move_no_more_than_kernel_0() {
     shard(0, BYTE_ORDER);
 }
 
 #[test]
-#[ignore = "issue 8 is open on this: `survey` (2026-11-24, fifth session) counts, of 2,000 programs, static moving more bytes than kernel on 3 (seeds 385 1180 1240) and default on 3 (the same); of 8,000, 32 and 27: buffers carried in rotated order or selected on loaded data that neither resolve-aliases nor unswitching names, and loops whose header meets a partly current buffer. Run with --ignored"]
-fn static_plans_move_no_more_than_kernel_1() {
+fn strategies_give_the_reference_results_1() {
     shard(1, BYTE_ORDER);
 }
 
 #[test]
-#[ignore = "issue 8 is open on this: `survey` (2026-11-24, fifth session) counts, of 2,000 programs, static moving more bytes than kernel on 3 (seeds 385 1180 1240) and default on 3 (the same); of 8,000, 32 and 27: buffers carried in rotated order or selected on loaded data that neither resolve-aliases nor unswitching names, and loops whose header meets a partly current buffer. Run with --ignored"]
-fn static_plans_move_no_more_than_kernel_2() {
+fn strategies_give_the_reference_results_2() {
     shard(2, BYTE_ORDER);
 }
 
 #[test]
-#[ignore = "issue 8 is open on this: `survey` (2026-11-24, fifth session) counts, of 2,000 programs, static moving more bytes than kernel on 3 (seeds 385 1180 1240) and default on 3 (the same); of 8,000, 32 and 27: buffers carried in rotated order or selected on loaded data that neither resolve-aliases nor unswitching names, and loops whose header meets a partly current buffer. Run with --ignored"]
-fn static_plans_move_no_more_than_kernel_3() {
+fn strategies_give_the_reference_results_3() {
     shard(3, BYTE_ORDER);
 }
 

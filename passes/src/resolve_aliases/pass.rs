@@ -107,6 +107,10 @@ pub enum Outcome {
     Left(Unresolved),
     /// Left as it was: this buffer operand is not concrete on some residue.
     Unknown(Value),
+    /// Left as it was: the body chooses buffers only on conditions that no residue decides
+    /// (a select on an argument): specialising would name nothing more, and `insert-transfers`
+    /// unswitches the choices.
+    OnlyUndecidedChoices,
 }
 
 impl Pass for ResolveAliases {
@@ -148,6 +152,15 @@ impl Pass for ResolveAliases {
                             ));
                         }
                     }
+                    Outcome::OnlyUndecidedChoices => {
+                        state.add_statistic("num-unresolved", 1);
+                        if self.remarks {
+                            state.emit(Diagnostic::remark(
+                                location,
+                                "resolve-aliases: loop left as it was: it chooses buffers only on conditions no iteration decides (insert-transfers unswitches them)",
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -171,6 +184,9 @@ pub fn resolve_loop(ctx: &mut Context, function: Op, looped: Op, bounds: &Bounds
     };
     if let Some(unknown) = first_unknown_operand(ctx, &shape, &resolution) {
         return Outcome::Unknown(unknown);
+    }
+    if !makes_a_buffer_known(ctx, &shape, &resolution) {
+        return Outcome::OnlyUndecidedChoices;
     }
     let (period, nodes, classes) = (resolution.period, resolution.nodes, resolution.classes);
     let mut rewriter = Rewriter::new(ctx, function);
@@ -197,19 +213,59 @@ fn first_unknown_operand(ctx: &Context, shape: &LoopShape, resolution: &Resoluti
             }
             for nested in ctx.walk(op) {
                 for &operand in ctx.operands(nested) {
-                    if !is_buffer(ctx, operand) || !defined_at_top(ctx, shape, operand) {
-                        continue;
-                    }
-                    // A carried buffer is its value on this residue, unless it is free.
-                    let carried = shape.iter_args.iter().position(|&a| a == operand);
-                    match (resolution.values[r].get(&operand), carried) {
-                        (Some(Resolved::Outer(_) | Resolved::Local(_)), _) => {}
-                        (_, Some(j)) if !matches!(resolution.states[r][j], Resolved::Carried(_)) => {}
-                        _ => return Some(operand),
+                    if is_buffer(ctx, operand) && !known_or_chosen(ctx, shape, resolution, r, operand, 0) {
+                        return Some(operand);
                     }
                 }
             }
         }
     }
     None
+}
+
+/// Whether buffer `value` is known on residue `r` once the loop is specialised: concrete there
+/// (defined outside the body, made by the body's copy, or a carried value that is not free), or
+/// chosen by an `arith.select` kept in the copy among such buffers — on a condition the
+/// residue does not decide, such as data the body loads. `insert-transfers` unswitches a
+/// select of known buffers (up to [`crate::transfers::unswitch::MAX_DEPTH`] conditions deep,
+/// the bound here too), so each path names one buffer; specialising makes the carried operands
+/// of the select known, which is what the planner could not see before.
+fn known_or_chosen(
+    ctx: &Context,
+    shape: &LoopShape,
+    resolution: &Resolution,
+    r: usize,
+    value: Value,
+    depth: usize,
+) -> bool {
+    if !defined_at_top(ctx, shape, value) {
+        return true;
+    }
+    let carried = shape.iter_args.iter().position(|&a| a == value);
+    match (resolution.values[r].get(&value), carried) {
+        (Some(Resolved::Outer(_) | Resolved::Local(_)), _) => return true,
+        (_, Some(j)) if !matches!(resolution.states[r][j], Resolved::Carried(_)) => return true,
+        _ => {}
+    }
+    if depth >= crate::transfers::unswitch::MAX_DEPTH {
+        return false;
+    }
+    let Some(select) = ctx.defining_op(value).and_then(|op| SelectOp::wrap(ctx, op)) else { return false };
+    [select.true_value(ctx), select.false_value(ctx)]
+        .into_iter()
+        .all(|chosen| known_or_chosen(ctx, shape, resolution, r, chosen, depth + 1))
+}
+
+/// Whether specialising names a buffer that the loop names through the iteration: a carried
+/// buffer that is known on every residue, or a select of buffers that some residue decides.
+fn makes_a_buffer_known(ctx: &Context, shape: &LoopShape, resolution: &Resolution) -> bool {
+    let carried = shape.iter_args.iter().enumerate().any(|(j, &a)| {
+        is_buffer(ctx, a) && (0..resolution.period).all(|r| !matches!(resolution.states[r][j], Resolved::Carried(_)))
+    });
+    carried
+        || ctx.block_ops(shape.body).any(|op| {
+            SelectOp::wrap(ctx, op).is_some()
+                && ctx.results(op).any(|v| is_buffer(ctx, v))
+                && (0..resolution.period).any(|r| dropped(ctx, resolution, r, op))
+        })
 }

@@ -1341,6 +1341,17 @@ impl<'a> Planner<'a> {
                 if want == Want::Device {
                     to_device = b.device.minus(&e.device);
                     device = b.device.clone();
+                    // As for a buffer without a flag (below): what only an observer that may
+                    // not run wants (one in a branch or an inner loop of the body) is not worth
+                    // a copy on the entry edge; the flag makes the observer copy it.
+                    if let (Some(body), Some(o)) = (counted_body, flag_observer) {
+                        if self.ctx.parent_block(o) != Some(body) {
+                            let surely = self.body_facts(root, body).1;
+                            let unsure = to_device.minus(&surely);
+                            to_device = to_device.minus(&unsure);
+                            device = device.minus(&unsure);
+                        }
+                    }
                 }
                 let entry_device = e.device.union(&to_device);
                 let mut entry_host = e.host.clone();
@@ -1911,11 +1922,16 @@ impl<'a> Planner<'a> {
         // stale in the merged state, a later host observer would copy it on every path.
         match side {
             Direction::ToDevice if sure => {
-                to_device = to_device.union(&rest);
                 // (Not after a loop: its paths meet at every iteration's header too, where the
                 // entry's host copy would be taken for one the last iteration left.)
                 if ctx.interface::<dyn LoopLikeOpInterface>(op).is_none() && !self.is_while(op) {
-                    to_host = to_host.union(&rest.intersect(&current_somewhere(Direction::FromDevice)));
+                    let back = rest.intersect(&current_somewhere(Direction::FromDevice));
+                    to_host = to_host.union(&back);
+                    // What goes back to the host is current there on every path: the device
+                    // copy is completed only where the observer wants it.
+                    to_device = to_device.union(&rest.minus(&back)).union(&back.intersect(&wanted));
+                } else {
+                    to_device = to_device.union(&rest);
                 }
             }
             _ => to_host = to_host.union(&rest),
