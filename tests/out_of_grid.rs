@@ -119,11 +119,11 @@ fn entry_function(name: &str) -> (Vec<String>, String, bool) {
         .take_while(|line| *line != "OpFunctionEnd")
         .map(str::to_string)
         .collect();
-    // The grid check: x < grid.x, and y, and z (the second `OpLogicalAnd`).
+    // The grid check: x < grid.x, and y, and z (two `OpLogicalAnd`s), or'ed with the
+    // whole-grid specialisation constant (which only a dispatch of a whole grid sets).
     let in_grid = lines
         .iter()
-        .filter(|line| line.contains("= OpLogicalAnd %bool"))
-        .nth(1)
+        .find(|line| line.contains("= OpLogicalOr %bool %grid_is_whole_workgroups"))
         .and_then(|line| line.split_whitespace().next())
         .expect("the grid check")
         .to_string();

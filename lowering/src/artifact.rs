@@ -12,8 +12,21 @@
 //!   [`PushConstantLayout::grid_offset`]. Scalars and dynamic sizes follow, each aligned to its
 //!   own size (std430), in parameter order; [`PushConstantLayout::size`] is a multiple of 4.
 //! - The runtime dispatches `ceil(grid / workgroup_size)` workgroups per dimension.
+//! - An entry point whose [`EntryPoint::whole_grid_constant`] is `Some(id)` checks its work
+//!   items against the grid with the boolean specialisation constant `id` (default `false`)
+//!   or'ed in: a pipeline specialised with it `true` runs no such check, and is correct only
+//!   for a dispatch whose grid is, in every dimension, a multiple of the workgroup size times
+//!   the work items per invocation in that dimension (then every work item dispatched is in
+//!   the grid). Specialised `false` (or not at all), the entry point is correct for any grid.
 
 use hat_ir::Location;
+
+/// The `SpecId` of the boolean specialisation constant "the grid is a whole number of
+/// workgroups" ([`EntryPoint::whole_grid_constant`]). On a dependent chain of one-workgroup
+/// dispatches, the kernel's own latency is on the critical path: on the H100 the check
+/// against the grid (three push constants, three comparisons) cost about 0.3 us of the 2.4 us
+/// per dispatch (docs/benchmarks.md, "The chain: host or device?").
+pub const WHOLE_GRID_SPEC_ID: u32 = 0;
 
 /// A validated SPIR-V module: one entry point per kernel of the input module.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +76,11 @@ pub struct EntryPoint {
     /// `ceil(ceil(grid.y / rows_per_invocation) / workgroup_size.y)` workgroups in y (the grid
     /// in the push constants stays the program's).
     pub rows_per_invocation: u32,
+    /// The `SpecId` ([`WHOLE_GRID_SPEC_ID`]) of the constant that turns the entry point's
+    /// check against the grid off, where it has one (see the module documentation); `None`
+    /// for a kernel that checks nothing against the grid this way (a wide kernel: its fast
+    /// path also checks the buffers' sizes).
+    pub whole_grid_constant: Option<u32>,
 }
 
 /// The binding of one buffer parameter.

@@ -371,6 +371,7 @@ impl FunctionEmitter<'_> {
             let row = if k == 0 { first } else { self.e.b.i_add(u32, None, first, offset)? };
             let below = self.e.b.u_less_than(bool, None, row, grid[1])?;
             let inside = self.e.b.logical_and(bool, None, xz_in, below)?;
+            let inside = self.or_whole_grid(inside)?;
             let (body, next) = (self.e.b.id(), self.e.b.id());
             self.e.b.selection_merge(next, spirv::SelectionControl::NONE)?;
             self.e.b.branch_conditional(inside, body, next, [])?;

@@ -25,6 +25,8 @@ pub(crate) struct Emitter {
     decorated: Vec<Word>,
     /// The width of `index` on the device.
     pub index_bits: u32,
+    /// The specialisation constant [`crate::artifact::WHOLE_GRID_SPEC_ID`], once declared.
+    whole_grid: Option<Word>,
 }
 
 impl Emitter {
@@ -44,6 +46,7 @@ impl Emitter {
             extensions: Vec::new(),
             decorated: Vec::new(),
             index_bits,
+            whole_grid: None,
         };
         // A 64-bit `index` appears wherever indices do (constants, ids, sizes), not only where a
         // value's type is checked; lower_module has checked that the device has shaderInt64.
@@ -190,6 +193,21 @@ impl Emitter {
         let ty = self.bool();
         let id = if value { self.b.constant_true(ty) } else { self.b.constant_false(ty) };
         self.booleans[value as usize] = Some(id);
+        id
+    }
+
+    /// The boolean specialisation constant that says the grid is a whole number of workgroups
+    /// (times the work items per invocation) in every dimension: `false` unless the runtime
+    /// specialises it, declared once per module (see [`crate::artifact::WHOLE_GRID_SPEC_ID`]).
+    pub fn whole_grid_constant(&mut self) -> Word {
+        if let Some(id) = self.whole_grid {
+            return id;
+        }
+        let ty = self.bool();
+        let id = self.b.spec_constant_false(ty);
+        self.b.decorate(id, Decoration::SpecId, [Operand::LiteralBit32(crate::artifact::WHOLE_GRID_SPEC_ID)]);
+        self.b.name(id, "grid_is_whole_workgroups");
+        self.whole_grid = Some(id);
         id
     }
 

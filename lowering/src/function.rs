@@ -409,7 +409,18 @@ impl<'a> FunctionEmitter<'a> {
                 Some(so_far) => self.e.b.logical_and(bool, None, so_far, below)?,
             });
         }
-        Ok(inside.unwrap_or_else(|| self.e.bool_constant(true)))
+        let inside = inside.unwrap_or_else(|| self.e.bool_constant(true));
+        self.or_whole_grid(inside)
+    }
+
+    /// `condition` or the grid is whole workgroups ([`crate::artifact::WHOLE_GRID_SPEC_ID`]):
+    /// a check of the work item against the grid, which a pipeline specialised for a whole
+    /// grid folds to `true`.
+    pub fn or_whole_grid(&mut self, condition: Word) -> Result<Word, Failed> {
+        let bool = self.e.bool();
+        let whole = self.e.whole_grid_constant();
+        self.k.checks_grid = true;
+        Ok(self.e.b.logical_or(bool, None, whole, condition)?)
     }
 
     fn barrier(&mut self) -> Result<(), Failed> {

@@ -49,6 +49,8 @@ pub(crate) struct KernelState {
     pub wide: Option<crate::wide::WideState>,
     /// The state of a coarsened kernel (`coarsen.rs`).
     pub coarse: Option<crate::coarsen::CoarseState>,
+    /// Whether a check against the grid uses the whole-grid specialisation constant.
+    pub checks_grid: bool,
 }
 
 impl KernelState {
@@ -160,6 +162,7 @@ pub(crate) fn lower_kernel(
         queue: Vec::new(),
         wide: None,
         coarse: coarse.map(crate::coarsen::CoarseState::new),
+        checks_grid: false,
     };
     let mut fe = FunctionEmitter {
         ctx,
@@ -246,6 +249,7 @@ pub(crate) fn lower_kernel(
         workgroup_memory_bytes: workgroup_memory_bytes as u32,
         items_per_invocation,
         rows_per_invocation,
+        whole_grid_constant: fe.k.checks_grid.then_some(crate::artifact::WHOLE_GRID_SPEC_ID),
     })
 }
 

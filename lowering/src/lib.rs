@@ -62,9 +62,12 @@
 //!   enable `robustBufferAccess`.
 //! - **SPIR-V 1.3** (Vulkan 1.1), Logical addressing, GLSL450 memory model, no extension unless
 //!   a kernel needs 8-bit storage.
-//! - **No specialisation constants**: the workgroup size is in the IR and `LocalSize` is a
-//!   constant; a specialisation constant would pay only once something chose workgroup sizes
-//!   per device at run time.
+//! - **One specialisation constant**, `grid_is_whole_workgroups` (`SpecId`
+//!   [`WHOLE_GRID_SPEC_ID`], default `false`), or'ed into every check of a work item against the
+//!   grid: a pipeline specialised with it `true` checks nothing, for dispatches whose grid is a
+//!   whole number of workgroups ([`EntryPoint::whole_grid_constant`]). The workgroup size is in
+//!   the IR and `LocalSize` is a constant; a specialisation constant would pay only once
+//!   something chose workgroup sizes per device at run time.
 #![deny(missing_docs)]
 
 pub mod artifact;
@@ -83,7 +86,7 @@ mod wide;
 
 pub use artifact::{
     Access, BufferBinding, DimSlot, EntryPoint, PushConstantLayout, ScalarEncoding, ScalarSlot, SpirvModule,
-    StoredElement,
+    StoredElement, WHOLE_GRID_SPEC_ID,
 };
 pub use kernel::DEFAULT_WORKGROUP_SIZE;
 pub use options::{DeviceFeatures, Feature, IndexWidth, LoweringOptions};

@@ -39,8 +39,8 @@ fn describe(path: &Path) -> String {
     for entry in &spirv.entry_points {
         writeln!(
             out,
-            "; entry point {} workgroup {:?} barrier {}",
-            entry.name, entry.workgroup_size, entry.has_barrier
+            "; entry point {} workgroup {:?} barrier {} whole-grid constant {:?}",
+            entry.name, entry.workgroup_size, entry.has_barrier, entry.whole_grid_constant
         )
         .unwrap();
         for binding in &entry.bindings {

@@ -1,12 +1,18 @@
-//! Compiled kernels: compute pipelines, cached by a hash of the SPIR-V module, the entry point
-//! and the specialisation (none: the lowering puts the workgroup size in the module), so that
-//! the same kernel compiled by several executors is one pipeline; and descriptor sets, cached
+//! Compiled kernels: compute pipelines, cached by a hash of the SPIR-V module and the entry
+//! point, so that the same kernel compiled by several executors is one pipeline; and descriptor sets, cached
 //! by the kernel's set layout and the buffers bound, so that a dispatch of the same kernel on
 //! the same buffers reuses its set. A set that names a freed buffer is dropped from the cache
 //! and freed once the commands that may use it are done (the backend's retired list).
 //!
 //! Each kernel's layout: descriptor set 0 with one storage buffer per buffer parameter
 //! (bindings 0, 1, ... as the lowering numbers them), and the lowering's push-constant block.
+//!
+//! **Specialisation.** The lowering puts the workgroup size in the module; its one
+//! specialisation constant turns the check of each work item against the grid off
+//! ([`hat_lowering::EntryPoint::whole_grid_constant`]). A kernel's pipeline leaves it `false`
+//! (correct for any grid); a second pipeline with it `true`, for dispatches whose grid is whole
+//! workgroups, is made on the first such dispatch ([`Kernels::whole_grid_pipeline`]) and kept
+//! with the kernel.
 
 use crate::errors::vk_error;
 use ash::vk;
@@ -41,7 +47,11 @@ impl hat_runtime::LoweredModule for SpirvLowered {
 
 /// A compiled kernel.
 pub(crate) struct Kernel {
+    /// The pipeline for any grid.
     pub pipeline: vk::Pipeline,
+    /// The pipeline without the check against the grid, once a dispatch needed it.
+    pub whole_grid: Option<vk::Pipeline>,
+    pub shader: vk::ShaderModule,
     pub layout: vk::PipelineLayout,
     pub set_layout: vk::DescriptorSetLayout,
     pub entry: EntryPoint,
@@ -68,6 +78,34 @@ pub(crate) struct Kernels {
 const SETS_PER_POOL: u32 = 1024;
 const BUFFERS_PER_SET: u32 = 8;
 
+/// The compute pipeline of `entry` in `shader`; with `whole_grid`, the boolean specialisation
+/// constant of that id set `true`.
+fn create_pipeline(
+    device: &ash::Device,
+    shader: vk::ShaderModule,
+    layout: vk::PipelineLayout,
+    entry: &EntryPoint,
+    whole_grid: Option<u32>,
+) -> Result<vk::Pipeline, RuntimeError> {
+    let name = CString::new(entry.name.as_str())
+        .map_err(|_| RuntimeError::Backend(format!("vulkan: the kernel name '{}' has a NUL", entry.name)))?;
+    // A SPIR-V boolean specialisation constant takes a 32-bit VkBool32.
+    let data = vk::TRUE.to_le_bytes();
+    let entries = whole_grid.map(|id| [vk::SpecializationMapEntry::default().constant_id(id).offset(0).size(4)]);
+    let specialization =
+        entries.as_ref().map(|entries| vk::SpecializationInfo::default().map_entries(entries).data(&data));
+    let mut stage =
+        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(shader).name(&name);
+    if let Some(specialization) = &specialization {
+        stage = stage.specialization_info(specialization);
+    }
+    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    // SAFETY: the module, the entry point, the specialisation and the layout are valid.
+    let pipeline = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
+        .map_err(|(_, e)| vk_error("create a compute pipeline")(e))?[0];
+    Ok(pipeline)
+}
+
 fn module_hash(words: &[u32]) -> u64 {
     let mut hasher = FxHasher::default();
     words.hash(&mut hasher);
@@ -75,8 +113,7 @@ fn module_hash(words: &[u32]) -> u64 {
 }
 
 impl Kernels {
-    /// The kernel `entry` of `module`, compiled once per module, entry point and
-    /// specialisation.
+    /// The kernel `entry` of `module`, compiled once per module and entry point.
     pub(crate) fn compile(
         &mut self,
         device: &ash::Device,
@@ -85,7 +122,7 @@ impl Kernels {
     ) -> Result<u32, RuntimeError> {
         let words_hash = module_hash(&module.words);
         let mut hasher = FxHasher::default();
-        (words_hash, module.words.len(), &entry.name, "no specialisation").hash(&mut hasher);
+        (words_hash, module.words.len(), &entry.name).hash(&mut hasher);
         let key = hasher.finish();
         if let Some(&index) = self.cache.get(&key) {
             return Ok(index);
@@ -104,20 +141,29 @@ impl Kernels {
         let bindings = entry.bindings.len() as u32;
         let push_bytes = entry.push_constants.size;
         let (set_layout, layout) = self.layout(device, bindings, push_bytes)?;
-        let name = CString::new(entry.name.as_str())
-            .map_err(|_| RuntimeError::Backend(format!("vulkan: the kernel name '{}' has a NUL", entry.name)))?;
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(shader)
-            .name(&name);
-        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
-        // SAFETY: the module, the entry point and the layout are valid.
-        let pipeline = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
-            .map_err(|(_, e)| vk_error("create a compute pipeline")(e))?[0];
-        self.list.push(Kernel { pipeline, layout, set_layout, entry: entry.clone() });
+        let pipeline = create_pipeline(device, shader, layout, entry, None)?;
+        self.list.push(Kernel { pipeline, whole_grid: None, shader, layout, set_layout, entry: entry.clone() });
         let index = self.list.len() as u32 - 1;
         self.cache.insert(key, index);
         Ok(index)
+    }
+
+    /// The pipeline of kernel `kernel` without the check against the grid, made on first use;
+    /// for a dispatch whose grid is, in every dimension, a multiple of the workgroup size times
+    /// the work items per invocation, of a kernel whose entry point has the constant.
+    pub(crate) fn whole_grid_pipeline(
+        &mut self,
+        device: &ash::Device,
+        kernel: u32,
+    ) -> Result<vk::Pipeline, RuntimeError> {
+        let kernel = &mut self.list[kernel as usize];
+        if let Some(pipeline) = kernel.whole_grid {
+            return Ok(pipeline);
+        }
+        let id = kernel.entry.whole_grid_constant.expect("asked only for kernels with the constant");
+        let pipeline = create_pipeline(device, kernel.shader, kernel.layout, &kernel.entry, Some(id))?;
+        kernel.whole_grid = Some(pipeline);
+        Ok(pipeline)
     }
 
     fn layout(
@@ -244,12 +290,20 @@ impl Kernels {
         }
     }
 
+    /// Compute pipelines made: one per kernel, and one more per kernel that ran a whole grid.
+    pub(crate) fn pipeline_count(&self) -> usize {
+        self.list.iter().map(|kernel| 1 + kernel.whole_grid.is_some() as usize).sum()
+    }
+
     /// Destroys everything (no command may still run).
     pub(crate) fn destroy(&mut self, device: &ash::Device) {
         // SAFETY: the device is idle; each object is destroyed once.
         unsafe {
             for kernel in self.list.drain(..) {
                 device.destroy_pipeline(kernel.pipeline, None);
+                if let Some(pipeline) = kernel.whole_grid {
+                    device.destroy_pipeline(pipeline, None);
+                }
             }
             for (_, (set_layout, layout)) in self.layouts.drain() {
                 device.destroy_pipeline_layout(layout, None);

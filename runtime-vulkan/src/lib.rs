@@ -23,8 +23,10 @@
 //!   [`hat_runtime::RuntimeError::BufferTooLarge`]; copies (whole buffers and element ranges) go
 //!   through two reusable host-visible staging rings, one each way; a copy that does not fit
 //!   goes through staging pieces kept for later copies, an upload submitted piece by piece.
-//! - **Kernels** (`kernels.rs`): compute pipelines cached by a hash of the SPIR-V, the entry point
-//!   and the specialisation; descriptor sets cached by the buffers they bind.
+//! - **Kernels** (`kernels.rs`): compute pipelines cached by a hash of the SPIR-V and the entry
+//!   point, each with a second pipeline specialised without the check against the grid for
+//!   dispatches whose grid is whole workgroups ([`VulkanOptions::whole_grid_pipelines`]);
+//!   descriptor sets cached by the buffers they bind.
 //! - **Batches** (`frames.rs`): the executor's copies and dispatches are recorded into command
 //!   buffers with a pipeline barrier only where a command depends on an earlier one; a fence per
 //!   batch; GPU timestamps around each dispatch give its device time. A batch is submitted when
