@@ -32,12 +32,18 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
     let mut waited = Samples::default();
     // The time in the backend's `record_dispatch` (hat's recording and the driver's).
     let mut recorded = Samples::default();
+    // The CPU time of this thread over the run: what the host computed (the executor, hat's
+    // recording, the driver's calls, a driver spinning in a wait), not the time it slept
+    // blocked in the driver. A slow run whose CPU time is its wall time was bound by the host.
+    let mut cpu = Samples::default();
     let mut verified = true;
     let mut waits = 0;
     for index in 0..=repeat {
         let counts = HostBuffer::from_i32(&[64], &[0; 64]).expect("64 elements");
         let args = vec![ArgValue::Buffer(counts), ArgValue::Scalar(Scalar::Int(dispatches as i64))];
+        let cpu_before = thread_cpu_ms();
         let output = run(&ctx, module, backend, entry, args)?;
+        let cpu_ms = thread_cpu_ms() - cpu_before;
         let counts = output.buffers.first().and_then(HostBuffer::to_i32).unwrap_or_default();
         let expected = if entry == "independent" { 0 } else { dispatches as i32 };
         verified &= counts.len() == 64 && counts.iter().all(|&c| c == expected);
@@ -49,6 +55,7 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
         wall.0.push(per(total));
         waited.0.push(per(ms(output.report.wait_time)));
         recorded.0.push(per(ms(output.report.kernel_time - output.report.wait_time)));
+        cpu.0.push(per(cpu_ms));
         if let Some(d) = device_ms(&output.report, kernel) {
             device.0.push(per(d));
             host.0.push(per(total - d));
@@ -56,12 +63,13 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
         waits = output.report.waits;
     }
     progress(format!(
-        "  {entry}: {dispatches} dispatches, {:.3} us each (wall), device {} us, host {} us, in waits {:.3} us, recording {:.3} us",
+        "  {entry}: {dispatches} dispatches, {:.3} us each (wall), device {} us, host {} us, in waits {:.3} us, recording {:.3} us, CPU {:.3} us",
         wall.median().unwrap_or(f64::NAN),
         device.median().map_or("?".into(), |d| format!("{d:.3}")),
         host.median().map_or("?".into(), |h| format!("{h:.3}")),
         waited.median().unwrap_or(f64::NAN),
-        recorded.median().unwrap_or(f64::NAN)
+        recorded.median().unwrap_or(f64::NAN),
+        cpu.median().unwrap_or(f64::NAN)
     ));
     Ok(json!({
         "dispatches": dispatches,
@@ -72,8 +80,20 @@ fn chain(backend: &mut dyn Backend, entry: &str, dispatches: usize, repeat: usiz
         "host_us_per_dispatch": host.to_json(),
         "wait_us_per_dispatch": waited.to_json(),
         "record_us_per_dispatch": recorded.to_json(),
+        "cpu_us_per_dispatch": cpu.to_json(),
         "verified": verified,
     }))
+}
+
+/// The CPU time this thread has used, in milliseconds.
+fn thread_cpu_ms() -> f64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a valid out pointer.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if status != 0 {
+        return f64::NAN;
+    }
+    now.tv_sec as f64 * 1e3 + now.tv_nsec as f64 / 1e6
 }
 
 /// The chains on one backend: `chain` and `independent` at each length of `lengths` (under
