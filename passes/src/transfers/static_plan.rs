@@ -33,7 +33,8 @@
 //!   wants first on the device (or host) is made valid there on the entry edge — a transfer
 //!   placed before the loop and guarded by "the loop runs at least once" — and iterated to a
 //!   fixpoint. After the loop, the zero-trip state and the back-edge state meet; an element left
-//!   valid in neither is completed by a copy guarded by whether the loop ran. So nothing is
+//!   valid in neither is completed by a copy guarded by whether the loop ran (and, before an
+//!   observer that surely comes, one path's host elements on the other path). So nothing is
 //!   copied in a loop that nothing in it needs, for any trip count, zero included.
 //! - `while`-like ops (the first region always runs, then the other or the exit): the same with
 //!   an unguarded entry edge.
@@ -1922,15 +1923,19 @@ impl<'a> Planner<'a> {
         // stale in the merged state, a later host observer would copy it on every path.
         match side {
             Direction::ToDevice if sure => {
-                // (Not after a loop: its paths meet at every iteration's header too, where the
-                // entry's host copy would be taken for one the last iteration left.)
+                // What some path has current on the host goes back to the host on the paths
+                // that left it only on the device (the zero-trip path of a loop included: else
+                // the copy back waits for the caller and runs on every path, the paths that
+                // brought it back in the loop too).
+                let back = rest.intersect(&current_somewhere(Direction::FromDevice));
+                to_host = to_host.union(&back);
                 if ctx.interface::<dyn LoopLikeOpInterface>(op).is_none() && !self.is_while(op) {
-                    let back = rest.intersect(&current_somewhere(Direction::FromDevice));
-                    to_host = to_host.union(&back);
-                    // What goes back to the host is current there on every path: the device
-                    // copy is completed only where the observer wants it.
+                    // After a branch, what goes back to the host is current there on every
+                    // path: the device copy is completed only where the observer wants it.
                     to_device = to_device.union(&rest.minus(&back)).union(&back.intersect(&wanted));
                 } else {
+                    // (Not after a loop: its paths meet at every iteration's header too, where
+                    // the state the device copy is completed from is the last iteration's.)
                     to_device = to_device.union(&rest);
                 }
             }
