@@ -1,7 +1,7 @@
 //! Compiled kernels: compute pipelines, cached by a hash of the SPIR-V module and the entry
-//! point, so that the same kernel compiled by several executors is one pipeline; and descriptor sets, cached
-//! by the kernel's set layout and the buffers bound, so that a dispatch of the same kernel on
-//! the same buffers reuses its set. A set that names a freed buffer is dropped from the cache
+//! point, so that the same kernel compiled by several executors is one pipeline; and
+//! descriptor sets, cached by the kernel's set layout and the buffers bound, so that a
+//! dispatch of the same kernel on the same buffers reuses its set. A set that names a freed buffer is dropped from the cache
 //! and freed once the commands that may use it are done (the backend's retired list).
 //!
 //! Each kernel's layout: descriptor set 0 with one storage buffer per buffer parameter

@@ -1342,17 +1342,12 @@ impl<'a> Planner<'a> {
                 if want == Want::Device {
                     to_device = b.device.minus(&e.device);
                     device = b.device.clone();
-                    // As for a buffer without a flag (below): what only an observer that may
-                    // not run wants (one in a branch or an inner loop of the body) is not worth
-                    // a copy on the entry edge; the flag makes the observer copy it.
-                    if let (Some(body), Some(o)) = (counted_body, flag_observer) {
-                        if self.ctx.parent_block(o) != Some(body) {
-                            let surely = self.body_facts(root, body).1;
-                            let unsure = to_device.minus(&surely);
-                            to_device = to_device.minus(&unsure);
-                            device = device.minus(&unsure);
-                        }
-                    }
+                    // As for a buffer without a flag (below), what only an observer that may
+                    // not run wants is not worth a copy on the entry edge: the flag makes the
+                    // observer copy it.
+                    let unsure = self.wanted_only_if_observed(root, counted_body, flag_observer, &to_device);
+                    to_device = to_device.minus(&unsure);
+                    device = device.minus(&unsure);
                 }
                 let entry_device = e.device.union(&to_device);
                 let mut entry_host = e.host.clone();
@@ -1430,15 +1425,11 @@ impl<'a> Planner<'a> {
                     // not worth a copy on the entry edge. That part stays on the host at the
                     // top of the body (the entry has it there; the back edge copies back what
                     // the body left only on the device, as `kernel` does after the write).
-                    if let (Some(body), Some(o)) = (counted_body, observer) {
-                        if self.ctx.parent_block(o) != Some(body) {
-                            let surely = self.body_facts(root, body).1;
-                            let unsure = to_device.minus(&surely).intersect(&e.host);
-                            to_device = to_device.minus(&unsure);
-                            h.device = h.device.minus(&unsure);
-                            h.host = h.host.union(&unsure);
-                        }
-                    }
+                    let unsure =
+                        self.wanted_only_if_observed(root, counted_body, observer, &to_device).intersect(&e.host);
+                    to_device = to_device.minus(&unsure);
+                    h.device = h.device.minus(&unsure);
+                    h.host = h.host.union(&unsure);
                 }
                 Want::Host => {
                     // What the first observer reads and the entry has on the host stays there:
@@ -1495,6 +1486,25 @@ impl<'a> Planner<'a> {
             header.insert(root, h);
         }
         (header, fixups)
+    }
+
+    /// The part of `to_device` that only the body's first observer of `root`, `observer`, wants
+    /// on the device when that observer may not run (it sits in a branch or an inner loop of the
+    /// counted loop's body `body`, not in the body itself): the rest every path through the body
+    /// wants there first. Empty when the observer surely runs or the loop is not counted.
+    fn wanted_only_if_observed(
+        &self,
+        root: Value,
+        body: Option<Block>,
+        observer: Option<Op>,
+        to_device: &RangeSet,
+    ) -> RangeSet {
+        match (body, observer) {
+            (Some(body), Some(o)) if self.ctx.parent_block(o) != Some(body) => {
+                to_device.minus(&self.body_facts(root, body).1)
+            }
+            _ => RangeSet::empty(),
+        }
     }
 
     /// What the header needs to know of `root` in the loop body `body` (memoized): the elements
@@ -1885,7 +1895,8 @@ impl<'a> Planner<'a> {
         // back to the host on the latter now (as `kernel` would have copied it back after the
         // write): left as it is, a later merge would have to copy it back on every path of
         // this construct, including those that did not write it.
-        lost = lost.union(&current_somewhere(Direction::FromDevice).minus(&host));
+        let on_host_somewhere = current_somewhere(Direction::FromDevice);
+        lost = lost.union(&on_host_somewhere.minus(&host));
         if sure {
             let some = current_somewhere(side);
             let have = match side {
@@ -1927,7 +1938,7 @@ impl<'a> Planner<'a> {
                 // that left it only on the device (the zero-trip path of a loop included: else
                 // the copy back waits for the caller and runs on every path, the paths that
                 // brought it back in the loop too).
-                let back = rest.intersect(&current_somewhere(Direction::FromDevice));
+                let back = rest.intersect(&on_host_somewhere);
                 to_host = to_host.union(&back);
                 if ctx.interface::<dyn LoopLikeOpInterface>(op).is_none() && !self.is_while(op) {
                     // After a branch, what goes back to the host is current there on every
