@@ -147,7 +147,9 @@ pub fn specialise(rw: &mut Rewriter<'_>, shape: &LoopShape, resolution: &Resolut
     let step = looping.step(ctx, looped).expect("a counted loop");
     let location = ctx.location(looped);
     let results: Vec<Value> = ctx.results(looped).collect();
-    let index = rw.ctx_mut().index_type();
+    // The induction variable's type (`index`, or an integer type such as `i32`): every value
+    // made here for the iteration space has it.
+    let index = ctx.value_type(step);
     let mut b = Builder { rw, location, constants: FxHashMap::default(), anchor: looped };
     let before = At::Before(looped);
     let k = resolution.period as i64;

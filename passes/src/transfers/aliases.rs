@@ -52,13 +52,29 @@ pub fn is_buffer(ctx: &Context, value: Value) -> bool {
 
 impl BufferRoots {
     /// The roots of every buffer value under `function` (whose entry block's arguments are
-    /// roots).
+    /// roots), its parameters assumed distinct buffers.
     pub fn of(ctx: &Context, function: Op) -> BufferRoots {
+        BufferRoots::with_aliased_parameters(ctx, function, &[])
+    }
+
+    /// The roots of every buffer value under `function`, where each group of `aliased` (indices
+    /// of the entry block's arguments) may be one buffer: a value of a parameter in a group may be
+    /// any parameter of the group, so that an access through one counts for all of them and a
+    /// write through one is partial ([`parameter_aliasing`] finds the groups from the calls).
+    pub fn with_aliased_parameters(ctx: &Context, function: Op, aliased: &[Vec<usize>]) -> BufferRoots {
         let mut this = BufferRoots::default();
         let ops = ctx.walk(function);
         if let Some(&entry) = ctx.regions(function).first().and_then(|&r| ctx.region_blocks(r).first()) {
-            for &argument in ctx.block_arguments(entry) {
+            let arguments = ctx.block_arguments(entry);
+            for &argument in arguments {
                 this.root(ctx, argument);
+            }
+            for group in aliased {
+                let members: BTreeSet<Value> =
+                    group.iter().filter_map(|&i| arguments.get(i).copied()).filter(|&v| is_buffer(ctx, v)).collect();
+                for &member in &members {
+                    this.roots.insert(member, Roots::Known(members.clone()));
+                }
             }
         }
         for &op in &ops {
@@ -125,6 +141,35 @@ impl BufferRoots {
     pub fn roots_ref(&self, value: Value) -> &Roots {
         static UNKNOWN: Roots = Roots::Unknown;
         self.roots.get(&value).unwrap_or(&UNKNOWN)
+    }
+
+    /// A buffer made inside a control-flow op (a loop body, a branch) that outlives it: one of
+    /// the op's results or region arguments may be it. Such a root names a new buffer each time
+    /// its op runs while an older one may still be in use (a loop that carries the buffer it
+    /// allocated), or a buffer that the code after the op reaches only through the op's results.
+    /// Returns the allocating op.
+    pub fn outliving_allocation(&self, ctx: &Context, function: Op) -> Option<Op> {
+        for op in ctx.walk(function) {
+            if op == function || ctx.interface::<dyn RegionBranchOpInterface>(op).is_none() {
+                continue;
+            }
+            let mut carried: Vec<Value> = ctx.results(op).collect();
+            for &region in ctx.regions(op) {
+                for &block in ctx.region_blocks(region) {
+                    carried.extend(ctx.block_arguments(block).iter().copied());
+                }
+            }
+            for value in carried {
+                let Roots::Known(set) = self.roots_ref(value) else { continue };
+                for &root in set {
+                    let Some(made) = ctx.defining_op(root) else { continue };
+                    if is_ancestor(ctx, op, made) {
+                        return Some(made);
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Whether `value` is a root itself.
@@ -194,6 +239,18 @@ impl BufferRoots {
     }
 }
 
+/// Whether `ancestor` encloses `op` (strictly).
+fn is_ancestor(ctx: &Context, ancestor: Op, op: Op) -> bool {
+    let mut current = ctx.parent_op(op);
+    while let Some(parent) = current {
+        if parent == ancestor {
+            return true;
+        }
+        current = ctx.parent_op(parent);
+    }
+    false
+}
+
 /// Whether `op` allocates `result` (an `Allocate` effect on it).
 fn allocates(ctx: &Context, op: Op, result: Value) -> bool {
     let Some(index) = ctx.results(op).position(|r| r == result) else { return false };
@@ -204,4 +261,62 @@ fn allocates(ctx: &Context, op: Op, result: Value) -> bool {
         }
         MemoryEffects::Unknown => false,
     }
+}
+
+/// Which buffer parameters of each function may be one buffer: the groups (indices of
+/// parameters, each group of two or more) that some call passes one buffer to, directly or
+/// through the caller's own aliased parameters. `calls` gives, for each call of a function of
+/// `functions` (by index), the caller's index, the callee's index and the call's argument values;
+/// `roots` gives each function's roots under the groups found so far. A fixpoint: the caller of
+/// the driver recomputes the roots and calls this again until the groups stop growing.
+pub fn parameter_aliasing(
+    ctx: &Context,
+    parameter_counts: &[usize],
+    calls: &[(usize, usize, Vec<Value>)],
+    roots: &[BufferRoots],
+) -> Vec<Vec<Vec<usize>>> {
+    // A union-find over each function's parameters.
+    let mut parent: Vec<Vec<usize>> = parameter_counts.iter().map(|&n| (0..n).collect()).collect();
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for (caller, callee, arguments) in calls {
+        let caller_roots = &roots[*caller];
+        let may_alias = |a: Value, b: Value| match (caller_roots.roots_ref(a), caller_roots.roots_ref(b)) {
+            (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
+            _ => true,
+        };
+        let count = arguments.len().min(parameter_counts[*callee]);
+        for i in 0..count {
+            if !is_buffer(ctx, arguments[i]) {
+                continue;
+            }
+            for j in i + 1..count {
+                if is_buffer(ctx, arguments[j]) && may_alias(arguments[i], arguments[j]) {
+                    let set = &mut parent[*callee];
+                    let (a, b) = (find(set, i), find(set, j));
+                    if a != b {
+                        set[a.max(b)] = a.min(b);
+                    }
+                }
+            }
+        }
+    }
+    parent
+        .iter_mut()
+        .map(|set| {
+            let mut groups: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+            for i in 0..set.len() {
+                let leader = find(set, i);
+                groups.entry(leader).or_default().push(i);
+            }
+            let mut groups: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+            groups.sort();
+            groups
+        })
+        .collect()
 }

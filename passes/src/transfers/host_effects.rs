@@ -8,7 +8,7 @@
 //! function does, calls included (a fixpoint over the call graph, so recursion is fine). A
 //! callee nothing resolves, or an op with unknown effects, touches everything.
 
-use super::aliases::{is_buffer, BufferRoots, Roots};
+use super::aliases::{is_buffer, parameter_aliasing, BufferRoots, Roots};
 use super::dispatch::Kernels;
 use super::insert::host_functions;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, LaunchOpInterface};
@@ -77,7 +77,31 @@ pub fn summarize_with_roots(ctx: &Context, module: Op, kernels: &Kernels) -> (Su
             }
         }
     }
-    let roots: Vec<BufferRoots> = functions.iter().map(|&f| BufferRoots::of(ctx, f)).collect();
+    // Parameters that some call passes one buffer to may alias: each function's roots say so,
+    // found by a fixpoint (a caller's aliased parameters make its callee's alias in turn).
+    let mut calls: Vec<(usize, usize, Vec<Value>)> = Vec::new();
+    for (caller, body) in bodies.iter().enumerate() {
+        for &op in &body[1..] {
+            let Some(call) = ctx.interface::<dyn CallOpInterface>(op) else { continue };
+            if let Some(&callee) = kernels.callee(ctx, op).and_then(|c| number.get(&c)) {
+                calls.push((caller, callee, ctx.operands(op)[call.arguments(ctx, op)].to_vec()));
+            }
+        }
+    }
+    let counts: Vec<usize> = functions.iter().map(|&f| parameters(ctx, f).len()).collect();
+    let mut aliased: Vec<Vec<Vec<usize>>> = vec![Vec::new(); functions.len()];
+    let roots: Vec<BufferRoots> = loop {
+        let roots: Vec<BufferRoots> = functions
+            .iter()
+            .zip(&aliased)
+            .map(|(&f, groups)| BufferRoots::with_aliased_parameters(ctx, f, groups))
+            .collect();
+        let found = parameter_aliasing(ctx, &counts, &calls, &roots);
+        if found == aliased {
+            break roots;
+        }
+        aliased = found;
+    };
     let mut summaries: Summaries =
         functions.iter().map(|&f| (f, vec![Touch::default(); parameters(ctx, f).len()])).collect();
     let mut queued = vec![true; functions.len()];

@@ -332,6 +332,14 @@ pub fn plan(
     };
     let params: Vec<Value> = ctx.block_arguments(*entry).iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
     let roots = roots.unwrap_or_else(|| BufferRoots::of(ctx, function));
+    // The state has one entry per root: a root that stands for several live buffers at once
+    // cannot be followed.
+    if let Some(made) = roots.outliving_allocation(ctx, function) {
+        return Err(Unsupported {
+            what: "a buffer made inside a loop or branch that outlives it".into(),
+            location: ctx.location(made),
+        });
+    }
     let uses = UseIndex::new(ctx, function, &roots);
     let mut planner = Planner {
         ctx,
@@ -957,6 +965,7 @@ impl<'a> Planner<'a> {
                         let reason = || format!("read by {where_} at {at}");
                         match self.extent(op, root, effect.extent) {
                             Some(ranges) => {
+                                let ranges = self.widened_for_host(state, root, side, ranges, op);
                                 self.need(state, root, side, &ranges, Anchor::Before(op), location, &reason)?
                             }
                             None => self.dynamic_read(op, state, root, side, effect.extent, &reason)?,
@@ -1034,11 +1043,7 @@ impl<'a> Planner<'a> {
         };
         // (Not when the next observer surely wants the whole host copy anyway: one copy of the
         // missing part now is less than one element now and the rest then.)
-        let (want, observer) = self.wanted_after(root, op);
-        let whole_wanted_next = side == Direction::FromDevice
-            && want == Want::Host
-            && self.surely_observed(op, want, observer)
-            && observer.is_none_or(|o| self.elements_read_on_host(root, o).contains(&all));
+        let whole_wanted_next = side == Direction::FromDevice && self.whole_host_copy_surely_wanted(root, op);
         if let (true, false, Extent::Element { first, count: 1 }) = (other_whole, whole_wanted_next, extent) {
             if shape(ctx, root).len() == 1 && self.in_scope(root, Anchor::Before(op)) {
                 let index = ctx.operand(op, first as usize);
@@ -1057,6 +1062,63 @@ impl<'a> Planner<'a> {
             }
         }
         self.need(state, root, side, &all, Anchor::Before(op), location, reason)
+    }
+
+    /// The elements of `root` a host read at `op` should bring back: `ranges`, or the whole
+    /// buffer where more than `ranges` is missing on the host and the whole host copy is surely
+    /// wanted later with only host reads between (one copy now rather than this part now and
+    /// the pieces around it later; the same bytes).
+    fn widened_for_host(&self, state: &State, root: Value, side: Direction, ranges: RangeSet, op: Op) -> RangeSet {
+        if side != Direction::FromDevice {
+            return ranges;
+        }
+        let Some(copies) = state.get(&root) else { return ranges };
+        let all = whole(self.ctx, root);
+        let missing = ranges.clamp(element_count(self.ctx, root)).minus(&copies.host);
+        if missing.is_empty() || all.minus(&copies.host) == missing || !self.whole_host_copy_surely_wanted(root, op) {
+            return ranges;
+        }
+        all
+    }
+
+    /// Whether, after the host read `op`, the whole host copy of `root` is surely wanted before
+    /// anything but host reads touches it: the chain of observers after `op`, each surely
+    /// coming after the one before, reads only parts of the host copy and ends in one that
+    /// reads all of it (or the caller, for a parameter).
+    fn whole_host_copy_surely_wanted(&self, root: Value, op: Op) -> bool {
+        let all = whole(self.ctx, root);
+        let mut at = op;
+        // (A bound: each step is a scan of the uses.)
+        for _ in 0..8 {
+            let (want, observer) = self.wanted_after(root, at);
+            if want != Want::Host || !self.surely_observed(at, want, observer) {
+                return false;
+            }
+            let Some(next) = observer else { return true };
+            if self.elements_read_on_host(root, next).contains(&all) {
+                return true;
+            }
+            if self.writes_host(root, next) {
+                return false;
+            }
+            at = next;
+        }
+        false
+    }
+
+    /// Whether the host op `op` may write the host copy of `root` (by its effects; a call or an
+    /// op of unknown effects may).
+    fn writes_host(&self, root: Value, op: Op) -> bool {
+        let ctx = self.ctx;
+        if ctx.interface::<dyn CallOpInterface>(op).is_some() {
+            return true;
+        }
+        let Some(definition) = ctx.definition(ctx.name(op)) else { return true };
+        let MemoryEffects::Known(effects) = definition.memory_effects(ctx, op) else { return true };
+        effects.iter().any(|e| {
+            matches!(e.kind, EffectKind::Write | EffectKind::Free)
+                && matches!(e.target, EffectTarget::Operand(i) if ctx.operands(op).get(i).is_some_and(|&v| self.may_alias(v, root)))
+        })
     }
 
     /// Which copy of `root` the first observer after `op` (in program order, around enclosing
