@@ -336,7 +336,7 @@ pub fn plan(
     // cannot be followed.
     if let Some(made) = roots.outliving_allocation(ctx, function) {
         return Err(Unsupported {
-            what: "a buffer made inside a loop or branch that outlives it".into(),
+            what: "a buffer made inside a loop or branch that outlives it and that the host touches".into(),
             location: ctx.location(made),
         });
     }
