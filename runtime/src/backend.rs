@@ -140,6 +140,18 @@ pub enum KernelArg {
     Scalar(Scalar, ElementType),
 }
 
+/// What one dispatch did to the elements of one of its buffer arguments (flat, row-major
+/// indices), as a backend that records it reports ([`Backend::take_dispatch_accesses`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferAccesses {
+    /// The buffer.
+    pub buffer: DeviceBuffer,
+    /// The elements the dispatch read before writing them: it saw what was there before it.
+    pub read: Vec<std::ops::Range<u64>>,
+    /// The elements it wrote.
+    pub written: Vec<std::ops::Range<u64>>,
+}
+
 /// A device: memory, recorded copies and dispatches, batches, kernels. See the module
 /// documentation for the contract.
 ///
@@ -230,6 +242,15 @@ pub trait Backend {
     /// Copies the bytes of the read `read` (of a waited batch) into `into`, which has the read's
     /// length. Each read is taken once.
     fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError>;
+
+    /// The element accesses of the last dispatch recorded, once per distinct buffer argument,
+    /// when this backend records them (the CPU reference backend does after
+    /// `CpuBackend::set_record_accesses(true)`); `None` (the default) otherwise. The host
+    /// executor asks after each dispatch when it traces a run for the clairvoyant optimum
+    /// ([`crate::oracle`]).
+    fn take_dispatch_accesses(&mut self) -> Option<Vec<BufferAccesses>> {
+        None
+    }
 
     // ----- blocking conveniences (never used by the executor) ----------------------------------
 

@@ -2,7 +2,8 @@
 //! commands with explicit dependencies, batches and fences; kernels as the lowering's
 //! [`KernelArtifact`]), the host executor that runs compute IR and drives a backend, the CPU
 //! reference backend (the test oracle: it interprets kernel IR and fills fresh device memory
-//! with poison), and the accounting of what moved.
+//! with poison), the accounting of what moved, and the clairvoyant optimum of a run
+//! ([`oracle`]: the fewest bytes and copies any transfer plan could move on it).
 #![deny(missing_docs)]
 
 pub mod artifact;
@@ -12,11 +13,12 @@ pub mod error;
 pub mod eval;
 pub mod executor;
 pub mod handles;
+pub mod oracle;
 pub mod report;
 pub mod value;
 
 pub use artifact::{KernelArtifact, LoweredModule};
-pub use backend::{Backend, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
+pub use backend::{Backend, BufferAccesses, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
 pub use cpu::CpuBackend;
 pub use error::RuntimeError;
 pub use executor::{

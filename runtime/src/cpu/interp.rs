@@ -16,6 +16,7 @@
 //! work items inside the grid touch buffers, as the kernel-effects analysis and the SPIR-V
 //! lowering assume.
 
+use super::accesses::AccessLog;
 use super::compile::{Edge, Inst, Program, Slot, Target, MAX_CALL_DEPTH};
 use super::memory::Memory;
 use super::races::Recorder;
@@ -36,6 +37,8 @@ pub(crate) struct Env<'a> {
     pub num_groups: [u64; 3],
     /// The race check's records, when it is on (then workgroups run one after the other).
     pub races: Option<&'a Mutex<Recorder>>,
+    /// The record of element accesses, when it is on (then workgroups run one after the other).
+    pub accesses: Option<&'a Mutex<AccessLog>>,
 }
 
 /// An entry of a work item's control stack.
@@ -193,6 +196,20 @@ impl Item {
         races.touch(handle, index, self.global, store, location)
     }
 
+    /// Records a load (`read`) and/or a store (`write`) of element `index` of buffer `handle`
+    /// for the trace of element accesses.
+    #[cold]
+    fn log(accesses: &Mutex<AccessLog>, handle: Scalar, index: usize, read: bool, write: bool) {
+        let handle = usize::try_from(handle.as_i64()).unwrap_or(usize::MAX);
+        let mut log = accesses.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if read {
+            log.load(handle, index);
+        }
+        if write {
+            log.store(handle, index);
+        }
+    }
+
     /// Runs the work item until it finishes or reaches a barrier.
     pub fn run(&mut self, env: &Env<'_>) -> Result<Stop, RuntimeError> {
         let program = env.program;
@@ -275,6 +292,9 @@ impl Item {
                     if let Some(races) = env.races {
                         self.record(races, slot!(*buffer), index, false, *location)?;
                     }
+                    if let Some(accesses) = env.accesses {
+                        Self::log(accesses, slot!(*buffer), index, true, false);
+                    }
                     slot!(*dst) = memory.load(index);
                     pc += 1;
                 }
@@ -287,6 +307,9 @@ impl Item {
                     let index = self.flat(env, memory, indices, base, *location)?;
                     if let Some(races) = env.races {
                         self.record(races, slot!(*buffer), index, true, *location)?;
+                    }
+                    if let Some(accesses) = env.accesses {
+                        Self::log(accesses, slot!(*buffer), index, false, true);
                     }
                     memory.store(index, slot!(*value));
                     pc += 1;
@@ -309,6 +332,9 @@ impl Item {
                         continue;
                     }
                     let index = self.flat(env, memory, indices, base, *location)?;
+                    if let Some(accesses) = env.accesses {
+                        Self::log(accesses, slot!(*buffer), index, true, true);
+                    }
                     let element = memory.element;
                     let operand = eval::normalize(slot!(*value), element);
                     let old = memory

@@ -48,8 +48,14 @@
 //!   and in it the first work item to fail: the same error whether or not the run is parallel.
 //!   Nothing panics.
 //!
+//! - **Element accesses.** With [`CpuBackend::set_record_accesses`], each dispatch records which
+//!   elements of each buffer argument it read before writing them and which it wrote
+//!   (`accesses.rs`), for [`Backend::take_dispatch_accesses`]: the device side of the trace of
+//!   the clairvoyant optimum ([`crate::oracle`]).
+//!
 //! Scalar semantics are those of [`crate::eval`].
 
+mod accesses;
 mod batches;
 mod compile;
 mod grid;
@@ -64,11 +70,12 @@ mod tests;
 pub use compile::DEFAULT_WORKGROUP_SIZE;
 
 use crate::artifact::KernelArtifact;
-use crate::backend::{Backend, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
+use crate::backend::{Backend, BufferAccesses, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::eval::{self, type_name};
 use crate::handles::HandleTable;
 use crate::value::{BufferLayout, ElementType, Scalar};
+use accesses::AccessLog;
 use batches::Batches;
 use compile::{Param, Program};
 use hat_ir::types::DYNAMIC;
@@ -89,6 +96,9 @@ pub struct CpuBackend {
     parallel: bool,
     max_work_items: u64,
     check_races: bool,
+    /// Whether dispatches record their element accesses, and the last dispatch's.
+    record_accesses: bool,
+    last_accesses: Option<Vec<BufferAccesses>>,
 }
 
 /// The default limit on the work items of one dispatch on the CPU backend: 2^32.
@@ -110,6 +120,8 @@ impl CpuBackend {
             parallel: true,
             max_work_items: DEFAULT_MAX_WORK_ITEMS,
             check_races: false,
+            record_accesses: false,
+            last_accesses: None,
         }
     }
 
@@ -131,6 +143,15 @@ impl CpuBackend {
     /// are exempt. See `races.rs`.
     pub fn set_check_races(&mut self, check: bool) {
         self.check_races = check;
+    }
+
+    /// Whether dispatches record which elements of each buffer argument they read (before
+    /// writing them) and write (off by default), for [`Backend::take_dispatch_accesses`]: the
+    /// trace of the clairvoyant optimum ([`crate::oracle`]). Workgroups then run one after the
+    /// other. See `accesses.rs`.
+    pub fn set_record_accesses(&mut self, record: bool) {
+        self.record_accesses = record;
+        self.last_accesses = None;
     }
 
     /// The layout of a live buffer.
@@ -274,6 +295,7 @@ enum Schedule<'a> {
 
 /// Runs the workgroups `groups` (linear indices, x fastest) of a dispatch. Returns the error of
 /// the lowest failing workgroup, if any.
+#[allow(clippy::too_many_arguments)]
 fn run_groups(
     program: &Program,
     params: &[Scalar],
@@ -282,6 +304,7 @@ fn run_groups(
     num_groups: [u64; 3],
     total: usize,
     schedule: Schedule<'_>,
+    accesses: Option<&Mutex<AccessLog>>,
 ) -> Result<(), RuntimeError> {
     let (parallel, races) = match schedule {
         Schedule::Parallel => (true, None),
@@ -327,11 +350,12 @@ fn run_groups(
         if let Some(races) = races {
             races.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).start_group(l);
         }
-        let env = Env { program, buffers: &buffers, group, grid, num_groups, races };
+        let env = Env { program, buffers: &buffers, group, grid, num_groups, races, accesses };
         if let Err(error) = interp::run_group(&env, params, items) {
             record(linear, error);
         }
     };
+    let parallel = parallel && accesses.is_none();
     if parallel && total > 1 {
         (0..total).into_par_iter().for_each_init(Vec::new, run_one);
     } else {
@@ -445,6 +469,7 @@ impl Backend for CpuBackend {
         })?;
         let (params, buffers) = self.bind(program, args)?;
         let workgroups = grid::workgroups(&program.name, grid, program.workgroup, self.max_work_items)?;
+        let accesses = self.record_accesses.then(|| Mutex::new(AccessLog::new(&buffers)));
         if workgroups.total > 0 {
             let races = self.check_races.then(|| Mutex::new(race_recorder(program, &buffers)));
             let (count, total) = (workgroups.count, workgroups.total);
@@ -453,7 +478,18 @@ impl Backend for CpuBackend {
                 None if self.parallel => Schedule::Parallel,
                 None => Schedule::Serial,
             };
-            run_groups(program, &params, &buffers, grid, count, total, schedule)?;
+            run_groups(program, &params, &buffers, grid, count, total, schedule, accesses.as_ref())?;
+        }
+        if let Some(accesses) = accesses {
+            let devices: Vec<DeviceBuffer> = args
+                .iter()
+                .filter_map(|a| match a {
+                    KernelArg::Buffer(buffer) => Some(*buffer),
+                    KernelArg::Scalar(..) => None,
+                })
+                .collect();
+            let log = accesses.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+            self.last_accesses = Some(log.finish(&devices));
         }
         self.batches.hold_time(DispatchTime { command, time: start.elapsed() });
         Ok(command)
@@ -469,5 +505,9 @@ impl Backend for CpuBackend {
 
     fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
         self.batches.take_read(read, into)
+    }
+
+    fn take_dispatch_accesses(&mut self) -> Option<Vec<BufferAccesses>> {
+        self.last_accesses.take()
     }
 }

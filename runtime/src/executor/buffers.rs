@@ -126,6 +126,11 @@ impl Buffers {
     }
 
     /// Adds a buffer the program allocates (no copy exists yet).
+    /// The id the next buffer added will have.
+    pub(crate) fn next_id(&self) -> usize {
+        self.list.len()
+    }
+
     pub(crate) fn allocate(&mut self, layout: BufferLayout, slot: usize) -> BufferId {
         self.list.push(BufferState { layout, host: None, device: None, freed: false, slot, argument: false });
         BufferId(self.list.len() - 1)

@@ -351,3 +351,51 @@ compute.func @main() {
     assert!(error.to_string().contains("exceeds the CPU backend's limits"), "{error}");
     assert_eq!(ctx.sources.describe(error.location()), "huge.hat:8:3", "the dispatch that needed the device copy");
 }
+
+/// The traced reference run of an example (scalars 3), and its clairvoyant optimum.
+fn traced(name: &str, record_accesses: bool) -> Result<(crate::oracle::Trace, crate::oracle::Optimum), RuntimeError> {
+    let (ctx, module) = example(name);
+    let parameters = entry_parameters(verified(&ctx, module), "main").unwrap();
+    let mut backend = CpuBackend::new();
+    backend.set_record_accesses(record_accesses);
+    let mut executor =
+        Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+    for host in host_functions(&ctx, module) {
+        executor.register_host_function(&host, Box::new(|_: &mut HostCall| Ok(vec![])));
+    }
+    executor.set_trace(true);
+    let run = executor.run("main", arguments(&parameters));
+    let trace = executor.take_trace().expect("a traced run leaves its trace");
+    run?;
+    let optimum = crate::oracle::optimum(&trace);
+    crate::oracle::check_plan(&trace, &optimum.plan).expect("the oracle's plan is right");
+    Ok((trace, optimum))
+}
+
+#[test]
+fn the_traced_run_of_squares_needs_the_buffer_in_and_out() {
+    let (trace, optimum) = traced("01-squares", true).unwrap();
+    assert_eq!(trace.buffers.len(), 1);
+    assert_eq!(trace.buffers[0].origin, crate::oracle::Origin::Argument);
+    assert_eq!(trace.steps, 2, "the dispatch and the return");
+    use crate::oracle::Moved;
+    assert_eq!(optimum.to_device, Moved { copies: 1, bytes: 256 });
+    assert_eq!(optimum.from_device, Moved { copies: 1, bytes: 256 });
+}
+
+#[test]
+fn the_traced_run_of_peek_finds_the_hand_written_optimum_in_fewer_copies() {
+    // count = 3: 256 B in; 3 x 4 B back in the loop and 252 B after it (the header's optimum),
+    // which the last iteration's peek can bring back at once: 3 copies back, not 4.
+    let (_, optimum) = traced("04-peek", true).unwrap();
+    use crate::oracle::Moved;
+    assert_eq!(optimum.to_device, Moved { copies: 1, bytes: 256 });
+    assert_eq!(optimum.from_device, Moved { copies: 3, bytes: 252 + 4 * 3 });
+    assert!(optimum.copies_exact());
+}
+
+#[test]
+fn a_trace_needs_a_backend_that_records_element_accesses() {
+    let error = traced("01-squares", false).unwrap_err();
+    assert!(error.to_string().contains("does not record the element accesses"), "{error}");
+}

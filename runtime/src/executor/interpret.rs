@@ -24,11 +24,13 @@ use super::program::{
     AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
+use super::tracing::{effect_accesses, Tracing};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
 use crate::artifact::KernelArtifact;
 use crate::backend::KernelArg;
 use crate::error::RuntimeError;
 use crate::eval;
+use crate::oracle::Origin;
 use crate::report::{Direction, HostHook, Recorder};
 use crate::value::{BufferLayout, Scalar};
 use hat_ir::interfaces::RegionPoint;
@@ -93,7 +95,11 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
             ArgValue::Buffer(buffer) => {
                 let slot = interpreter.recorder.buffer_slot(&parameter.name);
                 let len = buffer.len() as u64;
+                let layout = buffer.layout.clone();
                 let id = interpreter.buffers.add_argument(buffer, slot, &mut interpreter.recorder);
+                if let Some(trace) = &mut interpreter.trace {
+                    trace.add(id, &parameter.name, &layout, Origin::Argument);
+                }
                 if let Some(tracker) = &mut interpreter.tracker {
                     tracker.place(id, Residence::on_host(len));
                 }
@@ -109,8 +115,19 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
         // The caller observes its buffers and the returned ones: under tracking, bring them home.
         let returned =
             results.iter().zip(function.buffer_results.iter()).filter(|(_, &b)| b).map(|(&v, _)| buffer_id(v));
-        for id in caller_buffers.iter().copied().chain(returned) {
+        let observed: Vec<BufferId> = caller_buffers.iter().copied().chain(returned).collect();
+        for &id in &observed {
             interpreter.bring_home(id, at)?;
+        }
+        if interpreter.trace.is_some() {
+            let layouts = observed
+                .iter()
+                .map(|&id| interpreter.buffers.layout(id, at).cloned())
+                .collect::<Result<Vec<_>, _>>()?;
+            let reads: Vec<(BufferId, &BufferLayout)> = observed.iter().copied().zip(&layouts).collect();
+            if let Some(trace) = &mut interpreter.trace {
+                trace.host_whole(&reads, &[]);
+            }
         }
         results
             .into_iter()
@@ -128,6 +145,7 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
     let at = At { op: ctx.name_str(func), location: ctx.location(func) };
     let flushed = interpreter.buffers.flush(at, interpreter.ex.backend, &mut interpreter.recorder);
     let released = interpreter.buffers.release_all(interpreter.ex.backend, &mut interpreter.recorder);
+    interpreter.ex.last_trace = interpreter.trace.take().map(|t| t.trace);
     let results = outcome?;
     flushed?;
     released?;
@@ -181,6 +199,8 @@ pub(super) struct Interpreter<'e, 'a> {
     pub(super) recorder: Recorder,
     /// Where each buffer's current contents are, when the run tracks it.
     pub(super) tracker: Option<Tracker>,
+    /// The trace for the clairvoyant optimum, when the executor records one.
+    pub(super) trace: Option<Tracing>,
     /// Calls being run (see [`Executor::set_recursion_limit`]).
     calls: usize,
     /// Frames to reuse.
@@ -191,12 +211,15 @@ impl<'e, 'a> Interpreter<'e, 'a> {
     /// A run of `ex`, its buffers tracked by `tracker` if given.
     pub(super) fn new(ex: &'e mut Executor<'a>, tracker: Option<Tracker>) -> Self {
         let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name(), ex.backend.device_name());
+        let trace = ex.tracing.then(Tracing::default);
+        ex.last_trace = None;
         Interpreter {
             ctx: ex.module.ctx(),
             ex,
             buffers: Buffers::default(),
             recorder,
             tracker,
+            trace,
             calls: 0,
             frames: Vec::new(),
         }
@@ -580,6 +603,9 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 }
             }
         }
+        if self.trace.is_some() {
+            self.trace_host_call(frame, call, at)?;
+        }
         let mut host_call = HostCall::new(name, location, call.result_types.clone());
         let mut views: Vec<BufferId> = Vec::new();
         for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
@@ -756,6 +782,9 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let slot = self.recorder.kernel_slot(&dispatch.name);
         self.buffers.dispatch(kernel.handle, slot, grid, &kernel_args, &uses, at, self.ex.backend)?;
         self.recorder.dispatch(slot, start.elapsed());
+        if self.trace.is_some() {
+            self.trace_dispatch(&buffers, &kernel_args, dispatch, frame, at)?;
+        }
         if let Some((tracker, mut io)) = self.tracked(at) {
             tracker.after_dispatch(&mut io, ctx, op, count, &tracked_buffers)?;
         }
@@ -803,6 +832,10 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             ));
         }
         let slot = self.recorder.buffer_slot(&alloc.name);
+        if let Some(trace) = &mut self.trace {
+            let id = BufferId(self.buffers.next_id());
+            trace.add(id, &alloc.name, &layout, Origin::Fresh);
+        }
         let id = self.buffers.allocate(layout, slot);
         frame[alloc.dst as usize] = handle(id);
         Ok(())
@@ -826,6 +859,9 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             let flat = (offset / element.size()) as i64;
             self.host_access(id, Some((flat, 1)), HostAccess::Read, self.at(op))?;
         }
+        if self.trace.is_some() {
+            self.trace_element(id, (offset / element.size()) as u64, false, op)?;
+        }
         let bytes = Some(offset..offset + element.size());
         let host = self.buffers.host_bytes(id, bytes, self.at(op), self.ex.backend, &mut self.recorder)?;
         frame[dst as usize] = element.read(&host[offset..offset + element.size()]);
@@ -839,6 +875,9 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let flat = (offset / element.size()) as i64;
         if self.tracker.is_some() {
             self.host_access(id, Some((flat, 1)), HostAccess::MustWrite, self.at(op))?;
+        }
+        if self.trace.is_some() {
+            self.trace_element(id, flat as u64, true, op)?;
         }
         let bytes = Some(offset..offset + element.size());
         let host = self.buffers.host_bytes(id, bytes, self.at(op), self.ex.backend, &mut self.recorder)?;
@@ -864,7 +903,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
     fn copy(&mut self, frame: &mut [Scalar], source: Slot, destination: Slot, op: Op) -> Res<()> {
         let (source, destination) = (buffer_id(frame[source as usize]), buffer_id(frame[destination as usize]));
         let at = self.at(op);
-        let (from, to) = (self.buffers.layout(source, at)?, self.buffers.layout(destination, at)?);
+        let (from, to) = (self.buffers.layout(source, at)?.clone(), self.buffers.layout(destination, at)?.clone());
         if from != to {
             return Err(self.unsupported(
                 op,
@@ -874,6 +913,11 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         if self.tracker.is_some() {
             self.host_access(source, None, HostAccess::Read, at)?;
             self.host_access(destination, None, HostAccess::MustWrite, at)?;
+        }
+        if let Some(trace) = &mut self.trace {
+            // A copy onto itself changes nothing: it only reads.
+            let writes: &[(BufferId, &BufferLayout)] = if source != destination { &[(destination, &to)] } else { &[] };
+            trace.host_whole(&[(source, &from)], writes);
         }
         if source != destination {
             let data = self.buffers.host(source, at, self.ex.backend, &mut self.recorder)?.clone();
@@ -910,6 +954,85 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 None => self.buffers.transfer(direction, id, range, at, self.ex.backend, &mut self.recorder)?,
             },
             _ => self.buffers.byte_range(id, range, at).map(drop)?,
+        }
+        Ok(())
+    }
+
+    // ----- the trace for the clairvoyant optimum -------------------------------------------
+
+    /// A host load (`write` false) or store of element `flat` of `id`.
+    #[cold]
+    fn trace_element(&mut self, id: BufferId, flat: u64, write: bool, op: Op) -> Res<()> {
+        let layout = self.buffers.layout(id, self.at(op))?.clone();
+        if let Some(trace) = &mut self.trace {
+            trace.host_element(id, &layout, flat, write);
+        }
+        Ok(())
+    }
+
+    /// A host-function call: each distinct buffer argument by its declared effects.
+    #[cold]
+    fn trace_host_call(&mut self, frame: &[Scalar], call: &HostCallInst, at: At<'a>) -> Res<()> {
+        let mut seen: SmallVec<[(BufferId, bool, bool); 8]> = SmallVec::new();
+        for (argument, &effect) in call.arguments.iter().zip(call.effects.iter()) {
+            if let ArgSlot::Buffer(slot) = argument {
+                let id = buffer_id(frame[*slot as usize]);
+                let (read, write) = effect_accesses(effect);
+                match seen.iter_mut().find(|(b, _, _)| *b == id) {
+                    Some(entry) => {
+                        entry.1 |= read;
+                        entry.2 |= write;
+                    }
+                    None => seen.push((id, read, write)),
+                }
+            }
+        }
+        let layouts =
+            seen.iter().map(|&(id, _, _)| self.buffers.layout(id, at).cloned()).collect::<Result<Vec<_>, _>>()?;
+        let reads: Vec<(BufferId, &BufferLayout)> =
+            seen.iter().zip(&layouts).filter(|(s, _)| s.1).map(|(s, l)| (s.0, l)).collect();
+        let writes: Vec<(BufferId, &BufferLayout)> =
+            seen.iter().zip(&layouts).filter(|(s, _)| s.2).map(|(s, l)| (s.0, l)).collect();
+        if let Some(trace) = &mut self.trace {
+            trace.host_whole(&reads, &writes);
+        }
+        Ok(())
+    }
+
+    /// A dispatch: what the backend recorded of its element accesses.
+    #[cold]
+    fn trace_dispatch(
+        &mut self,
+        buffers: &[BufferId],
+        kernel_args: &[KernelArg],
+        dispatch: &DispatchInst,
+        frame: &[Scalar],
+        at: At<'a>,
+    ) -> Res<()> {
+        let Some(accesses) = self.ex.backend.take_dispatch_accesses() else {
+            return Err(self.unsupported(
+                dispatch.op,
+                format!(
+                    "the run is traced for the clairvoyant optimum, but the backend '{}' does not record the \
+                     element accesses of dispatches (the CPU backend does with set_record_accesses)",
+                    self.ex.backend.name()
+                ),
+            ));
+        };
+        let mut devices: SmallVec<[(BufferId, crate::backend::DeviceBuffer); 8]> = SmallVec::new();
+        for (argument, kernel_arg) in dispatch.arguments.iter().zip(kernel_args) {
+            if let (ArgSlot::Buffer(slot), KernelArg::Buffer(device)) = (argument, kernel_arg) {
+                devices.push((buffer_id(frame[*slot as usize]), *device));
+            }
+        }
+        let layouts = buffers.iter().map(|&id| self.buffers.layout(id, at).cloned()).collect::<Result<Vec<_>, _>>()?;
+        let list: Vec<(BufferId, &BufferLayout, crate::backend::DeviceBuffer)> = buffers
+            .iter()
+            .zip(&layouts)
+            .filter_map(|(&id, layout)| devices.iter().find(|(b, _)| *b == id).map(|&(_, device)| (id, layout, device)))
+            .collect();
+        if let Some(trace) = &mut self.trace {
+            trace.dispatch(accesses, &list);
         }
         Ok(())
     }

@@ -67,6 +67,7 @@ mod interpret;
 mod program;
 mod queue;
 mod residency;
+mod tracing;
 
 pub use hat_dialects::compute::ArgEffect;
 pub use host_buffer::HostBuffer;
@@ -360,6 +361,9 @@ pub struct Executor<'a> {
     pub(crate) host_functions: FxHashMap<String, Registered<'a>>,
     pub(crate) functions: Functions,
     pub(crate) recursion_limit: usize,
+    /// Whether runs record a trace for the clairvoyant optimum, and the last run's.
+    pub(crate) tracing: bool,
+    pub(crate) last_trace: Option<crate::oracle::Trace>,
 }
 
 /// A registered host function, with the effects the embedding program registered it with
@@ -386,6 +390,8 @@ impl<'a> Executor<'a> {
             host_functions: FxHashMap::default(),
             functions: Functions::new(module.ctx(), module.op()),
             recursion_limit: DEFAULT_RECURSION_LIMIT,
+            tracing: false,
+            last_trace: None,
         }
     }
 
@@ -403,6 +409,22 @@ impl<'a> Executor<'a> {
     /// [`RuntimeError::RecursionLimit`]. The stack grows as needed; a high limit needs memory.
     pub fn set_recursion_limit(&mut self, limit: usize) {
         self.recursion_limit = limit;
+    }
+
+    /// Whether each run records its [`Trace`](crate::oracle::Trace) for the clairvoyant optimum
+    /// (off by default; see [`crate::oracle`]): run in [`TransferMode::Reference`] on a backend
+    /// that records the element accesses of dispatches (the CPU backend after
+    /// [`CpuBackend::set_record_accesses`](crate::CpuBackend::set_record_accesses)); on another,
+    /// the first dispatch fails with [`RuntimeError::Unsupported`]. Has it with
+    /// [`take_trace`](Self::take_trace).
+    pub fn set_trace(&mut self, on: bool) {
+        self.tracing = on;
+    }
+
+    /// The trace of the last run (once), if [`set_trace`](Self::set_trace) was on; a run that
+    /// failed leaves what it recorded up to the failure.
+    pub fn take_trace(&mut self) -> Option<crate::oracle::Trace> {
+        self.last_trace.take()
     }
 
     /// Registers the host function a `compute.host_func @name` declares (a later registration

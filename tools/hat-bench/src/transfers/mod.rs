@@ -14,6 +14,10 @@
 //!   heap, the fitted growth exponent. Target: under 1 s at 100,000, growth no worse than
 //!   n log n.
 //!
+//! - With `--oracle`, instead: every strategy against the clairvoyant optimum ([`oracle`]) on
+//!   `--oracle-programs` generated programs (the check's shapes) and on the scenarios: bytes
+//!   and copies over the oracle's, median, 95th percentile, maximum, share at the oracle.
+//!
 //! Output: the JSON report on stdout and the tables on stderr (`--format=table`: the tables on
 //! stdout, no JSON). `--markdown FILE` writes the scenario table as a page (docs/scenarios.md),
 //! which holds no timing, so that it changes only when a plan does.
@@ -22,6 +26,7 @@ pub mod check;
 pub mod cost;
 pub mod markdown;
 pub mod optimum;
+pub mod oracle;
 pub mod program_gen;
 pub mod scenarios;
 
@@ -84,6 +89,14 @@ pub struct TransfersArgs {
     /// json: the JSON report on stdout and the tables on stderr; table: the tables on stdout.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+    /// Compare every strategy with the clairvoyant optimum instead (on `--oracle-programs`
+    /// generated programs of `--check-dispatches` over `--check-buffers`, and the scenarios
+    /// unless `--no-scenarios`); nothing else runs.
+    #[arg(long)]
+    pub oracle: bool,
+    /// Generated programs of the oracle comparison.
+    #[arg(long, default_value_t = 2000)]
+    pub oracle_programs: u64,
     /// Keep the generated programs in this directory.
     #[arg(long)]
     pub keep: Option<PathBuf>,
@@ -253,6 +266,22 @@ pub fn run(args: &TransfersArgs) -> Result<(Value, String, bool), String> {
     });
     for (name, why) in &skipped {
         progress(format!("{name}: skipped: {why}"));
+    }
+    if args.oracle {
+        let scenario_runs = match args.no_scenarios {
+            true => Vec::new(),
+            false => {
+                progress("oracle: the scenarios");
+                oracle::scenarios(&strategies, &examples_dir(args), &args.counts)?
+            }
+        };
+        progress(format!("oracle: {} generated programs", args.oracle_programs));
+        let programs = oracle::generated(&strategies, args.oracle_programs, args.check_dispatches, args.check_buffers);
+        let (oracle_report, table, oracle_ok) =
+            oracle::report(&strategies, &programs, args.check_dispatches, args.check_buffers, &scenario_runs);
+        report["oracle"] = oracle_report;
+        report["ok"] = json!(oracle_ok);
+        return Ok((report, table, oracle_ok));
     }
     if !args.no_scenarios {
         let dir = examples_dir(args);

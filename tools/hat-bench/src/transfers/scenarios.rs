@@ -15,6 +15,7 @@
 use super::optimum::{header_optimal, optimum_of, Bytes};
 use hat_ir::pass::{PassManager, PassManagerOptions};
 use hat_ir::{parse_source, verify_module, Context, Op};
+use hat_runtime::oracle::Trace;
 use hat_runtime::{
     entry_parameters, ArgValue, CpuBackend, ElementType, Executor, ExecutorOptions, HostArg, HostBuffer, HostCall,
     ParameterKind, RunReport, Scalar, TransferMode,
@@ -204,6 +205,18 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
 }
 
 pub(super) fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgValue>) -> Result<Observed, String> {
+    run_traced(ctx, module, mode, args, false).map(|(observed, _)| observed)
+}
+
+/// [`run`], and with `trace` the run's trace for the clairvoyant optimum (the CPU backend then
+/// records every dispatch's element accesses; see `hat_runtime::oracle`).
+pub(super) fn run_traced(
+    ctx: &Context,
+    module: Op,
+    mode: TransferMode,
+    args: Vec<ArgValue>,
+    trace: bool,
+) -> Result<(Observed, Option<Trace>), String> {
     let verified = verify_module(ctx, module).map_err(|_| "the module does not verify".to_string())?;
     let buffer_names: Vec<String> = entry_parameters(verified, "main")
         .map_err(|e| e.to_string())?
@@ -213,7 +226,9 @@ pub(super) fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgVa
         .collect();
     let calls: Rc<RefCell<Vec<String>>> = Rc::default();
     let mut backend = CpuBackend::new();
+    backend.set_record_accesses(trace);
     let mut executor = Executor::new(verified, &mut backend, ExecutorOptions { mode });
+    executor.set_trace(trace);
     for name in host_functions(ctx, module) {
         let log = calls.clone();
         executor.register_host_function(
@@ -232,8 +247,11 @@ pub(super) fn run(ctx: &Context, module: Op, mode: TransferMode, args: Vec<ArgVa
         );
     }
     let output = executor.run("main", args).map_err(|e| format!("the run failed: {e}"))?;
+    let traced = executor.take_trace();
     let calls = calls.borrow().clone();
-    Ok(Observed { results: output.results, buffers: output.buffers, calls, report: output.report, buffer_names })
+    let observed =
+        Observed { results: output.results, buffers: output.buffers, calls, report: output.report, buffer_names };
+    Ok((observed, traced))
 }
 
 /// The first observation of `observed` that differs from `reference`'s, if any.
