@@ -5,7 +5,7 @@
 //! functions they call, and the kernel helpers those kernels use. Callees come before callers.
 
 use super::ast::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// The hat text of `program`.
@@ -20,6 +20,10 @@ pub fn render(program: &Program) -> String {
         used: Used::default(),
         parities: 0,
         flags: Default::default(),
+        i32_loops: Default::default(),
+        before: Default::default(),
+        results: Default::default(),
+        helper: None,
     };
     writer.main();
     let main = std::mem::take(&mut writer.out);
@@ -87,20 +91,31 @@ pub fn buffer_shapes(program: &Program) -> HashMap<BufVar, Shape> {
                         shapes.insert(BufVar::Select(*var), shape);
                     }
                 }
-                Stmt::For(f) => {
-                    if let Some(carried) = &f.carried {
+                Stmt::For(For { carried, body, .. }) | Stmt::While(While { carried, body, .. }) => {
+                    if let Some(carried) = carried {
                         if let Some(shape) = shapes.get(&carried.init[0]).cloned() {
-                            for &id in &carried.vars {
-                                shapes.insert(BufVar::Carried(id), shape.clone());
+                            for &id in carried.vars.iter().chain(&carried.results) {
+                                let var = match carried.vars.contains(&id) {
+                                    true => BufVar::Carried(id),
+                                    false => BufVar::Result(id),
+                                };
+                                shapes.insert(var, shape.clone());
                             }
                         }
                     }
-                    walk(&f.body, shapes);
+                    if let Stmt::While(w) = stmt {
+                        walk(&w.before, shapes);
+                    }
+                    walk(body, shapes);
                 }
-                Stmt::While(w) => walk(&w.body, shapes),
-                Stmt::If { then_body, else_body, .. } => {
+                Stmt::If { then_body, else_body, yields, .. } => {
                     walk(then_body, shapes);
                     walk(else_body, shapes);
+                    for y in yields {
+                        if let Some(shape) = shapes.get(&y.then_value).cloned() {
+                            shapes.insert(BufVar::Result(y.result), shape);
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -120,6 +135,7 @@ pub fn buf_name(var: BufVar) -> String {
         BufVar::Select(id) => format!("%s{id}"),
         BufVar::Param(id) => format!("%p{id}"),
         BufVar::Carried(id) => format!("%x{id}"),
+        BufVar::Result(id) => format!("%r{id}"),
     }
 }
 
@@ -131,6 +147,7 @@ pub fn index_name(var: IndexVar) -> String {
         IndexVar::Loop(id) => format!("%i{id}"),
         IndexVar::While(id) => format!("%w{id}"),
         IndexVar::Scalar(h) => format!("%z{h}"),
+        IndexVar::Loaded(id) => format!("%l{id}"),
     }
 }
 
@@ -193,7 +210,15 @@ struct Writer<'p> {
     parities: usize,
     /// The loops whose induction variable's parity is carried as an `i1` (`%q{iv}`: the
     /// variable is even), instead of computed from the variable.
-    flags: std::collections::HashSet<u32>,
+    flags: HashSet<u32>,
+    /// The loops whose induction variable is an `i32` (`%j{iv}`, cast to `%i{iv}`).
+    i32_loops: HashSet<u32>,
+    /// The carried names written as a `scf.while`'s "before" region names them (`%xb{id}`).
+    before: HashSet<u32>,
+    /// How each result `%r{id}` is written (`%r{first}#j` for one of several).
+    results: HashMap<u32, String>,
+    /// The helper being written, if any.
+    helper: Option<usize>,
 }
 
 impl Writer<'_> {
@@ -223,6 +248,34 @@ impl Writer<'_> {
 
     fn int(&mut self, value: i32) -> String {
         self.def(&format!("arith.constant {value} : i32"))
+    }
+
+    /// How `var` is written here.
+    fn name(&self, var: BufVar) -> String {
+        match var {
+            BufVar::Carried(id) if self.before.contains(&id) => format!("%xb{id}"),
+            BufVar::Result(id) => self.results.get(&id).cloned().unwrap_or_else(|| buf_name(var)),
+            _ => buf_name(var),
+        }
+    }
+
+    /// Names the results `ids` of an op with `count` results (the ids first), and returns how
+    /// the op's results are written before its `=`.
+    fn name_results(&mut self, ids: &[u32], count: usize) -> String {
+        let group = match ids.first() {
+            Some(first) => format!("%r{first}"),
+            None => self.fresh(),
+        };
+        if count == 1 {
+            if let Some(&id) = ids.first() {
+                self.results.insert(id, group.clone());
+            }
+            return group;
+        }
+        for (j, &id) in ids.iter().enumerate() {
+            self.results.insert(id, format!("{group}#{j}"));
+        }
+        format!("{group}:{count}")
     }
 
     fn shape(&self, var: BufVar) -> Shape {
@@ -259,12 +312,14 @@ impl Writer<'_> {
 
     fn helper(&mut self, index: usize) {
         let helper = &self.program.helpers[index];
+        self.helper = Some(index);
         let mut params: Vec<String> =
             helper.params.iter().map(|(id, shape)| format!("%p{id}: {}", shape.memref())).collect();
         params.push(format!("%z{index}: index"));
         self.line(&format!("compute.func @f{index}({}) {{", params.join(", ")));
         self.indent += 1;
         self.block(&helper.body);
+        self.helper = None;
         self.line("compute.return");
         self.indent -= 1;
         self.line("}");
@@ -310,13 +365,13 @@ impl Writer<'_> {
     fn load(&mut self, access: &Access) -> String {
         let indices = self.indices(access);
         let ty = self.shape(access.buffer).memref();
-        self.def(&format!("buffer.load {}[{indices}] : {ty}", buf_name(access.buffer)))
+        self.def(&format!("buffer.load {}[{indices}] : {ty}", self.name(access.buffer)))
     }
 
     fn store(&mut self, value: &str, access: &Access) {
         let indices = self.indices(access);
         let ty = self.shape(access.buffer).memref();
-        self.line(&format!("buffer.store {value}, {}[{indices}] : {ty}", buf_name(access.buffer)));
+        self.line(&format!("buffer.store {value}, {}[{indices}] : {ty}", self.name(access.buffer)));
     }
 
     fn cond(&mut self, cond: &Cond) -> String {
@@ -334,6 +389,17 @@ impl Writer<'_> {
                         }
                         let true_ = self.def("arith.constant true");
                         return self.def(&format!("arith.xori %q{iv}, {true_} : i1"));
+                    }
+                }
+                if let IndexVar::Loop(iv) = var {
+                    if self.i32_loops.contains(iv) {
+                        // On the `i32` variable itself: `v % 2 == w` signed, or `(v & 1) == w`.
+                        self.parities += 1;
+                        let (op, operand) = if self.parities % 2 == 0 { ("remsi", 2) } else { ("andi", 1) };
+                        let operand = self.int(operand);
+                        let bit = self.def(&format!("arith.{op} %j{iv}, {operand} : i32"));
+                        let want = self.int(i32::from(odd));
+                        return self.def(&format!("arith.cmpi eq, {bit}, {want} : i32"));
                     }
                 }
                 // The same parity, spelled six ways (the spellings resolve-aliases must see
@@ -391,7 +457,7 @@ impl Writer<'_> {
     }
 
     fn buffers(&self, buffers: &[BufVar]) -> (Vec<String>, Vec<String>) {
-        buffers.iter().map(|b| (buf_name(*b), self.shape(*b).memref())).unzip()
+        buffers.iter().map(|b| (self.name(*b), self.shape(*b).memref())).unzip()
     }
 
     fn dispatch(&mut self, dispatch: &Dispatch) {
@@ -430,21 +496,41 @@ impl Writer<'_> {
             Stmt::Dispatch(dispatch) => self.dispatch(dispatch),
             Stmt::For(f) => self.for_loop(f),
             Stmt::While(w) => self.while_loop(w),
-            Stmt::If { cond, then_body, else_body } => {
+            Stmt::If { cond, yields, then_body, else_body } => {
                 let cond = self.cond(cond);
-                self.line(&format!("scf.if {cond} {{"));
+                if yields.is_empty() {
+                    self.line(&format!("scf.if {cond} {{"));
+                    self.indent += 1;
+                    self.block(then_body);
+                    self.indent -= 1;
+                    if else_body.is_empty() {
+                        self.line("}");
+                    } else {
+                        self.line("} else {");
+                        self.indent += 1;
+                        self.block(else_body);
+                        self.indent -= 1;
+                        self.line("}");
+                    }
+                    return;
+                }
+                let types: Vec<String> = yields.iter().map(|y| self.shape(BufVar::Result(y.result)).memref()).collect();
+                let types = types.join(", ");
+                let ids: Vec<u32> = yields.iter().map(|y| y.result).collect();
+                let results = self.name_results(&ids, ids.len());
+                self.line(&format!("{results} = scf.if {cond} -> ({types}) {{"));
                 self.indent += 1;
                 self.block(then_body);
+                let values: Vec<String> = yields.iter().map(|y| self.name(y.then_value)).collect();
+                self.line(&format!("scf.yield {} : {types}", values.join(", ")));
                 self.indent -= 1;
-                if else_body.is_empty() {
-                    self.line("}");
-                } else {
-                    self.line("} else {");
-                    self.indent += 1;
-                    self.block(else_body);
-                    self.indent -= 1;
-                    self.line("}");
-                }
+                self.line("} else {");
+                self.indent += 1;
+                self.block(else_body);
+                let values: Vec<String> = yields.iter().map(|y| self.name(y.else_value)).collect();
+                self.line(&format!("scf.yield {} : {types}", values.join(", ")));
+                self.indent -= 1;
+                self.line("}");
             }
             Stmt::Load { from, to } => {
                 let value = self.load(from);
@@ -466,7 +552,7 @@ impl Writer<'_> {
             }
             Stmt::Copy { from, to } => {
                 let ty = self.shape(*from).memref();
-                self.line(&format!("buffer.copy {}, {} : {ty}", buf_name(*from), buf_name(*to)));
+                self.line(&format!("buffer.copy {}, {} : {ty}", self.name(*from), self.name(*to)));
             }
             Stmt::CallHost { func, buffers, scalar } => {
                 self.used.host_funcs.insert(*func);
@@ -496,27 +582,65 @@ impl Writer<'_> {
                 match init {
                     Init::Dispatch(dispatch) => self.dispatch(dispatch),
                     Init::CopyFrom(from) => {
-                        self.line(&format!("buffer.copy {}, %n{var} : {}", buf_name(*from), shape.memref()))
+                        self.line(&format!("buffer.copy {}, %n{var} : {}", self.name(*from), shape.memref()))
                     }
+                    Init::Derive(dispatch) => self.dispatch(dispatch),
                 }
+            }
+            Stmt::LoadIndex { var, from } => {
+                let value = self.load(from);
+                self.line(&format!("%l{var} = arith.index_cast {value} : i32 to index"));
+            }
+            Stmt::HostRange(range) => self.host_range(range),
+            Stmt::CallSelf { buffers } => {
+                let h = self.helper.expect("a recursive call is in a helper");
+                let zero = self.index(0);
+                let deeper = self.def(&format!("arith.cmpi sgt, %z{h}, {zero} : index"));
+                self.line(&format!("scf.if {deeper} {{"));
+                self.indent += 1;
+                let one = self.index(1);
+                let down = self.def(&format!("arith.subi %z{h}, {one} : index"));
+                let (mut names, mut types) = self.buffers(buffers);
+                names.push(down);
+                types.push("index".to_string());
+                self.line(&format!("compute.call @f{h}({}) : ({}) -> ()", names.join(", "), types.join(", ")));
+                self.indent -= 1;
+                self.line("}");
             }
             Stmt::Select { var, cond, if_true, if_false } => {
                 let cond = self.cond(cond);
                 let ty = self.shape(*if_true).memref();
                 self.line(&format!(
                     "%s{var} = arith.select {cond}, {}, {} : {ty}",
-                    buf_name(*if_true),
-                    buf_name(*if_false)
+                    self.name(*if_true),
+                    self.name(*if_false)
                 ));
             }
         }
     }
 
     fn for_loop(&mut self, f: &For) {
-        let lower = self.index(f.lower);
-        let upper = self.index_value(f.upper);
-        let step = self.index(f.step);
-        let head = format!("scf.for %i{} = {lower} to {upper} step {step}", f.iv);
+        let (lower, upper, step, iv, suffix) = if f.i32 {
+            let lower = self.def(&format!("arith.constant {} : i32", f.lower));
+            let upper = match f.upper {
+                IndexValue::Const(k) => self.def(&format!("arith.constant {k} : i32")),
+                IndexValue::Var(var) => self.def(&format!("arith.index_cast {} : index to i32", index_name(var))),
+            };
+            let step = self.def(&format!("arith.constant {} : i32", f.step));
+            self.i32_loops.insert(f.iv);
+            (lower, upper, step, format!("%j{}", f.iv), " : i32")
+        } else {
+            let lower = self.def(&format!("arith.constant {} : index", f.lower));
+            let upper = self.index_value(f.upper);
+            let step = self.index(f.step);
+            (lower, upper, step, format!("%i{}", f.iv), "")
+        };
+        let head = format!("scf.for {iv} = {lower} to {upper} step {step}");
+        let cast = |w: &mut Self| {
+            if f.i32 {
+                w.line(&format!("%i{} = arith.index_cast %j{} : i32 to index", f.iv, f.iv));
+            }
+        };
         // A generation flip's parity is, in a third of the loops, carried as an `i1` flipped
         // each iteration (by `xori true` or `cmpi eq false`) rather than computed.
         let flips = f.body.iter().any(|s| {
@@ -524,10 +648,11 @@ impl Writer<'_> {
         });
         match &f.carried {
             None if flips && f.iv.is_multiple_of(3) => {
-                let even = self.def(&format!("arith.constant {}", f.lower.is_multiple_of(2)));
+                let even = self.def(&format!("arith.constant {}", f.lower % 2 == 0));
                 let result = self.fresh();
-                self.line(&format!("{result} = {head} iter_args(%q{} = {even}) -> (i1) {{", f.iv));
+                self.line(&format!("{result} = {head} iter_args(%q{} = {even}) -> (i1){suffix} {{", f.iv));
                 self.indent += 1;
+                cast(self);
                 self.flags.insert(f.iv);
                 self.block(&f.body);
                 let next = if f.step.is_multiple_of(2) {
@@ -542,22 +667,24 @@ impl Writer<'_> {
                 self.line(&format!("scf.yield {next} : i1"));
             }
             None => {
-                self.line(&format!("{head} {{"));
+                self.line(&format!("{head}{suffix} {{"));
                 self.indent += 1;
+                cast(self);
                 self.block(&f.body);
             }
             Some(carried) => {
                 let ty = self.shape(carried.init[0]).memref();
                 let k = carried.vars.len();
-                let result = self.fresh();
+                let result = self.name_results(&carried.results, k);
                 let args: Vec<String> =
-                    carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%x{v} = {}", buf_name(i))).collect();
+                    carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%x{v} = {}", self.name(i))).collect();
                 let types = vec![ty.clone(); k].join(", ");
-                self.line(&format!("{result}:{k} = {head} iter_args({}) -> ({types}) {{", args.join(", ")));
+                self.line(&format!("{result} = {head} iter_args({}) -> ({types}){suffix} {{", args.join(", ")));
                 self.indent += 1;
+                cast(self);
                 self.block(&f.body);
-                let rotated: Vec<String> = (0..k).map(|j| format!("%x{}", carried.vars[(j + 1) % k])).collect();
-                self.line(&format!("scf.yield {} : {types}", rotated.join(", ")));
+                let next: Vec<String> = (0..k).map(|j| self.name(carried.yielded(j))).collect();
+                self.line(&format!("scf.yield {} : {types}", next.join(", ")));
             }
         }
         self.indent -= 1;
@@ -566,27 +693,90 @@ impl Writer<'_> {
 
     fn while_loop(&mut self, w: &While) {
         let zero = self.index(0);
-        let result = self.fresh();
         let id = w.counter;
-        self.line(&format!("{result} = scf.while (%wb{id} = {zero}) : (index) -> index {{"));
+        let empty = Carried { init: vec![], vars: vec![], next: vec![], results: vec![] };
+        let carried = w.carried.as_ref().unwrap_or(&empty);
+        let k = carried.vars.len();
+        let ty = carried.init.first().map(|&b| self.shape(b).memref()).unwrap_or_default();
+        let mut types = vec![ty; k];
+        types.push("index".to_string());
+        let types = types.join(", ");
+        let result = self.name_results(&carried.results, k + 1);
+        let mut inits: Vec<String> =
+            carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%xb{v} = {}", self.name(i))).collect();
+        inits.push(format!("%wb{id} = {zero}"));
+        let arrow = if k == 0 { "index".to_string() } else { format!("({types})") };
+        self.line(&format!("{result} = scf.while ({}) : ({types}) -> {arrow} {{", inits.join(", ")));
         self.indent += 1;
+        self.before.extend(&carried.vars);
+        self.block(&w.before);
         let value = self.load(&w.probe);
         let threshold = self.int(w.threshold);
         let above = self.def(&format!("arith.cmpi sgt, {value}, {threshold} : i32"));
         let bound = self.index(w.bound);
         let more = self.def(&format!("arith.cmpi ult, %wb{id}, {bound} : index"));
         let go = self.def(&format!("arith.andi {above}, {more} : i1"));
-        self.line(&format!("scf.condition({go}) %wb{id} : index"));
+        let mut passed: Vec<String> = carried.vars.iter().map(|v| format!("%xb{v}")).collect();
+        passed.push(format!("%wb{id}"));
+        self.line(&format!("scf.condition({go}) {} : {types}", passed.join(", ")));
+        for v in &carried.vars {
+            self.before.remove(v);
+        }
         self.indent -= 1;
         self.line("} do {");
-        self.line(&format!("^bb0(%w{id}: index):"));
+        let mut args: Vec<String> =
+            carried.vars.iter().map(|v| format!("%x{v}: {}", self.shape(BufVar::Carried(*v)).memref())).collect();
+        args.push(format!("%w{id}: index"));
+        self.line(&format!("^bb0({}):", args.join(", ")));
         self.indent += 1;
         self.block(&w.body);
         let one = self.index(1);
         let next = self.def(&format!("arith.addi %w{id}, {one} : index"));
-        self.line(&format!("scf.yield {next} : index"));
+        let mut yielded: Vec<String> = (0..k).map(|j| self.name(carried.yielded(j))).collect();
+        yielded.push(next);
+        self.line(&format!("scf.yield {} : {types}", yielded.join(", ")));
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// A host loop over a fixed range of a buffer, summing its elements to `@observe` or
+    /// storing to them.
+    fn host_range(&mut self, range: &HostRange) {
+        let ty = self.shape(range.buffer).memref();
+        let buffer = self.name(range.buffer);
+        let mut indices: Vec<String> = range.fixed.iter().map(|&i| self.index(i)).collect();
+        indices.push(format!("%h{}", range.iv));
+        let indices = indices.join(", ");
+        let (lower, upper, one) = (self.index(range.lower), self.index(range.upper), self.index(1));
+        let head = format!("scf.for %h{} = {lower} to {upper} step {one}", range.iv);
+        match range.store {
+            None => {
+                let zero = self.int(0);
+                let sum = self.def(&format!("{head} iter_args(%a{} = {zero}) -> (i32) {{", range.iv));
+                self.indent += 1;
+                let value = self.def(&format!("buffer.load {buffer}[{indices}] : {ty}"));
+                let next = self.def(&format!("arith.addi %a{}, {value} : i32", range.iv));
+                self.line(&format!("scf.yield {next} : i32"));
+                self.indent -= 1;
+                self.line("}");
+                self.used.observe = true;
+                self.line(&format!("compute.call @observe({sum}) : (i32) -> ()"));
+            }
+            Some(c) => {
+                self.line(&format!("{head} {{"));
+                self.indent += 1;
+                let h = self.def(&format!("arith.index_cast %h{} : index to i32", range.iv));
+                let value = self.plus(&h, c);
+                self.line(&format!("buffer.store {value}, {buffer}[{indices}] : {ty}"));
+                self.indent -= 1;
+                self.line("}");
+            }
+        }
+    }
+
+    fn plus(&mut self, value: &str, c: i32) -> String {
+        let c = self.int(c);
+        self.def(&format!("arith.addi {value}, {c} : i32"))
     }
 
     // ----- kernels --------------------------------------------------------------------------
