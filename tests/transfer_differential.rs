@@ -438,8 +438,9 @@ fn case_with(seed: u64, constructs: Constructs) -> Case {
 /// returns it and how it fails.
 fn shrink_failure(case: Case, failure: &Failure, strategies: &[Strategy]) -> (Case, Failure) {
     let involved = involved(failure, strategies);
-    // Shrinking runs the program a few hundred times; a minute is enough to get most of it.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Shrinking runs the program a few hundred times; a minute is enough to get most of it
+    // (`HAT_DIFF_SHRINK_SECS` sets another limit).
+    let deadline = Instant::now() + Duration::from_secs(env_number("HAT_DIFF_SHRINK_SECS").unwrap_or(60));
     let same = |candidate: &Case| {
         Instant::now() < deadline
             && match check_case(candidate, &involved, BYTE_ORDER) {
@@ -536,7 +537,11 @@ fn run_shard(
             }
         }
     }
-    println!("shard {shard}: {} cases, every strategy gave the reference results", seeds.len());
+    println!(
+        "shard {shard}: {} cases (constructs: {}), every strategy gave the reference results",
+        seeds.len(),
+        constructs().names()
+    );
     if strategies.iter().any(|s| s.name == TRACKING.name) && strategies.iter().any(|s| s.name == STATIC.name) {
         println!(
             "shard {shard}: tracking moved fewer bytes than static in {} of {} cases",
