@@ -9,7 +9,7 @@
 //!   parameters of one shape may all be one buffer);
 //! - a born buffer is written whole (by a dispatch of the fill or derive form, or a host copy)
 //!   before anything reads it, and a buffer a block frees is not yielded out of it;
-//! - every loop ends and every grid is small: grids and helpers' depth counters come only from
+//! - every loop ends and every grid is small: grids and helpers' index arguments come only from
 //!   [counts](Scope::counts), never from a loaded value or a loop variable that may be negative;
 //! - helpers do not recurse (helper `h` calls only helpers below `h`), except through
 //!   [`Stmt::CallSelf`], one level down a counter that stops at zero.
@@ -613,8 +613,8 @@ impl Checker<'_> {
                     }
                 }
                 self.index(*scalar, scope)?;
-                if matches!(scalar, IndexValue::Var(IndexVar::Loaded(_))) {
-                    return Err("a helper's depth from a loaded value".into());
+                if matches!(scalar, IndexValue::Var(var) if !scope.counts().contains(var)) {
+                    return Err("a helper's index argument that is not a count".into());
                 }
                 self.call_args(*helper, buffers, scope)
             }

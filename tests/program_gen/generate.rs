@@ -624,10 +624,10 @@ impl Gen<'_> {
         Stmt::CallHelper { helper, buffers, scalar: self.depth_value(scope) }
     }
 
-    /// A helper's index argument, which its loops may count to: not a loaded value (when there
-    /// is none in scope, the same draws as [`Self::index_value`]).
+    /// A helper's index argument, which its loops may count to and its grids use: a count
+    /// (when every index name in scope is one, the same draws as [`Self::index_value`]).
     fn depth_value(&mut self, scope: &Scope) -> IndexValue {
-        let vars: Vec<IndexVar> = scope.indices.iter().copied().filter(|v| !matches!(v, IndexVar::Loaded(_))).collect();
+        let vars = scope.counts();
         match (!vars.is_empty()).then(|| *self.rng.pick(&vars)) {
             Some(var) if self.rng.chance(60) => IndexValue::Var(var),
             _ => IndexValue::Const(self.rng.between(0, 4) as u64),
