@@ -44,8 +44,12 @@ pub enum BufVar {
     Select(u32),
     /// `%p{id}`: a buffer parameter of a compute helper.
     Param(u32),
-    /// `%x{id}`: a loop-carried buffer (`scf.for ... iter_args`, swapped each iteration).
+    /// `%x{id}`: a loop-carried buffer (`scf.for ... iter_args`, or a value `scf.while`
+    /// carries: `%xb{id}` in its "before" region, `%x{id}` in its body).
     Carried(u32),
+    /// `%r{id}`: a buffer result of `scf.for`, `scf.while` or `scf.if` (written `%r{first}#j`
+    /// when the op has several).
+    Result(u32),
 }
 
 /// An `index`-valued SSA name of compute code.
@@ -61,6 +65,9 @@ pub enum IndexVar {
     While(u32),
     /// `%z{h}`: the index parameter of compute helper `h`.
     Scalar(u32),
+    /// `%l{id}`: an `i32` the host loaded, cast to `index` (any value, negative included: only
+    /// for element indices, taken modulo the dimension, and values).
+    Loaded(u32),
 }
 
 /// An `index` value: a constant or a name.
@@ -158,15 +165,21 @@ pub enum Init {
     Dispatch(Dispatch),
     /// A host-side `buffer.copy` from a buffer of the same shape.
     CopyFrom(BufVar),
+    /// A dispatch of a kernel that reads its first argument (any buffer of that shape) and
+    /// writes every element of the second, the born buffer (see [`Kernel::derives_everything`]).
+    Derive(Dispatch),
 }
 
-/// `scf.for`, perhaps carrying two buffers that swap each iteration.
+/// `scf.for`, perhaps carrying buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct For {
-    /// The induction variable, `%i{iv}`.
+    /// The induction variable, `%i{iv}` (an `index`; with `i32`, the cast of `%j{iv}: i32`).
     pub iv: u32,
-    /// The lower bound.
-    pub lower: u64,
+    /// Whether the bounds, the step and the induction variable are `i32`.
+    pub i32: bool,
+    /// The lower bound (perhaps negative: then the variable is not a count, see
+    /// [`Scope::counts`](super::check::Scope::counts)).
+    pub lower: i64,
     /// The upper bound.
     pub upper: IndexValue,
     /// The step (positive).
@@ -177,18 +190,66 @@ pub struct For {
     pub body: Vec<Stmt>,
 }
 
-/// Two to four buffers carried through a loop, rotated by one each iteration: the body names
-/// `%x{vars[j]}`, and yields `vars[1], vars[2], ..., vars[0]` (two: swapped).
+/// Buffers carried through a loop, of one shape: the body names `%x{vars[j]}`. Without `next`,
+/// two to four distinct buffers rotated by one each iteration: the body yields `vars[1],
+/// vars[2], ..., vars[0]` (two: swapped). With `next`, the body yields those names: a carried
+/// name, a name in scope outside the loop, or a buffer born at the top level of the body (a
+/// fresh buffer each iteration).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Carried {
-    /// The initial values, distinct names of one shape.
+    /// The initial values.
     pub init: Vec<BufVar>,
     /// The ids of the carried names `%x{id}`, one per initial value.
     pub vars: Vec<u32>,
+    /// What the body yields, one per carried name; empty: the rotation.
+    pub next: Vec<BufVar>,
+    /// The ids of the loop's results `%r{id}`, in scope after it; empty: unused.
+    pub results: Vec<u32>,
+}
+
+impl Carried {
+    /// What the body yields for carried name `j`.
+    pub fn yielded(&self, j: usize) -> BufVar {
+        match self.next.get(j) {
+            Some(&next) => next,
+            None => BufVar::Carried(self.vars[(j + 1) % self.vars.len()]),
+        }
+    }
+}
+
+/// One buffer result of `scf.if`: `%r{result}`, the value each branch yields (a name in scope
+/// before the `scf.if`, or a buffer born at the top level of the branch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Yield {
+    /// The id of `%r{result}`.
+    pub result: u32,
+    /// What the then branch yields.
+    pub then_value: BufVar,
+    /// What the else branch yields.
+    pub else_value: BufVar,
+}
+
+/// A host loop over a fixed range of a buffer: `scf.for %h{iv} = lower to upper` over the last
+/// index (the others fixed), summing the elements (to `@observe`) or storing to them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostRange {
+    /// The id of `%h{iv}`.
+    pub iv: u32,
+    /// The buffer.
+    pub buffer: BufVar,
+    /// The indices before the last (a 2-D buffer's row).
+    pub fixed: Vec<u64>,
+    /// The first element of the range.
+    pub lower: u64,
+    /// Past its last.
+    pub upper: u64,
+    /// `None`: reads; `Some(c)`: stores `c + h` to each.
+    pub store: Option<i32>,
 }
 
 /// `scf.while` whose condition the host reads from a buffer (a value a kernel in the body
-/// writes), bounded so that it ends: `while counter < bound && probe { body }`.
+/// writes), bounded so that it ends: `while counter < bound && probe { body }`; perhaps with
+/// work before the probe (a do-while) and buffers carried from one iteration to the next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct While {
     /// The counter, `%w{counter}` in the body.
@@ -199,6 +260,11 @@ pub struct While {
     pub probe: Access,
     /// The threshold.
     pub threshold: i32,
+    /// The statements of the "before" region ahead of the probe (a do-while's work); they do
+    /// not see the counter.
+    pub before: Vec<Stmt>,
+    /// Buffers carried: the probe, `before` and `body` see `%x{id}` (`%xb{id}` before).
+    pub carried: Option<Carried>,
     /// The body.
     pub body: Vec<Stmt>,
 }
@@ -212,10 +278,12 @@ pub enum Stmt {
     For(For),
     /// A data-dependent loop.
     While(While),
-    /// `scf.if`.
+    /// `scf.if`, perhaps yielding buffers.
     If {
         /// The condition.
         cond: Cond,
+        /// The buffer results (perhaps none).
+        yields: Vec<Yield>,
         /// The then branch.
         then_body: Vec<Stmt>,
         /// The else branch (perhaps empty).
@@ -255,11 +323,27 @@ pub enum Stmt {
     CallHelper {
         /// Index into [`Program::helpers`].
         helper: usize,
-        /// One buffer per buffer parameter (pairwise distinct buffers).
+        /// One buffer per buffer parameter (pairwise distinct buffers, unless the helper is
+        /// [`Helper::aliasing`]).
         buffers: Vec<BufVar>,
         /// The index argument.
         scalar: IndexValue,
     },
+    /// In helper `h`, a call of `@f{h}` itself one level down: `if %z{h} > 0 { @f{h}(buffers,
+    /// %z{h} - 1) }` (so the helper is recursive and `inline` keeps it).
+    CallSelf {
+        /// One buffer per buffer parameter (as for [`Stmt::CallHelper`]).
+        buffers: Vec<BufVar>,
+    },
+    /// `%l{var}`: the host loads an element and casts it to `index`.
+    LoadIndex {
+        /// The id of `%l{var}`.
+        var: u32,
+        /// The element.
+        from: Access,
+    },
+    /// A host loop over a range of a buffer.
+    HostRange(HostRange),
     /// `%n{var} = buffer.alloc()`, then its initialisation; `buffer.dealloc` at the end of
     /// the enclosing block when `dealloc`.
     Alloc {
@@ -387,6 +471,21 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Whether a 1-D dispatch of this kernel over `grid` work items reads its first parameter
+    /// and writes every element of its second: the form a born buffer is derived with.
+    pub fn derives_everything(&self, grid: &[GridSize]) -> bool {
+        let [from, to] = &self.params[..] else { return false };
+        matches!(from.role, Role::Read)
+            && matches!(to.role, Role::Write(_))
+            && self.dims == 1
+            && self.stride == 1
+            && self.offset == 0
+            && self.guard == Guard::None
+            && matches!(grid, [GridSize::Const(g)] if *g >= to.shape.elements() && *g >= from.shape.elements())
+    }
+}
+
 /// The effect a host function declares on a buffer parameter.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
@@ -414,6 +513,9 @@ pub struct HostFunc {
 pub struct Helper {
     /// The buffer parameters: `%p{id}` and shape.
     pub params: Vec<(u32, Shape)>,
+    /// Whether callers may pass one buffer for several parameters (so inside, parameters of
+    /// one shape may alias).
+    pub aliasing: bool,
     /// The body.
     pub body: Vec<Stmt>,
 }

@@ -5,10 +5,14 @@
 //!   (`ReadShifted`) or updates atomically is not (or may not be, through selects and
 //!   helper parameters) any other argument the dispatch writes or accesses;
 //! - a compute helper's buffer arguments are pairwise distinct buffers (so inside a helper its
-//!   parameters never alias);
-//! - a born buffer is written whole (by a dispatch of the fill form or a host copy) before
-//!   anything reads it;
-//! - helpers do not recurse (helper `h` calls only helpers below `h`).
+//!   parameters never alias), unless the helper is [`Helper::aliasing`] (then inside it the
+//!   parameters of one shape may all be one buffer);
+//! - a born buffer is written whole (by a dispatch of the fill or derive form, or a host copy)
+//!   before anything reads it, and a buffer a block frees is not yielded out of it;
+//! - every loop ends and every grid is small: grids and helpers' index arguments come only from
+//!   [counts](Scope::counts), never from a loaded value or a loop variable that may be negative;
+//! - helpers do not recurse (helper `h` calls only helpers below `h`), except through
+//!   [`Stmt::CallSelf`], one level down a counter that stops at zero.
 //!
 //! The generator makes only well-formed cases; the shrinker's edits are kept only when the
 //! result is still well formed.
@@ -42,6 +46,9 @@ pub struct Scope {
     pub indices: Vec<IndexVar>,
     /// `None` in `@main` (which has `%seed`), else the helper's index.
     pub helper: Option<usize>,
+    /// The induction variables of loops whose lower bound is negative (ids are unique, so this
+    /// is never restored).
+    pub signed: BTreeSet<IndexVar>,
 }
 
 impl Scope {
@@ -60,8 +67,14 @@ impl Scope {
     /// The scope at the start of helper `h`.
     pub fn helper(program: &Program, h: usize) -> Scope {
         let mut scope = Scope { helper: Some(h), ..Scope::default() };
-        for (id, shape) in &program.helpers[h].params {
-            scope.push(BufVar::Param(*id), shape.clone(), [Atom::Param(*id)].into());
+        let helper = &program.helpers[h];
+        for (id, shape) in &helper.params {
+            let may = match helper.aliasing {
+                // Any parameter of this shape may be this one.
+                true => helper.params.iter().filter(|(_, s)| s == shape).map(|(q, _)| Atom::Param(*q)).collect(),
+                false => [Atom::Param(*id)].into(),
+            };
+            scope.push(BufVar::Param(*id), shape.clone(), may);
         }
         scope.indices.push(IndexVar::Scalar(h as u32));
         scope
@@ -94,6 +107,37 @@ impl Scope {
         self.by_shape.contains_key(shape)
     }
 
+    /// The index names that are counts: never negative and small (every one but loaded values
+    /// and the variables of loops with a negative lower bound): what grids and helpers' depth
+    /// counters may use.
+    pub fn counts(&self) -> Vec<IndexVar> {
+        self.indices.iter().copied().filter(|v| !matches!(v, IndexVar::Loaded(_)) && !self.signed.contains(v)).collect()
+    }
+
+    /// What `value` may denote, as a value an op yields: a name in scope, or a buffer born in
+    /// the block that yields it.
+    pub fn yielded_may(&self, value: BufVar) -> MaySet {
+        match (self.buffer(value), value) {
+            (Some((_, _, may)), _) => may.clone(),
+            (None, BufVar::Born(v)) => [Atom::Born(v)].into(),
+            _ => MaySet::new(),
+        }
+    }
+
+    /// What the carried names of `carried` may denote: any initial value, any yielded one.
+    pub fn carried_may(&self, carried: &Carried) -> MaySet {
+        let mut may = MaySet::new();
+        for &init in &carried.init {
+            may.extend(self.yielded_may(init));
+        }
+        for &next in &carried.next {
+            if !matches!(next, BufVar::Carried(_)) {
+                may.extend(self.yielded_may(next));
+            }
+        }
+        may
+    }
+
     /// The shapes that at least two buffers in scope have.
     pub fn shared_shapes(&self) -> Vec<&Shape> {
         self.by_shape.iter().filter(|(_, all)| all.len() >= 2).map(|(shape, _)| shape).collect()
@@ -119,9 +163,31 @@ impl Scope {
         self.indices.truncate(mark.1);
     }
 
-    /// Adds what `stmt` defines for the statements after it: a born buffer or a select.
+    /// Adds what `stmt` defines for the statements after it: a born buffer, a select, the
+    /// results of a loop or branch, a loaded index.
     pub fn extend(&mut self, stmt: &Stmt) {
+        let carried = match stmt {
+            Stmt::For(For { carried: Some(c), .. }) | Stmt::While(While { carried: Some(c), .. }) => Some(c),
+            _ => None,
+        };
+        if let Some(c) = carried {
+            if let Some((_, shape, _)) = self.buffer(c.init[0]) {
+                let (shape, may) = (shape.clone(), self.carried_may(c));
+                for &id in &c.results {
+                    self.push(BufVar::Result(id), shape.clone(), may.clone());
+                }
+            }
+            return;
+        }
         match stmt {
+            Stmt::If { yields, then_body, .. } => {
+                for y in yields {
+                    let Some(shape) = self.yielded_shape(y.then_value, then_body) else { continue };
+                    let may = self.yielded_may(y.then_value).union(&self.yielded_may(y.else_value)).copied().collect();
+                    self.push(BufVar::Result(y.result), shape, may);
+                }
+            }
+            Stmt::LoadIndex { var, .. } => self.indices.push(IndexVar::Loaded(*var)),
             Stmt::Alloc { var, shape, .. } => {
                 self.push(BufVar::Born(*var), shape.clone(), MaySet::from([Atom::Born(*var)]))
             }
@@ -135,6 +201,27 @@ impl Scope {
             _ => {}
         }
     }
+}
+
+impl Scope {
+    /// The shape of `value`, yielded at the end of `block`: a name in scope or a buffer born
+    /// at the block's top level.
+    pub fn yielded_shape(&self, value: BufVar, block: &[Stmt]) -> Option<Shape> {
+        if let Some((_, shape, _)) = self.buffer(value) {
+            return Some(shape.clone());
+        }
+        born_at_top(block, value).map(|(shape, _)| shape.clone())
+    }
+}
+
+/// The shape of `value` and whether the block frees it, if it is a buffer born at the top level
+/// of `block`.
+pub fn born_at_top(block: &[Stmt], value: BufVar) -> Option<(&Shape, bool)> {
+    let BufVar::Born(v) = value else { return None };
+    block.iter().find_map(|s| match s {
+        Stmt::Alloc { var, shape, dealloc, .. } if *var == v => Some((shape, *dealloc)),
+        _ => None,
+    })
 }
 
 /// The first parameter of `kernel` whose accesses may race when its arguments may denote
@@ -278,7 +365,9 @@ impl Checker<'_> {
         }
         for size in &dispatch.grid {
             if let GridSize::VarPlus(var, _) = size {
-                self.index(IndexValue::Var(*var), scope)?;
+                if !scope.counts().contains(var) {
+                    return Err(format!("a grid from {var:?}, which is not a count in scope"));
+                }
             }
         }
         match &dispatch.scalar {
@@ -302,6 +391,77 @@ impl Checker<'_> {
         }
     }
 
+    /// The carried names of a loop (checking its initial and yielded values): name, shape, may.
+    fn carried(&mut self, c: &Carried, body: &[Stmt], scope: &Scope) -> Result<Vec<(BufVar, Shape, MaySet)>, String> {
+        if c.init.is_empty() || c.init.len() != c.vars.len() || (c.next.is_empty() && c.init.len() < 2) {
+            return Err("a rotation of fewer than two buffers, or not one name each".into());
+        }
+        if !c.next.is_empty() && c.next.len() != c.vars.len() {
+            return Err("not one yielded value per carried name".into());
+        }
+        if !c.results.is_empty() && c.results.len() != c.vars.len() {
+            return Err("not one result per carried name".into());
+        }
+        let (_, shape0, _) = self.buffer(c.init[0], scope)?.clone();
+        for &init in &c.init {
+            if self.buffer(init, scope)?.1 != shape0 {
+                return Err("carried buffers of different shapes".into());
+            }
+        }
+        for &next in &c.next {
+            let shape = match next {
+                BufVar::Carried(v) if c.vars.contains(&v) => shape0.clone(),
+                _ => Self::yielded(next, body, scope)?,
+            };
+            if shape != shape0 {
+                return Err("a loop yields a buffer of another shape".into());
+            }
+        }
+        let may = scope.carried_may(c);
+        let mut out = Vec::new();
+        for &id in &c.vars {
+            self.define(format!("%x{id}"))?;
+            out.push((BufVar::Carried(id), shape0.clone(), may.clone()));
+        }
+        for &id in &c.results {
+            self.define(format!("%r{id}"))?;
+        }
+        Ok(out)
+    }
+
+    /// The shape of `value` yielded at the end of `block`: a name of `outer` (in scope before
+    /// the op) or a buffer born at the block's top level and not freed by it.
+    fn yielded(value: BufVar, block: &[Stmt], outer: &Scope) -> Result<Shape, String> {
+        if let Some((_, shape, _)) = outer.buffer(value) {
+            return Ok(shape.clone());
+        }
+        match born_at_top(block, value) {
+            Some((_, true)) => Err(format!("{value:?} is yielded but freed")),
+            Some((shape, false)) => Ok(shape.clone()),
+            None => Err(format!("{value:?} is yielded but is neither in scope before nor born in the block")),
+        }
+    }
+
+    /// Checks the buffer arguments of a call of helper `h`.
+    fn call_args(&self, h: usize, buffers: &[BufVar], scope: &Scope) -> Result<(), String> {
+        let callee = self.program.helpers.get(h).ok_or("no such helper")?;
+        if buffers.len() != callee.params.len() {
+            return Err("a helper call with the wrong arguments".into());
+        }
+        let mut sets: Vec<&MaySet> = Vec::new();
+        for (buffer, (_, shape)) in buffers.iter().zip(&callee.params) {
+            let (_, s, may) = self.buffer(*buffer, scope)?;
+            if s != shape {
+                return Err("a helper argument of the wrong shape".into());
+            }
+            if !callee.aliasing && sets.iter().any(|other| !other.is_disjoint(may)) {
+                return Err("a helper's arguments may alias".into());
+            }
+            sets.push(may);
+        }
+        Ok(())
+    }
+
     fn block(&mut self, block: &[Stmt], scope: &mut Scope) -> Result<(), String> {
         for stmt in block {
             self.stmt(stmt, scope)?;
@@ -322,45 +482,92 @@ impl Checker<'_> {
             Stmt::Dispatch(dispatch) => self.dispatch(dispatch, scope),
             Stmt::For(f) => {
                 self.index(f.upper, scope)?;
+                if matches!(f.upper, IndexValue::Var(IndexVar::Loaded(_))) {
+                    return Err("a loop bound from a loaded value".into());
+                }
                 if f.step == 0 {
                     return Err("a zero step".into());
                 }
                 self.define(format!("%i{}", f.iv))?;
-                let mut carried = Vec::new();
-                if let Some(c) = &f.carried {
-                    if c.init.len() < 2 || c.init.len() != c.vars.len() {
-                        return Err("a rotation of fewer than two buffers, or not one name each".into());
-                    }
-                    let (_, shape0, _) = self.buffer(c.init[0], scope)?.clone();
-                    let mut may = MaySet::new();
-                    for &init in &c.init {
-                        let (_, shape, more) = self.buffer(init, scope)?.clone();
-                        if shape != shape0 {
-                            return Err("carried buffers of different shapes".into());
-                        }
-                        may.extend(more);
-                    }
-                    for &id in &c.vars {
-                        self.define(format!("%x{id}"))?;
-                        carried.push((BufVar::Carried(id), shape0.clone(), may.clone()));
-                    }
-                }
+                let carried = match &f.carried {
+                    Some(c) => self.carried(c, &f.body, scope)?,
+                    None => Vec::new(),
+                };
+                let (iv, signed) = (IndexVar::Loop(f.iv), f.lower < 0);
                 self.nested(&f.body, scope, |inner| {
-                    inner.indices.push(IndexVar::Loop(f.iv));
+                    inner.indices.push(iv);
+                    if signed {
+                        inner.signed.insert(iv);
+                    }
                     for (var, shape, may) in carried {
                         inner.push(var, shape, may);
                     }
-                })
+                })?;
+                scope.extend(stmt);
+                Ok(())
             }
             Stmt::While(w) => {
-                self.access(&w.probe, scope)?;
                 self.define(format!("%w{}", w.counter))?;
-                self.nested(&w.body, scope, |inner| inner.indices.push(IndexVar::While(w.counter)))
+                let carried = match &w.carried {
+                    Some(c) => self.carried(c, &w.body, scope)?,
+                    None => Vec::new(),
+                };
+                let mark = scope.mark();
+                for (var, shape, may) in carried {
+                    scope.push(var, shape, may);
+                }
+                // The probe sees what the before region sees, less what it defines (freed
+                // before the probe).
+                let result = self.access(&w.probe, scope).and_then(|()| {
+                    self.nested(&w.before, scope, |_| {})?;
+                    self.nested(&w.body, scope, |inner| inner.indices.push(IndexVar::While(w.counter)))
+                });
+                scope.restore(mark);
+                result?;
+                scope.extend(stmt);
+                Ok(())
             }
-            Stmt::If { cond, then_body, else_body } => {
+            Stmt::If { cond, yields, then_body, else_body } => {
                 self.cond(cond, scope)?;
-                self.nested(then_body, scope, |_| {})?;
-                self.nested(else_body, scope, |_| {})
+                let then_values: Vec<BufVar> = yields.iter().map(|y| y.then_value).collect();
+                let else_values: Vec<BufVar> = yields.iter().map(|y| y.else_value).collect();
+                let mut shapes = Vec::new();
+                for (block, values) in [(then_body, &then_values), (else_body, &else_values)] {
+                    self.nested(block, scope, |_| {})?;
+                    let yielded: Result<Vec<Shape>, String> =
+                        values.iter().map(|&v| Self::yielded(v, block, scope)).collect();
+                    shapes.push(yielded?);
+                }
+                if shapes[0] != shapes[1] {
+                    return Err("an scf.if whose branches yield different shapes".into());
+                }
+                for y in yields {
+                    self.define(format!("%r{}", y.result))?;
+                }
+                scope.extend(stmt);
+                Ok(())
+            }
+            Stmt::LoadIndex { var, from } => {
+                self.access(from, scope)?;
+                self.define(format!("%l{var}"))?;
+                scope.extend(stmt);
+                Ok(())
+            }
+            Stmt::HostRange(range) => {
+                self.define(format!("%h{}", range.iv))?;
+                let (_, shape, _) = self.buffer(range.buffer, scope)?;
+                let rank = shape.rank();
+                if range.fixed.len() + 1 != rank || range.fixed.iter().zip(&shape.0).any(|(i, d)| i >= d) {
+                    return Err("a host range with the wrong fixed indices".into());
+                }
+                if range.lower >= range.upper || range.upper > shape.0[rank - 1] {
+                    return Err("a host range out of bounds".into());
+                }
+                Ok(())
+            }
+            Stmt::CallSelf { buffers } => {
+                let Some(h) = scope.helper else { return Err("a recursive call outside a helper".into()) };
+                self.call_args(h, buffers, scope)
             }
             Stmt::Load { from, to } => {
                 self.access(from, scope)?;
@@ -405,23 +612,11 @@ impl Checker<'_> {
                         return Err("a helper calls itself or a later one".into());
                     }
                 }
-                let callee = self.program.helpers.get(*helper).ok_or("no such helper")?;
                 self.index(*scalar, scope)?;
-                if buffers.len() != callee.params.len() {
-                    return Err("a helper call with the wrong arguments".into());
+                if matches!(scalar, IndexValue::Var(var) if !scope.counts().contains(var)) {
+                    return Err("a helper's index argument that is not a count".into());
                 }
-                let mut sets: Vec<&MaySet> = Vec::new();
-                for (buffer, (_, shape)) in buffers.iter().zip(&callee.params) {
-                    let (_, s, may) = self.buffer(*buffer, scope)?;
-                    if s != shape {
-                        return Err("a helper argument of the wrong shape".into());
-                    }
-                    if sets.iter().any(|other| !other.is_disjoint(may)) {
-                        return Err("a helper's arguments may alias".into());
-                    }
-                    sets.push(may);
-                }
-                Ok(())
+                self.call_args(*helper, buffers, scope)
             }
             Stmt::Alloc { var, shape, init, .. } => {
                 self.define(format!("%n{var}"))?;
@@ -441,6 +636,18 @@ impl Checker<'_> {
                         if self.buffer(*from, scope)?.1 != *shape {
                             return Err("a born buffer copied from another shape".into());
                         }
+                    }
+                    Init::Derive(dispatch) => {
+                        let kernel = self.program.kernels.get(dispatch.kernel).ok_or("no such kernel")?;
+                        let [_, to] = dispatch.buffers[..] else { return Err("a derive of two buffers".into()) };
+                        if to != BufVar::Born(*var) || !kernel.derives_everything(&dispatch.grid) {
+                            return Err("a born buffer is not derived whole first".into());
+                        }
+                        let mark = scope.mark();
+                        scope.push(BufVar::Born(*var), shape.clone(), MaySet::from([Atom::Born(*var)]));
+                        let result = self.dispatch(dispatch, scope);
+                        scope.restore(mark);
+                        result?;
                     }
                 }
                 scope.extend(stmt);

@@ -1,10 +1,12 @@
 //! What a case exercises, by name: the list the differential test must cover (loops with a
 //! zero trip count at run time, nested loops, convergence loops, branches on runtime flags, host
 //! reads and writes, host copies, each kind of host-function effect, helpers called from
-//! several places, each kind of kernel access, atomics, born buffers, aliases, flips). The test
-//! checks that the generator keeps making each of them often.
+//! several places, each kind of kernel access, atomics, born buffers, aliases, flips, and the
+//! [constructs](super::constructs) when they are on). The test checks that the generator keeps
+//! making each of them often.
 
 use super::ast::*;
+use super::constructs::{Construct, Constructs};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The names of the features `case` exercises.
@@ -100,6 +102,24 @@ impl Features<'_> {
         if distinct.len() < dispatch.buffers.len() {
             self.names.insert("same buffer passed twice");
         }
+        if kernel.guard == Guard::HalfOf(0)
+            && kernel.dims == 1
+            && kernel.stride == 1
+            && kernel.offset == 0
+            && matches!(kernel.params[0].role, Role::Write(_))
+        {
+            self.names.insert("kernel writes the first half");
+        }
+    }
+
+    fn carried(&mut self, carried: &Carried, body: &[Stmt], loop_kind: &str) {
+        let fresh = carried.next.iter().any(|&v| super::check::born_at_top(body, v).is_some());
+        self.names.insert(match (fresh, loop_kind) {
+            (true, "for") => "fresh buffer carried by a for loop",
+            (true, _) => "fresh buffer carried by a while loop",
+            (false, "for") => "loop-carried buffers rotate",
+            (false, _) => "while loop carries rotating buffers",
+        });
     }
 
     fn stmt(&mut self, stmt: &Stmt, loops: usize) {
@@ -116,8 +136,14 @@ impl Features<'_> {
                         _ => "loop on a nonzero trip-count argument",
                     });
                 }
-                if f.carried.is_some() {
-                    self.names.insert("loop-carried buffers rotate");
+                if let Some(carried) = &f.carried {
+                    self.carried(carried, &f.body, "for");
+                }
+                if f.i32 {
+                    self.names.insert("loop with an i32 induction variable");
+                }
+                if f.lower < 0 {
+                    self.names.insert("loop with a negative lower bound");
                 }
                 if f.body.iter().any(|s| matches!(s, Stmt::Select { cond: Cond::Even(IndexVar::Loop(iv)) | Cond::Odd(IndexVar::Loop(iv)), .. } if *iv == f.iv)) {
                     self.names.insert("generation flip");
@@ -126,10 +152,31 @@ impl Features<'_> {
             }
             Stmt::While(w) => {
                 self.names.insert("while loop on a value a kernel writes");
+                if let Some(carried) = &w.carried {
+                    self.carried(carried, &w.body, "while");
+                }
+                if !w.before.is_empty() {
+                    self.names.insert("do-while loop");
+                }
+                self.block(&w.before, loops + 1);
                 self.block(&w.body, loops + 1);
             }
-            Stmt::If { cond, then_body, else_body } => {
+            Stmt::If { cond, yields, then_body, else_body } => {
                 self.cond(cond);
+                if !yields.is_empty() {
+                    self.names.insert("branch yields buffers");
+                }
+                if yields.iter().any(|y| {
+                    super::check::born_at_top(then_body, y.then_value).is_some()
+                        || super::check::born_at_top(else_body, y.else_value).is_some()
+                }) {
+                    self.names.insert("branch yields a fresh buffer");
+                }
+                if let [a, b] = &yields[..] {
+                    if a.then_value == b.else_value && a.else_value == b.then_value && a.then_value != a.else_value {
+                        self.names.insert("branch swaps two buffers");
+                    }
+                }
                 self.block(then_body, loops);
                 self.block(else_body, loops);
             }
@@ -153,18 +200,63 @@ impl Features<'_> {
                     });
                 }
             }
-            Stmt::CallHelper { helper, .. } => {
+            Stmt::CallHelper { helper, buffers, .. } => {
                 *self.helper_calls.entry(*helper).or_default() += 1;
+                let distinct: BTreeSet<&BufVar> = buffers.iter().collect();
+                if distinct.len() < buffers.len() {
+                    let recursive =
+                        self.case.program.helpers[*helper].body.iter().any(|s| matches!(s, Stmt::CallSelf { .. }));
+                    self.names.insert(match recursive {
+                        true => "recursive helper called with one buffer for several parameters",
+                        false => "helper called with one buffer for several parameters",
+                    });
+                }
+            }
+            Stmt::CallSelf { .. } => {
+                self.names.insert("recursive helper");
+            }
+            Stmt::LoadIndex { .. } => {
+                self.names.insert("host access at a loaded index");
+            }
+            Stmt::HostRange(range) => {
+                self.names.insert(match range.store {
+                    None => "host loop reads a range",
+                    Some(_) => "host loop writes a range",
+                });
             }
             Stmt::Alloc { init, .. } => {
                 self.names.insert(match init {
                     Init::Dispatch(_) => "born buffer filled by a kernel",
                     Init::CopyFrom(_) => "born buffer filled by a host copy",
+                    Init::Derive(_) => "born buffer derived by a kernel",
                 });
             }
             Stmt::Select { .. } => {
                 self.names.insert("select between buffers");
             }
         }
+    }
+}
+
+/// The features that only `construct` makes (in `on`, the set it is part of: some features need
+/// two constructs).
+pub fn construct_features(construct: Construct, on: Constructs) -> Vec<&'static str> {
+    match construct {
+        Construct::FreshFor => vec!["fresh buffer carried by a for loop", "born buffer derived by a kernel"],
+        Construct::FreshWhile => vec!["fresh buffer carried by a while loop", "born buffer derived by a kernel"],
+        Construct::IfResults => vec!["branch yields buffers", "branch yields a fresh buffer"],
+        Construct::IfSwap => vec!["branch yields buffers", "branch swaps two buffers"],
+        Construct::WhilePingPong => vec!["while loop carries rotating buffers"],
+        Construct::DoWhile => vec!["do-while loop"],
+        Construct::SharedHelperArgs => vec!["helper called with one buffer for several parameters"],
+        Construct::RecursiveHelpers if on.has(Construct::SharedHelperArgs) => {
+            vec!["recursive helper", "recursive helper called with one buffer for several parameters"]
+        }
+        Construct::RecursiveHelpers => vec!["recursive helper"],
+        Construct::I32Loops => vec!["loop with an i32 induction variable"],
+        Construct::NegativeBounds => vec!["loop with a negative lower bound"],
+        Construct::RuntimeIndex => vec!["host access at a loaded index"],
+        Construct::HostRange => vec!["host loop reads a range", "host loop writes a range"],
+        Construct::HalfWrite => vec!["kernel writes the first half", "host loop reads a range"],
     }
 }

@@ -10,8 +10,11 @@
 
 use super::ast::*;
 use super::check::{racy_param, MaySet, Scope};
+use super::constructs::{Construct, Constructs};
 use super::rng::Rng;
 use std::collections::HashMap;
+
+mod constructs;
 
 /// How big a program to make.
 #[derive(Clone, Debug)]
@@ -31,6 +34,9 @@ pub struct Config {
     pub max_kernels: usize,
     /// Trip-count arguments are in `0..=max_trip`.
     pub max_trip: u64,
+    /// The constructs of [`Construct`] to make besides the others (none: every seed names the
+    /// program it named before they existed).
+    pub constructs: Constructs,
 }
 
 impl Config {
@@ -46,6 +52,7 @@ impl Config {
             helpers: if size < 100 { size.min(2) } else { (size / 100).min(64) },
             max_kernels: if size < 100 { 16 } else { 64 },
             max_trip: 3,
+            constructs: Constructs::NONE,
         }
     }
 }
@@ -79,7 +86,16 @@ pub fn generate_case(seed: u64, config: &Config) -> Case {
         body: Vec::new(),
         results: Vec::new(),
     };
-    let mut gen = Gen { rng, config, program, palette, next_id: 0, dispatches: 0, fill_kernels: HashMap::new() };
+    let mut gen = Gen {
+        rng,
+        config,
+        program,
+        palette,
+        next_id: 0,
+        dispatches: 0,
+        fill_kernels: HashMap::new(),
+        derive_kernels: HashMap::new(),
+    };
     gen.helpers();
     // Count only @main's dispatches: a helper's are printed only if something calls it.
     gen.dispatches = 0;
@@ -102,6 +118,7 @@ struct Gen<'c> {
     next_id: u32,
     dispatches: usize,
     fill_kernels: HashMap<Shape, usize>,
+    derive_kernels: HashMap<Shape, usize>,
 }
 
 impl Gen<'_> {
@@ -110,20 +127,59 @@ impl Gen<'_> {
         self.next_id
     }
 
+    fn on(&self, construct: Construct) -> bool {
+        self.config.constructs.has(construct)
+    }
+
     fn helpers(&mut self) {
         for h in 0..self.config.helpers {
-            let count = self.rng.between(1, 3) as usize;
-            let params: Vec<(u32, Shape)> = (0..count)
+            let aliasing = self.on(Construct::SharedHelperArgs) && self.rng.chance(50);
+            let count = if aliasing { self.rng.between(2, 3) } else { self.rng.between(1, 3) } as usize;
+            let mut params: Vec<(u32, Shape)> = (0..count)
                 .map(|_| {
                     let shape = self.rng.pick(&self.palette).clone();
                     (self.id(), shape)
                 })
                 .collect();
-            self.program.helpers.push(Helper { params, body: Vec::new() });
+            if aliasing {
+                // Parameters of one shape, which a caller may pass one buffer for.
+                for j in 1..count {
+                    if self.rng.chance(70) {
+                        params[j].1 = params[0].1.clone();
+                    }
+                }
+            }
+            self.program.helpers.push(Helper { params, aliasing, body: Vec::new() });
             let mut scope = Scope::helper(&self.program, h);
-            let body = self.block(&mut scope, 1);
+            let mut body = self.block(&mut scope, 1);
+            if self.on(Construct::RecursiveHelpers) && self.rng.chance(60) {
+                let buffers = self.self_call_args(h);
+                let at = self.rng.below(body.len() + 1);
+                body.insert(at, Stmt::CallSelf { buffers });
+            }
             self.program.helpers[h].body = body;
         }
+    }
+
+    /// The buffers helper `h` passes to itself: its parameters, those of one shape perhaps
+    /// swapped, or (an aliasing helper) one for several.
+    fn self_call_args(&mut self, h: usize) -> Vec<BufVar> {
+        let helper = &self.program.helpers[h];
+        let params: Vec<(u32, Shape)> = helper.params.clone();
+        let aliasing = helper.aliasing;
+        let mut buffers: Vec<BufVar> = params.iter().map(|(id, _)| BufVar::Param(*id)).collect();
+        let same: Vec<(usize, usize)> = (0..params.len())
+            .flat_map(|a| (a + 1..params.len()).map(move |b| (a, b)))
+            .filter(|&(a, b)| params[a].1 == params[b].1)
+            .collect();
+        if let Some(&(a, b)) = (!same.is_empty()).then(|| self.rng.pick(&same)) {
+            if aliasing && self.rng.chance(60) {
+                buffers[b] = buffers[a];
+            } else if self.rng.chance(50) {
+                buffers.swap(a, b);
+            }
+        }
+        buffers
     }
 
     fn main(&mut self) {
@@ -228,6 +284,24 @@ impl Gen<'_> {
             5 * define as u32,
             4 * nest as u32,
         ];
+        // The constructs, each with no weight unless asked for (so that without them the
+        // draws are those of before).
+        let weight = |c: Construct, w: u32| if self.on(c) { w } else { 0 };
+        let constructs = [
+            weight(Construct::FreshFor, 4 * (nest && define) as u32),
+            weight(Construct::FreshWhile, 3 * (nest && define) as u32),
+            weight(Construct::IfResults, 4 * (nest && define) as u32),
+            weight(Construct::IfSwap, 3 * (nest && define) as u32),
+            weight(Construct::WhilePingPong, 3 * nest as u32),
+            weight(Construct::DoWhile, 3 * nest as u32),
+            weight(Construct::RuntimeIndex, 4),
+            weight(Construct::HostRange, 4),
+            weight(Construct::HalfWrite, 4),
+        ];
+        let mut weights = weights.to_vec();
+        if constructs.iter().any(|&w| w > 0) {
+            weights.extend(constructs);
+        }
         match self.rng.weighted(&weights) {
             1 => vec![self.for_loop(scope, depth)],
             2 => vec![self.while_loop(scope, depth)],
@@ -235,7 +309,7 @@ impl Gen<'_> {
                 let cond = self.cond(scope);
                 let then_body = self.block(scope, depth + 1);
                 let else_body = if self.rng.chance(40) { Vec::new() } else { self.block(scope, depth + 1) };
-                vec![Stmt::If { cond, then_body, else_body }]
+                vec![Stmt::If { cond, yields: Vec::new(), then_body, else_body }]
             }
             4 => {
                 let from = self.access(scope);
@@ -274,6 +348,15 @@ impl Gen<'_> {
                 Some(pair) => self.flip_loop(scope, depth, pair),
                 None => vec![self.dispatch_stmt(scope)],
             },
+            12 => self.fresh_loop(scope, depth, false),
+            13 => self.fresh_loop(scope, depth, true),
+            14 => self.if_results(scope, depth),
+            15 => self.if_swap(scope, depth),
+            16 => self.while_ping_pong(scope, depth),
+            17 => self.do_while(scope, depth),
+            18 => self.runtime_index(scope),
+            19 => self.host_range(scope),
+            20 => self.half_write(scope),
             _ => vec![self.dispatch_stmt(scope)],
         }
     }
@@ -351,20 +434,32 @@ impl Gen<'_> {
         }
     }
 
+    /// Whether a new loop's variable is an `i32`, and its lower bound (`usual` unless it is
+    /// made negative), as the constructs on allow.
+    fn loop_kind(&mut self, usual: i64) -> (bool, i64) {
+        let i32 = self.on(Construct::I32Loops) && self.rng.chance(35);
+        let negative = self.on(Construct::NegativeBounds) && self.rng.chance(35);
+        (i32, if negative { self.rng.between(-3, -1) } else { usual })
+    }
+
     fn for_loop(&mut self, scope: &mut Scope, depth: usize) -> Stmt {
         let iv = self.id();
         let lower = if self.rng.chance(15) { 1 } else { 0 };
         let step = if self.rng.chance(15) { 2 } else { 1 };
         let upper = self.upper_bound(scope);
+        let (i32, lower) = self.loop_kind(lower);
         let carried = match self.rotation(scope) {
             Some(init) if self.rng.chance(20) => {
                 let vars = init.iter().map(|_| self.id()).collect();
-                Some(Carried { init, vars })
+                Some(Carried { init, vars, next: Vec::new(), results: Vec::new() })
             }
             _ => None,
         };
         let mark = scope.mark();
         scope.indices.push(IndexVar::Loop(iv));
+        if lower < 0 {
+            scope.signed.insert(IndexVar::Loop(iv));
+        }
         let mut body = Vec::new();
         if let Some(c) = &carried {
             let shape = scope.buffer(c.init[0]).expect("in scope").1.clone();
@@ -378,7 +473,7 @@ impl Gen<'_> {
         }
         body.extend(self.block(scope, depth + 1));
         scope.restore(mark);
-        Stmt::For(For { iv, lower, upper, step, carried, body })
+        Stmt::For(For { iv, i32, lower, upper, step, carried, body })
     }
 
     /// A generation flip: each iteration reads one buffer and writes the other, the two chosen
@@ -387,8 +482,12 @@ impl Gen<'_> {
     fn flip_loop(&mut self, scope: &mut Scope, depth: usize, (a, b): (BufVar, BufVar)) -> Vec<Stmt> {
         let iv = self.id();
         let upper = self.upper_bound(scope);
+        let (i32, lower) = self.loop_kind(0);
         let mark = scope.mark();
         scope.indices.push(IndexVar::Loop(iv));
+        if lower < 0 {
+            scope.signed.insert(IndexVar::Loop(iv));
+        }
         let parity = if self.rng.chance(50) { Cond::Even(IndexVar::Loop(iv)) } else { Cond::Odd(IndexVar::Loop(iv)) };
         let (src, dst) = (self.id(), self.id());
         let mut body = vec![
@@ -403,11 +502,12 @@ impl Gen<'_> {
             body.extend(self.block(scope, depth + 1));
         }
         scope.restore(mark);
-        let mut stmts = vec![Stmt::For(For { iv, lower: 0, upper, step: 1, carried: None, body })];
+        let mut stmts = vec![Stmt::For(For { iv, i32, lower, upper, step: 1, carried: None, body })];
         if let IndexValue::Var(var) = upper {
             if self.rng.chance(70) {
                 stmts.push(Stmt::If {
                     cond: Cond::Odd(var),
+                    yields: Vec::new(),
                     then_body: vec![Stmt::Copy { from: b, to: a }],
                     else_body: vec![],
                 });
@@ -439,6 +539,8 @@ impl Gen<'_> {
             bound: self.rng.between(1, 4) as u64,
             probe,
             threshold: self.rng.between(-10, 10) as i32,
+            before: Vec::new(),
+            carried: None,
             body,
         })
     }
@@ -480,6 +582,12 @@ impl Gen<'_> {
         let start = self.rng.below(limit);
         for helper in (0..limit).map(|k| (start + k) % limit) {
             let shapes: Vec<Shape> = self.program.helpers[helper].params.iter().map(|(_, s)| s.clone()).collect();
+            if self.program.helpers[helper].aliasing {
+                if shapes.iter().all(|s| scope.has_shape(s)) {
+                    return Some(self.aliasing_call(scope, helper, &shapes));
+                }
+                continue;
+            }
             let mut chosen: Vec<(BufVar, &MaySet)> = Vec::new();
             for shape in &shapes {
                 let free: Vec<(BufVar, &MaySet)> = scope
@@ -495,10 +603,35 @@ impl Gen<'_> {
             }
             if chosen.len() == shapes.len() {
                 let buffers = chosen.into_iter().map(|(v, _)| v).collect();
-                return Some(Stmt::CallHelper { helper, buffers, scalar: self.index_value(scope) });
+                return Some(Stmt::CallHelper { helper, buffers, scalar: self.depth_value(scope) });
             }
         }
         None
+    }
+
+    /// A call of an aliasing helper: mostly one buffer for the parameters of one shape.
+    fn aliasing_call(&mut self, scope: &Scope, helper: usize, shapes: &[Shape]) -> Stmt {
+        let mut buffers: Vec<BufVar> = Vec::new();
+        for (j, shape) in shapes.iter().enumerate() {
+            let earlier: Vec<BufVar> = (0..j).filter(|&k| shapes[k] == *shape).map(|k| buffers[k]).collect();
+            let buffer = if !earlier.is_empty() && self.rng.chance(70) {
+                *self.rng.pick(&earlier)
+            } else {
+                *self.rng.pick(&scope.of_shape(shape))
+            };
+            buffers.push(buffer);
+        }
+        Stmt::CallHelper { helper, buffers, scalar: self.depth_value(scope) }
+    }
+
+    /// A helper's index argument, which its loops may count to and its grids use: a count
+    /// (when every index name in scope is one, the same draws as [`Self::index_value`]).
+    fn depth_value(&mut self, scope: &Scope) -> IndexValue {
+        let vars = scope.counts();
+        match (!vars.is_empty()).then(|| *self.rng.pick(&vars)) {
+            Some(var) if self.rng.chance(60) => IndexValue::Var(var),
+            _ => IndexValue::Const(self.rng.between(0, 4) as u64),
+        }
     }
 
     fn alloc(&mut self, scope: &Scope) -> Stmt {
@@ -509,6 +642,11 @@ impl Gen<'_> {
         } else {
             self.rng.pick(&self.palette).clone()
         };
+        self.alloc_with(scope, var, shape)
+    }
+
+    /// `%n{var} = buffer.alloc()` of `shape`, filled by a kernel or copied from a buffer.
+    fn alloc_with(&mut self, scope: &Scope, var: u32, shape: Shape) -> Stmt {
         let sources = scope.of_shape(&shape);
         let init = if !sources.is_empty() && self.rng.chance(40) {
             Init::CopyFrom(*self.rng.pick(&sources))
@@ -716,7 +854,7 @@ impl Gen<'_> {
         let grid = if k.dims == 1 {
             let extent = k.params.iter().map(|p| p.shape.elements()).max().unwrap_or(1);
             let cover = extent.saturating_sub(k.offset).div_ceil(k.stride).max(1);
-            let vars = scope.indices.clone();
+            let vars = scope.counts();
             vec![match self.rng.weighted(&[55, 15, 15, 15]) {
                 1 => GridSize::Const(self.rng.between(1, cover as i64) as u64),
                 2 => GridSize::Const(cover + self.rng.between(1, 3) as u64),

@@ -16,6 +16,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod constructs;
 pub mod features;
 pub mod generate;
 pub mod render;
@@ -23,6 +24,7 @@ pub mod rng;
 pub mod shrink;
 
 pub use ast::Effect;
+pub use constructs::{Construct, Constructs};
 pub use generate::{generate_case, Config};
 pub use render::{numbered, render};
 pub use shrink::shrink;

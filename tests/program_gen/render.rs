@@ -5,8 +5,11 @@
 //! functions they call, and the kernel helpers those kernels use. Callees come before callers.
 
 use super::ast::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
+
+mod kernel;
+use kernel::KernelWriter;
 
 /// The hat text of `program`.
 pub fn render(program: &Program) -> String {
@@ -20,6 +23,10 @@ pub fn render(program: &Program) -> String {
         used: Used::default(),
         parities: 0,
         flags: Default::default(),
+        i32_loops: Default::default(),
+        before: Default::default(),
+        results: Default::default(),
+        helper: None,
     };
     writer.main();
     let main = std::mem::take(&mut writer.out);
@@ -87,20 +94,31 @@ pub fn buffer_shapes(program: &Program) -> HashMap<BufVar, Shape> {
                         shapes.insert(BufVar::Select(*var), shape);
                     }
                 }
-                Stmt::For(f) => {
-                    if let Some(carried) = &f.carried {
+                Stmt::For(For { carried, body, .. }) | Stmt::While(While { carried, body, .. }) => {
+                    if let Some(carried) = carried {
                         if let Some(shape) = shapes.get(&carried.init[0]).cloned() {
-                            for &id in &carried.vars {
-                                shapes.insert(BufVar::Carried(id), shape.clone());
+                            for &id in carried.vars.iter().chain(&carried.results) {
+                                let var = match carried.vars.contains(&id) {
+                                    true => BufVar::Carried(id),
+                                    false => BufVar::Result(id),
+                                };
+                                shapes.insert(var, shape.clone());
                             }
                         }
                     }
-                    walk(&f.body, shapes);
+                    if let Stmt::While(w) = stmt {
+                        walk(&w.before, shapes);
+                    }
+                    walk(body, shapes);
                 }
-                Stmt::While(w) => walk(&w.body, shapes),
-                Stmt::If { then_body, else_body, .. } => {
+                Stmt::If { then_body, else_body, yields, .. } => {
                     walk(then_body, shapes);
                     walk(else_body, shapes);
+                    for y in yields {
+                        if let Some(shape) = shapes.get(&y.then_value).cloned() {
+                            shapes.insert(BufVar::Result(y.result), shape);
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -120,6 +138,7 @@ pub fn buf_name(var: BufVar) -> String {
         BufVar::Select(id) => format!("%s{id}"),
         BufVar::Param(id) => format!("%p{id}"),
         BufVar::Carried(id) => format!("%x{id}"),
+        BufVar::Result(id) => format!("%r{id}"),
     }
 }
 
@@ -131,6 +150,7 @@ pub fn index_name(var: IndexVar) -> String {
         IndexVar::Loop(id) => format!("%i{id}"),
         IndexVar::While(id) => format!("%w{id}"),
         IndexVar::Scalar(h) => format!("%z{h}"),
+        IndexVar::Loaded(id) => format!("%l{id}"),
     }
 }
 
@@ -193,7 +213,15 @@ struct Writer<'p> {
     parities: usize,
     /// The loops whose induction variable's parity is carried as an `i1` (`%q{iv}`: the
     /// variable is even), instead of computed from the variable.
-    flags: std::collections::HashSet<u32>,
+    flags: HashSet<u32>,
+    /// The loops whose induction variable is an `i32` (`%j{iv}`, cast to `%i{iv}`).
+    i32_loops: HashSet<u32>,
+    /// The carried names written as a `scf.while`'s "before" region names them (`%xb{id}`).
+    before: HashSet<u32>,
+    /// How each result `%r{id}` is written (`%r{first}#j` for one of several).
+    results: HashMap<u32, String>,
+    /// The helper being written, if any.
+    helper: Option<usize>,
 }
 
 impl Writer<'_> {
@@ -223,6 +251,34 @@ impl Writer<'_> {
 
     fn int(&mut self, value: i32) -> String {
         self.def(&format!("arith.constant {value} : i32"))
+    }
+
+    /// How `var` is written here.
+    fn name(&self, var: BufVar) -> String {
+        match var {
+            BufVar::Carried(id) if self.before.contains(&id) => format!("%xb{id}"),
+            BufVar::Result(id) => self.results.get(&id).cloned().unwrap_or_else(|| buf_name(var)),
+            _ => buf_name(var),
+        }
+    }
+
+    /// Names the results `ids` of an op with `count` results (the ids first), and returns how
+    /// the op's results are written before its `=`.
+    fn name_results(&mut self, ids: &[u32], count: usize) -> String {
+        let group = match ids.first() {
+            Some(first) => format!("%r{first}"),
+            None => self.fresh(),
+        };
+        if count == 1 {
+            if let Some(&id) = ids.first() {
+                self.results.insert(id, group.clone());
+            }
+            return group;
+        }
+        for (j, &id) in ids.iter().enumerate() {
+            self.results.insert(id, format!("{group}#{j}"));
+        }
+        format!("{group}:{count}")
     }
 
     fn shape(&self, var: BufVar) -> Shape {
@@ -259,12 +315,14 @@ impl Writer<'_> {
 
     fn helper(&mut self, index: usize) {
         let helper = &self.program.helpers[index];
+        self.helper = Some(index);
         let mut params: Vec<String> =
             helper.params.iter().map(|(id, shape)| format!("%p{id}: {}", shape.memref())).collect();
         params.push(format!("%z{index}: index"));
         self.line(&format!("compute.func @f{index}({}) {{", params.join(", ")));
         self.indent += 1;
         self.block(&helper.body);
+        self.helper = None;
         self.line("compute.return");
         self.indent -= 1;
         self.line("}");
@@ -310,13 +368,13 @@ impl Writer<'_> {
     fn load(&mut self, access: &Access) -> String {
         let indices = self.indices(access);
         let ty = self.shape(access.buffer).memref();
-        self.def(&format!("buffer.load {}[{indices}] : {ty}", buf_name(access.buffer)))
+        self.def(&format!("buffer.load {}[{indices}] : {ty}", self.name(access.buffer)))
     }
 
     fn store(&mut self, value: &str, access: &Access) {
         let indices = self.indices(access);
         let ty = self.shape(access.buffer).memref();
-        self.line(&format!("buffer.store {value}, {}[{indices}] : {ty}", buf_name(access.buffer)));
+        self.line(&format!("buffer.store {value}, {}[{indices}] : {ty}", self.name(access.buffer)));
     }
 
     fn cond(&mut self, cond: &Cond) -> String {
@@ -334,6 +392,17 @@ impl Writer<'_> {
                         }
                         let true_ = self.def("arith.constant true");
                         return self.def(&format!("arith.xori %q{iv}, {true_} : i1"));
+                    }
+                }
+                if let IndexVar::Loop(iv) = var {
+                    if self.i32_loops.contains(iv) {
+                        // On the `i32` variable itself: `v % 2 == w` signed, or `(v & 1) == w`.
+                        self.parities += 1;
+                        let (op, operand) = if self.parities % 2 == 0 { ("remsi", 2) } else { ("andi", 1) };
+                        let operand = self.int(operand);
+                        let bit = self.def(&format!("arith.{op} %j{iv}, {operand} : i32"));
+                        let want = self.int(i32::from(odd));
+                        return self.def(&format!("arith.cmpi eq, {bit}, {want} : i32"));
                     }
                 }
                 // The same parity, spelled six ways (the spellings resolve-aliases must see
@@ -391,7 +460,7 @@ impl Writer<'_> {
     }
 
     fn buffers(&self, buffers: &[BufVar]) -> (Vec<String>, Vec<String>) {
-        buffers.iter().map(|b| (buf_name(*b), self.shape(*b).memref())).unzip()
+        buffers.iter().map(|b| (self.name(*b), self.shape(*b).memref())).unzip()
     }
 
     fn dispatch(&mut self, dispatch: &Dispatch) {
@@ -430,21 +499,41 @@ impl Writer<'_> {
             Stmt::Dispatch(dispatch) => self.dispatch(dispatch),
             Stmt::For(f) => self.for_loop(f),
             Stmt::While(w) => self.while_loop(w),
-            Stmt::If { cond, then_body, else_body } => {
+            Stmt::If { cond, yields, then_body, else_body } => {
                 let cond = self.cond(cond);
-                self.line(&format!("scf.if {cond} {{"));
+                if yields.is_empty() {
+                    self.line(&format!("scf.if {cond} {{"));
+                    self.indent += 1;
+                    self.block(then_body);
+                    self.indent -= 1;
+                    if else_body.is_empty() {
+                        self.line("}");
+                    } else {
+                        self.line("} else {");
+                        self.indent += 1;
+                        self.block(else_body);
+                        self.indent -= 1;
+                        self.line("}");
+                    }
+                    return;
+                }
+                let types: Vec<String> = yields.iter().map(|y| self.shape(BufVar::Result(y.result)).memref()).collect();
+                let types = types.join(", ");
+                let ids: Vec<u32> = yields.iter().map(|y| y.result).collect();
+                let results = self.name_results(&ids, ids.len());
+                self.line(&format!("{results} = scf.if {cond} -> ({types}) {{"));
                 self.indent += 1;
                 self.block(then_body);
+                let values: Vec<String> = yields.iter().map(|y| self.name(y.then_value)).collect();
+                self.line(&format!("scf.yield {} : {types}", values.join(", ")));
                 self.indent -= 1;
-                if else_body.is_empty() {
-                    self.line("}");
-                } else {
-                    self.line("} else {");
-                    self.indent += 1;
-                    self.block(else_body);
-                    self.indent -= 1;
-                    self.line("}");
-                }
+                self.line("} else {");
+                self.indent += 1;
+                self.block(else_body);
+                let values: Vec<String> = yields.iter().map(|y| self.name(y.else_value)).collect();
+                self.line(&format!("scf.yield {} : {types}", values.join(", ")));
+                self.indent -= 1;
+                self.line("}");
             }
             Stmt::Load { from, to } => {
                 let value = self.load(from);
@@ -466,7 +555,7 @@ impl Writer<'_> {
             }
             Stmt::Copy { from, to } => {
                 let ty = self.shape(*from).memref();
-                self.line(&format!("buffer.copy {}, {} : {ty}", buf_name(*from), buf_name(*to)));
+                self.line(&format!("buffer.copy {}, {} : {ty}", self.name(*from), self.name(*to)));
             }
             Stmt::CallHost { func, buffers, scalar } => {
                 self.used.host_funcs.insert(*func);
@@ -496,27 +585,65 @@ impl Writer<'_> {
                 match init {
                     Init::Dispatch(dispatch) => self.dispatch(dispatch),
                     Init::CopyFrom(from) => {
-                        self.line(&format!("buffer.copy {}, %n{var} : {}", buf_name(*from), shape.memref()))
+                        self.line(&format!("buffer.copy {}, %n{var} : {}", self.name(*from), shape.memref()))
                     }
+                    Init::Derive(dispatch) => self.dispatch(dispatch),
                 }
+            }
+            Stmt::LoadIndex { var, from } => {
+                let value = self.load(from);
+                self.line(&format!("%l{var} = arith.index_cast {value} : i32 to index"));
+            }
+            Stmt::HostRange(range) => self.host_range(range),
+            Stmt::CallSelf { buffers } => {
+                let h = self.helper.expect("a recursive call is in a helper");
+                let zero = self.index(0);
+                let deeper = self.def(&format!("arith.cmpi sgt, %z{h}, {zero} : index"));
+                self.line(&format!("scf.if {deeper} {{"));
+                self.indent += 1;
+                let one = self.index(1);
+                let down = self.def(&format!("arith.subi %z{h}, {one} : index"));
+                let (mut names, mut types) = self.buffers(buffers);
+                names.push(down);
+                types.push("index".to_string());
+                self.line(&format!("compute.call @f{h}({}) : ({}) -> ()", names.join(", "), types.join(", ")));
+                self.indent -= 1;
+                self.line("}");
             }
             Stmt::Select { var, cond, if_true, if_false } => {
                 let cond = self.cond(cond);
                 let ty = self.shape(*if_true).memref();
                 self.line(&format!(
                     "%s{var} = arith.select {cond}, {}, {} : {ty}",
-                    buf_name(*if_true),
-                    buf_name(*if_false)
+                    self.name(*if_true),
+                    self.name(*if_false)
                 ));
             }
         }
     }
 
     fn for_loop(&mut self, f: &For) {
-        let lower = self.index(f.lower);
-        let upper = self.index_value(f.upper);
-        let step = self.index(f.step);
-        let head = format!("scf.for %i{} = {lower} to {upper} step {step}", f.iv);
+        let (lower, upper, step, iv, suffix) = if f.i32 {
+            let lower = self.def(&format!("arith.constant {} : i32", f.lower));
+            let upper = match f.upper {
+                IndexValue::Const(k) => self.def(&format!("arith.constant {k} : i32")),
+                IndexValue::Var(var) => self.def(&format!("arith.index_cast {} : index to i32", index_name(var))),
+            };
+            let step = self.def(&format!("arith.constant {} : i32", f.step));
+            self.i32_loops.insert(f.iv);
+            (lower, upper, step, format!("%j{}", f.iv), " : i32")
+        } else {
+            let lower = self.def(&format!("arith.constant {} : index", f.lower));
+            let upper = self.index_value(f.upper);
+            let step = self.index(f.step);
+            (lower, upper, step, format!("%i{}", f.iv), "")
+        };
+        let head = format!("scf.for {iv} = {lower} to {upper} step {step}");
+        let cast = |w: &mut Self| {
+            if f.i32 {
+                w.line(&format!("%i{} = arith.index_cast %j{} : i32 to index", f.iv, f.iv));
+            }
+        };
         // A generation flip's parity is, in a third of the loops, carried as an `i1` flipped
         // each iteration (by `xori true` or `cmpi eq false`) rather than computed.
         let flips = f.body.iter().any(|s| {
@@ -524,10 +651,11 @@ impl Writer<'_> {
         });
         match &f.carried {
             None if flips && f.iv.is_multiple_of(3) => {
-                let even = self.def(&format!("arith.constant {}", f.lower.is_multiple_of(2)));
+                let even = self.def(&format!("arith.constant {}", f.lower % 2 == 0));
                 let result = self.fresh();
-                self.line(&format!("{result} = {head} iter_args(%q{} = {even}) -> (i1) {{", f.iv));
+                self.line(&format!("{result} = {head} iter_args(%q{} = {even}) -> (i1){suffix} {{", f.iv));
                 self.indent += 1;
+                cast(self);
                 self.flags.insert(f.iv);
                 self.block(&f.body);
                 let next = if f.step.is_multiple_of(2) {
@@ -542,22 +670,24 @@ impl Writer<'_> {
                 self.line(&format!("scf.yield {next} : i1"));
             }
             None => {
-                self.line(&format!("{head} {{"));
+                self.line(&format!("{head}{suffix} {{"));
                 self.indent += 1;
+                cast(self);
                 self.block(&f.body);
             }
             Some(carried) => {
                 let ty = self.shape(carried.init[0]).memref();
                 let k = carried.vars.len();
-                let result = self.fresh();
+                let result = self.name_results(&carried.results, k);
                 let args: Vec<String> =
-                    carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%x{v} = {}", buf_name(i))).collect();
+                    carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%x{v} = {}", self.name(i))).collect();
                 let types = vec![ty.clone(); k].join(", ");
-                self.line(&format!("{result}:{k} = {head} iter_args({}) -> ({types}) {{", args.join(", ")));
+                self.line(&format!("{result} = {head} iter_args({}) -> ({types}){suffix} {{", args.join(", ")));
                 self.indent += 1;
+                cast(self);
                 self.block(&f.body);
-                let rotated: Vec<String> = (0..k).map(|j| format!("%x{}", carried.vars[(j + 1) % k])).collect();
-                self.line(&format!("scf.yield {} : {types}", rotated.join(", ")));
+                let next: Vec<String> = (0..k).map(|j| self.name(carried.yielded(j))).collect();
+                self.line(&format!("scf.yield {} : {types}", next.join(", ")));
             }
         }
         self.indent -= 1;
@@ -566,27 +696,90 @@ impl Writer<'_> {
 
     fn while_loop(&mut self, w: &While) {
         let zero = self.index(0);
-        let result = self.fresh();
         let id = w.counter;
-        self.line(&format!("{result} = scf.while (%wb{id} = {zero}) : (index) -> index {{"));
+        let empty = Carried { init: vec![], vars: vec![], next: vec![], results: vec![] };
+        let carried = w.carried.as_ref().unwrap_or(&empty);
+        let k = carried.vars.len();
+        let ty = carried.init.first().map(|&b| self.shape(b).memref()).unwrap_or_default();
+        let mut types = vec![ty; k];
+        types.push("index".to_string());
+        let types = types.join(", ");
+        let result = self.name_results(&carried.results, k + 1);
+        let mut inits: Vec<String> =
+            carried.vars.iter().zip(&carried.init).map(|(v, &i)| format!("%xb{v} = {}", self.name(i))).collect();
+        inits.push(format!("%wb{id} = {zero}"));
+        let arrow = if k == 0 { "index".to_string() } else { format!("({types})") };
+        self.line(&format!("{result} = scf.while ({}) : ({types}) -> {arrow} {{", inits.join(", ")));
         self.indent += 1;
+        self.before.extend(&carried.vars);
+        self.block(&w.before);
         let value = self.load(&w.probe);
         let threshold = self.int(w.threshold);
         let above = self.def(&format!("arith.cmpi sgt, {value}, {threshold} : i32"));
         let bound = self.index(w.bound);
         let more = self.def(&format!("arith.cmpi ult, %wb{id}, {bound} : index"));
         let go = self.def(&format!("arith.andi {above}, {more} : i1"));
-        self.line(&format!("scf.condition({go}) %wb{id} : index"));
+        let mut passed: Vec<String> = carried.vars.iter().map(|v| format!("%xb{v}")).collect();
+        passed.push(format!("%wb{id}"));
+        self.line(&format!("scf.condition({go}) {} : {types}", passed.join(", ")));
+        for v in &carried.vars {
+            self.before.remove(v);
+        }
         self.indent -= 1;
         self.line("} do {");
-        self.line(&format!("^bb0(%w{id}: index):"));
+        let mut args: Vec<String> =
+            carried.vars.iter().map(|v| format!("%x{v}: {}", self.shape(BufVar::Carried(*v)).memref())).collect();
+        args.push(format!("%w{id}: index"));
+        self.line(&format!("^bb0({}):", args.join(", ")));
         self.indent += 1;
         self.block(&w.body);
         let one = self.index(1);
         let next = self.def(&format!("arith.addi %w{id}, {one} : index"));
-        self.line(&format!("scf.yield {next} : index"));
+        let mut yielded: Vec<String> = (0..k).map(|j| self.name(carried.yielded(j))).collect();
+        yielded.push(next);
+        self.line(&format!("scf.yield {} : {types}", yielded.join(", ")));
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// A host loop over a fixed range of a buffer, summing its elements to `@observe` or
+    /// storing to them.
+    fn host_range(&mut self, range: &HostRange) {
+        let ty = self.shape(range.buffer).memref();
+        let buffer = self.name(range.buffer);
+        let mut indices: Vec<String> = range.fixed.iter().map(|&i| self.index(i)).collect();
+        indices.push(format!("%h{}", range.iv));
+        let indices = indices.join(", ");
+        let (lower, upper, one) = (self.index(range.lower), self.index(range.upper), self.index(1));
+        let head = format!("scf.for %h{} = {lower} to {upper} step {one}", range.iv);
+        match range.store {
+            None => {
+                let zero = self.int(0);
+                let sum = self.def(&format!("{head} iter_args(%a{} = {zero}) -> (i32) {{", range.iv));
+                self.indent += 1;
+                let value = self.def(&format!("buffer.load {buffer}[{indices}] : {ty}"));
+                let next = self.def(&format!("arith.addi %a{}, {value} : i32", range.iv));
+                self.line(&format!("scf.yield {next} : i32"));
+                self.indent -= 1;
+                self.line("}");
+                self.used.observe = true;
+                self.line(&format!("compute.call @observe({sum}) : (i32) -> ()"));
+            }
+            Some(c) => {
+                self.line(&format!("{head} {{"));
+                self.indent += 1;
+                let h = self.def(&format!("arith.index_cast %h{} : index to i32", range.iv));
+                let value = self.plus(&h, c);
+                self.line(&format!("buffer.store {value}, {buffer}[{indices}] : {ty}"));
+                self.indent -= 1;
+                self.line("}");
+            }
+        }
+    }
+
+    fn plus(&mut self, value: &str, c: i32) -> String {
+        let c = self.int(c);
+        self.def(&format!("arith.addi {value}, {c} : i32"))
     }
 
     // ----- kernels --------------------------------------------------------------------------
@@ -606,324 +799,6 @@ impl Writer<'_> {
         self.line("kernel.return");
         self.indent -= 1;
         self.line("}");
-    }
-}
-
-/// Where a parameter's element is, for one work item.
-struct Place {
-    /// In bounds (`i1`).
-    inside: String,
-    /// The indices of the element.
-    indices: Vec<String>,
-}
-
-struct KernelWriter<'w, 'p> {
-    w: &'w mut Writer<'p>,
-    kernel: &'p Kernel,
-    /// `L`, the position guards test.
-    position: String,
-    /// The work item's element as `i32`.
-    element: String,
-    /// 1-D: `e`. 2-D: `(x, y)`, the 1-D flat position and `global_size x`.
-    e: String,
-    y: String,
-    flat: String,
-    places: Vec<Place>,
-}
-
-impl<'w, 'p> KernelWriter<'w, 'p> {
-    fn new(w: &'w mut Writer<'p>, kernel: &'p Kernel) -> Self {
-        let mut writer = KernelWriter {
-            w,
-            kernel,
-            position: String::new(),
-            element: String::new(),
-            e: String::new(),
-            y: String::new(),
-            flat: String::new(),
-            places: Vec::new(),
-        };
-        writer.ids();
-        writer
-    }
-
-    fn ids(&mut self) {
-        let w = &mut *self.w;
-        if self.kernel.dims == 1 {
-            let id = w.def("kernel.global_id x");
-            let mut e = id;
-            if self.kernel.stride != 1 {
-                let stride = w.index(self.kernel.stride);
-                e = w.def(&format!("arith.muli {e}, {stride} : index"));
-            }
-            if self.kernel.offset != 0 {
-                let offset = w.index(self.kernel.offset);
-                e = w.def(&format!("arith.addi {e}, {offset} : index"));
-            }
-            self.flat = e.clone();
-            self.e = e;
-        } else {
-            self.e = w.def("kernel.global_id x");
-            self.y = w.def("kernel.global_id y");
-            let width = w.def("kernel.global_size x");
-            let row = w.def(&format!("arith.muli {}, {width} : index", self.y));
-            self.flat = w.def(&format!("arith.addi {row}, {} : index", self.e));
-        }
-        self.position = self.e.clone();
-        self.element = w.def(&format!("arith.index_cast {} : index to i32", self.flat));
-        for j in 0..self.kernel.params.len() {
-            let place = self.place(j, 0);
-            self.places.push(place);
-        }
-    }
-
-    /// Dimension `d` of parameter `j`: `buffer.dim` or a constant.
-    fn dim(&mut self, j: usize, d: usize) -> String {
-        let shape = &self.kernel.params[j].shape;
-        if self.kernel.dims_from_buffer {
-            let ty = shape.memref();
-            self.w.def(&format!("buffer.dim %q{j}, {d} : {ty}"))
-        } else {
-            self.w.index(shape.0[d])
-        }
-    }
-
-    fn below(&mut self, a: &str, b: &str) -> String {
-        self.w.def(&format!("arith.cmpi ult, {a}, {b} : index"))
-    }
-
-    fn and(&mut self, a: &str, b: &str) -> String {
-        self.w.def(&format!("arith.andi {a}, {b} : i1"))
-    }
-
-    /// The element of parameter `j` this work item touches, `shift` elements on.
-    fn place(&mut self, j: usize, shift: u64) -> Place {
-        let shape = self.kernel.params[j].shape.clone();
-        let (e, flat) = (self.e.clone(), self.flat.clone());
-        if self.kernel.dims == 2 && shape.rank() == 2 {
-            let rows = self.dim(j, 0);
-            let cols = self.dim(j, 1);
-            let x_in = self.below(&e, &cols);
-            let y_in = self.below(&self.y.clone(), &rows);
-            let inside = self.and(&x_in, &y_in);
-            let mut x = e;
-            if shift != 0 {
-                let k = self.w.index(shift);
-                let moved = self.w.def(&format!("arith.addi {x}, {k} : index"));
-                x = self.w.def(&format!("arith.remui {moved}, {cols} : index"));
-            }
-            return Place { inside, indices: vec![self.y.clone(), x] };
-        }
-        // A flat position: the element `flat` in row-major order.
-        let mut inside = match shape.rank() {
-            1 => {
-                let n = self.dim(j, 0);
-                self.below(&flat, &n)
-            }
-            _ => {
-                let total = if self.kernel.dims_from_buffer {
-                    let rows = self.dim(j, 0);
-                    let cols = self.dim(j, 1);
-                    self.w.def(&format!("arith.muli {rows}, {cols} : index"))
-                } else {
-                    self.w.index(shape.elements())
-                };
-                self.below(&flat, &total)
-            }
-        };
-        if self.kernel.dims == 2 {
-            let width = self.w.def("kernel.global_size x");
-            let x_in = self.below(&e, &width);
-            inside = self.and(&x_in, &inside);
-        }
-        let mut position = flat;
-        if shift != 0 {
-            let k = self.w.index(shift);
-            let n = self.w.index(shape.elements());
-            let moved = self.w.def(&format!("arith.addi {position}, {k} : index"));
-            position = self.w.def(&format!("arith.remui {moved}, {n} : index"));
-        }
-        let indices = match shape.rank() {
-            1 => vec![position],
-            _ => {
-                let cols = self.w.index(shape.0[1]);
-                let row = self.w.def(&format!("arith.divui {position}, {cols} : index"));
-                let col = self.w.def(&format!("arith.remui {position}, {cols} : index"));
-                vec![row, col]
-            }
-        };
-        Place { inside, indices }
-    }
-
-    /// Reads parameter `j` at `place` if in bounds, else 0.
-    fn read(&mut self, j: usize, place: &Place) -> String {
-        let ty = self.kernel.params[j].shape.memref();
-        let value = self.w.fresh();
-        self.w.line(&format!("{value} = scf.if {} -> (i32) {{", place.inside));
-        self.w.indent += 1;
-        let loaded = self.w.def(&format!("buffer.load %q{j}[{}] : {ty}", place.indices.join(", ")));
-        self.w.line(&format!("scf.yield {loaded} : i32"));
-        self.w.indent -= 1;
-        self.w.line("} else {");
-        self.w.indent += 1;
-        let zero = self.w.int(0);
-        self.w.line(&format!("scf.yield {zero} : i32"));
-        self.w.indent -= 1;
-        self.w.line("}");
-        value
-    }
-
-    /// Stores `value` to `target` (parameter `j`'s type) at parameter `j`'s place, if in bounds.
-    fn write(&mut self, j: usize, target: &str, value: &str) {
-        let shape = self.kernel.params[j].shape.clone();
-        let place = &self.places[j];
-        let (inside, indices) = (place.inside.clone(), place.indices.join(", "));
-        self.w.line(&format!("scf.if {inside} {{"));
-        self.w.indent += 1;
-        if self.kernel.store_helper {
-            self.w.used.put_helpers.insert(shape.clone());
-            let types = vec!["index"; shape.rank()].join(", ");
-            self.w.line(&format!(
-                "kernel.call @put_{}({target}, {indices}, {value}) : ({}, {types}, i32) -> ()",
-                shape.tag(),
-                shape.memref()
-            ));
-        } else {
-            self.w.line(&format!("buffer.store {value}, {target}[{indices}] : {}", shape.memref()));
-        }
-        self.w.indent -= 1;
-        self.w.line("}");
-    }
-
-    fn body(mut self) {
-        let kernel = self.kernel;
-        // The work item's condition.
-        let mut conditions = Vec::new();
-        if kernel.grid_guard {
-            let size = self.w.def("kernel.global_size x");
-            conditions.push(self.below(&self.e.clone(), &size));
-            if kernel.dims == 2 {
-                let size = self.w.def("kernel.global_size y");
-                conditions.push(self.below(&self.y.clone(), &size));
-            }
-        }
-        let position = self.position.clone();
-        let mut guard_value = None;
-        match kernel.guard {
-            Guard::None => {}
-            Guard::Below(k) => {
-                let k = self.w.index(k);
-                conditions.push(self.below(&position, &k));
-            }
-            Guard::HalfOf(j) => {
-                let n = self.dim(j, 0);
-                let two = self.w.index(2);
-                let half = self.w.def(&format!("arith.divui {n}, {two} : index"));
-                conditions.push(self.below(&position, &half));
-            }
-            Guard::Even => {
-                let two = self.w.index(2);
-                let rem = self.w.def(&format!("arith.remui {position}, {two} : index"));
-                let zero = self.w.index(0);
-                conditions.push(self.w.def(&format!("arith.cmpi eq, {rem}, {zero} : index")));
-            }
-            Guard::Positive(j) => {
-                let place = Place { inside: self.places[j].inside.clone(), indices: self.places[j].indices.clone() };
-                let value = self.read(j, &place);
-                guard_value = Some((j, value.clone()));
-                let zero = self.w.int(0);
-                conditions.push(self.w.def(&format!("arith.cmpi sgt, {value}, {zero} : i32")));
-            }
-        }
-        let mut ok: Option<String> = None;
-        for condition in conditions {
-            ok = Some(match ok {
-                None => condition,
-                Some(previous) => self.and(&previous, &condition),
-            });
-        }
-        if let Some(ok) = &ok {
-            self.w.line(&format!("scf.if {ok} {{"));
-            self.w.indent += 1;
-        }
-        // Read, combine, write.
-        let mut acc = "%sc".to_string();
-        for (j, param) in kernel.params.iter().enumerate() {
-            let value = match param.role {
-                Role::Read | Role::ReadWrite(_) => match &guard_value {
-                    Some((g, value)) if *g == j => value.clone(),
-                    _ => {
-                        let place =
-                            Place { inside: self.places[j].inside.clone(), indices: self.places[j].indices.clone() };
-                        self.read(j, &place)
-                    }
-                },
-                Role::ReadShifted(k) => {
-                    let place = self.place(j, k);
-                    self.read(j, &place)
-                }
-                _ => continue,
-            };
-            acc = self.mix(&acc, &value);
-        }
-        let five = self.w.int(5);
-        let scaled = self.w.def(&format!("arith.muli {acc}, {five} : i32"));
-        let acc = self.w.def(&format!("arith.addi {scaled}, {} : i32", self.element));
-        for (j, param) in kernel.params.iter().enumerate() {
-            let ty = param.shape.memref();
-            match param.role {
-                Role::Write(c) | Role::ReadWrite(c) => {
-                    let value = self.plus(&acc, c);
-                    self.write(j, &format!("%q{j}"), &value);
-                }
-                Role::WriteAliased(c) => {
-                    let value = self.plus(&acc, c);
-                    let inside = self.places[j].inside.clone();
-                    let alias = self.w.def(&format!("arith.select {inside}, %q{j}, %q{j} : {ty}"));
-                    self.write(j, &alias, &value);
-                }
-                Role::WriteEither { other, add } => {
-                    let value = self.plus(&acc, add);
-                    let two = self.w.index(2);
-                    let rem = self.w.def(&format!("arith.remui {position}, {two} : index"));
-                    let zero = self.w.index(0);
-                    let even = self.w.def(&format!("arith.cmpi eq, {rem}, {zero} : index"));
-                    let target = self.w.def(&format!("arith.select {even}, %q{j}, %q{other} : {ty}"));
-                    self.write(j, &target, &value);
-                }
-                Role::Atomic { kind, element } => {
-                    let indices: Vec<String> = match param.shape.rank() {
-                        1 => vec![self.w.index(element)],
-                        _ => {
-                            let cols = param.shape.0[1];
-                            vec![self.w.index(element / cols), self.w.index(element % cols)]
-                        }
-                    };
-                    self.w.def(&format!("kernel.atomic_rmw {kind} %q{j}[{}], {acc} : {ty}", indices.join(", ")));
-                }
-                Role::Unused | Role::Read | Role::ReadShifted(_) => {}
-            }
-        }
-        if ok.is_some() {
-            self.w.indent -= 1;
-            self.w.line("}");
-        }
-    }
-
-    fn plus(&mut self, value: &str, c: i32) -> String {
-        let c = self.w.int(c);
-        self.w.def(&format!("arith.addi {value}, {c} : i32"))
-    }
-
-    fn mix(&mut self, acc: &str, value: &str) -> String {
-        if self.kernel.mix_helper {
-            self.w.used.mix = true;
-            self.w.def(&format!("kernel.call @mix({acc}, {value}) : (i32, i32) -> i32"))
-        } else {
-            let three = self.w.int(3);
-            let scaled = self.w.def(&format!("arith.muli {acc}, {three} : i32"));
-            self.w.def(&format!("arith.addi {scaled}, {value} : i32"))
-        }
     }
 }
 

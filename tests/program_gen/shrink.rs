@@ -65,6 +65,13 @@ pub fn candidates(case: &Case) -> Vec<Case> {
             out.push(with_program(p));
         }
     }
+    for (h, helper) in program.helpers.iter().enumerate() {
+        if helper.aliasing {
+            let mut p = program.clone();
+            p.helpers[h].aliasing = false;
+            out.push(with_program(p));
+        }
+    }
     for r in 0..program.results.len() {
         let mut p = program.clone();
         p.results.remove(r);
@@ -138,6 +145,9 @@ fn stmt_variants(stmt: &Stmt) -> Vec<Vec<Stmt>> {
             if f.step != 1 {
                 one(edit(&|g| g.step = 1));
             }
+            if f.i32 {
+                one(edit(&|g| g.i32 = false));
+            }
             if f.carried.is_some() {
                 one(edit(&|g| g.carried = None));
             }
@@ -153,17 +163,49 @@ fn stmt_variants(stmt: &Stmt) -> Vec<Vec<Stmt>> {
             for body in block_variants(&w.body) {
                 one(Stmt::While(While { body, ..w.clone() }));
             }
-            out.push(w.body.clone());
+            for before in block_variants(&w.before) {
+                one(Stmt::While(While { before, ..w.clone() }));
+            }
+            if w.carried.is_some() {
+                one(Stmt::While(While { carried: None, ..w.clone() }));
+            }
+            let mut unwrapped = w.before.clone();
+            unwrapped.extend(w.body.iter().cloned());
+            out.push(unwrapped);
         }
-        Stmt::If { cond, then_body, else_body } => {
+        Stmt::If { cond, yields, then_body, else_body } => {
+            let with = |then_body: Vec<Stmt>, else_body: Vec<Stmt>| Stmt::If {
+                cond: cond.clone(),
+                yields: yields.clone(),
+                then_body,
+                else_body,
+            };
             for body in block_variants(then_body) {
-                one(Stmt::If { cond: cond.clone(), then_body: body, else_body: else_body.clone() });
+                one(with(body, else_body.clone()));
             }
             for body in block_variants(else_body) {
-                one(Stmt::If { cond: cond.clone(), then_body: then_body.clone(), else_body: body });
+                one(with(then_body.clone(), body));
+            }
+            for y in 0..yields.len() {
+                let mut fewer = yields.clone();
+                fewer.remove(y);
+                one(Stmt::If {
+                    cond: cond.clone(),
+                    yields: fewer,
+                    then_body: then_body.clone(),
+                    else_body: else_body.clone(),
+                });
             }
             out.push(then_body.clone());
             out.push(else_body.clone());
+        }
+        Stmt::HostRange(range) => {
+            if range.store.is_some() {
+                one(Stmt::HostRange(HostRange { store: None, ..range.clone() }));
+            }
+            if range.upper > range.lower + 1 {
+                one(Stmt::HostRange(HostRange { upper: range.lower + 1, ..range.clone() }));
+            }
         }
         Stmt::Load { from, to: Sink::Store(_) } => one(Stmt::Load { from: from.clone(), to: Sink::Observe }),
         Stmt::Dispatch(d) => {
