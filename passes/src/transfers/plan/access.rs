@@ -68,6 +68,21 @@ pub struct Direct {
     pub reads: bool,
 }
 
+/// A read of one element of a one-dimensional tracked root at an index known only at run time:
+/// not a need of the whole buffer when the other side is current everywhere (one element is
+/// copied, by that index).
+#[derive(Clone, Debug)]
+pub struct DynamicRead {
+    /// The root's number.
+    pub root: usize,
+    /// The side read.
+    pub side: usize,
+    /// The buffer value the op names.
+    pub buffer: Value,
+    /// The index.
+    pub index: Value,
+}
+
 /// What one op does to buffers.
 #[derive(Clone, Debug, Default)]
 pub struct OpAccess {
@@ -75,6 +90,8 @@ pub struct OpAccess {
     pub tracked: SmallVec<[Access; 2]>,
     /// Copies of untracked buffers around it.
     pub direct: Vec<Direct>,
+    /// A read of one element at a run-time index, when not a need of the whole buffer.
+    pub dynamic: Option<DynamicRead>,
 }
 
 /// The accesses of every op of one function that touches a buffer.
@@ -87,6 +104,11 @@ impl Accesses {
     /// What `op` does (nothing for an op absent from the table).
     pub fn of(&self, op: Op) -> &OpAccess {
         self.ops.get(&op).unwrap_or(&self.none)
+    }
+
+    /// The ops with a read at a run-time index.
+    pub fn dynamic(&self) -> impl Iterator<Item = (Op, &DynamicRead)> + '_ {
+        self.ops.iter().filter_map(|(&op, a)| a.dynamic.as_ref().map(|d| (op, d)))
     }
 
     /// The ops with direct copies.
@@ -109,6 +131,8 @@ pub struct Classifier<'a> {
     pub kernels: &'a Kernels,
     /// Summaries of host functions with bodies.
     pub summaries: &'a Summaries,
+    /// The ops whose read at a run-time index counts as a need of the whole buffer.
+    pub whole_reads: &'a rustc_hash::FxHashSet<Op>,
 }
 
 /// A root's every element, clamped to its size.
@@ -125,7 +149,7 @@ impl Classifier<'_> {
                 continue;
             }
             let access = self.classify(op);
-            if !access.tracked.is_empty() || !access.direct.is_empty() {
+            if !access.tracked.is_empty() || !access.direct.is_empty() || access.dynamic.is_some() {
                 ops.insert(op, Rc::new(access));
             }
         }
@@ -221,7 +245,15 @@ impl Classifier<'_> {
                 (EffectKind::Read, EffectTarget::Operand(i)) => {
                     let value = ctx.operand(op, i);
                     if let Some(root) = self.tracked.root_of(self.roots, value) {
-                        let ranges = extent(ctx, op, value, effect.extent).unwrap_or_else(|| whole(ctx, value));
+                        let known = extent(ctx, op, value, effect.extent);
+                        if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
+                            if shape(ctx, value).len() == 1 && effects.len() == 1 && !self.whole_reads.contains(&op) {
+                                let index = ctx.operand(op, first as usize);
+                                out.access.dynamic = Some(DynamicRead { root, side, buffer: value, index });
+                                continue;
+                            }
+                        }
+                        let ranges = known.unwrap_or_else(|| whole(ctx, value));
                         let access = out.entry(root);
                         access.need[side] = access.need[side].union(&ranges);
                     }

@@ -15,7 +15,7 @@
 //! At one place, copies come in the order control reaches them: those of edges arriving there
 //! first, then those of edges leaving, then those just before the op.
 
-use super::super::emit::{compare, constant, guard, insert, transfer, Anchor, Direction};
+use super::super::emit::{compare, constant, guard, index_constant, insert, transfer, Anchor, Direction};
 use super::super::ranges::RangeSet;
 use super::Unsupported;
 use hat_dialects::semantics::IntPredicate;
@@ -140,6 +140,8 @@ pub struct Copy {
     pub buffer: Value,
     /// The elements.
     pub ranges: RangeSet,
+    /// Instead of `ranges`: the one element at this index (a one-dimensional buffer).
+    pub element: Option<Value>,
     /// The source location.
     pub location: Location,
     /// Why (when reasons are kept).
@@ -177,7 +179,7 @@ pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
         }
         out.push(both);
     }
-    out.extend(copies.into_iter().flatten().filter(|c| !c.ranges.is_empty()));
+    out.extend(copies.into_iter().flatten().filter(|c| !c.ranges.is_empty() || c.element.is_some()));
     out
 }
 
@@ -204,6 +206,13 @@ pub fn emit(ctx: &mut Context, copies: &[Copy]) -> [u64; 2] {
                 Anchor::End(block)
             }
         };
+        if let Some(index) = copy.element {
+            let one = index_constant(ctx, anchor, 1, copy.location);
+            let op = transfer(ctx, anchor, copy.direction, copy.buffer, None, copy.location, copy.reason.as_deref());
+            ctx.set_operands(op, &[copy.buffer, index, one]);
+            counts[usize::from(copy.direction == Direction::FromDevice)] += 1;
+            continue;
+        }
         for range in copy.ranges.ranges() {
             transfer(ctx, anchor, copy.direction, copy.buffer, Some(range), copy.location, copy.reason.as_deref());
             counts[usize::from(copy.direction == Direction::FromDevice)] += 1;

@@ -38,6 +38,7 @@ use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
 use roots::Tracked;
+use rustc_hash::FxHashSet;
 
 pub use roots::aliased_parameters;
 
@@ -74,7 +75,6 @@ pub fn plan(
     reasons: bool,
 ) -> Result<Plan, Unsupported> {
     let tracked = Tracked::of(ctx, function, roots, aliased)?;
-    let accesses = Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries }.classify_all();
     let body = ctx
         .interface::<dyn CallableOpInterface>(function)
         .and_then(|c| c.body(ctx, function))
@@ -83,30 +83,37 @@ pub fn plan(
     let entry = (body, entry_facts(ctx, function, &tracked));
     let flow = FlowGraph::new(ctx, function);
     let n = tracked.len();
-
-    let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
     let joins = placement::joins(&flow);
-    let mut repairs = EdgeCopies::default();
-    let mut settled = false;
-    let mut available = None;
-    for _ in 0..REPAIR_ROUNDS {
-        let solved = solve_dense_forward(
-            ctx,
-            &flow,
-            &Availability { accesses: &accesses, entry: entry.clone(), copies: &repairs, before: None },
-        );
-        let more = placement::repairs(ctx, &joins, &solved, &anticipated, &repairs);
-        available = Some(solved);
-        if more.is_empty() {
-            settled = true;
-            break;
+
+    // Reads at run-time indices copy one element where the other side is current everywhere;
+    // where it is not, they need the whole buffer, and the analyses run again.
+    let mut whole_reads: FxHashSet<Op> = FxHashSet::default();
+    let (accesses, anticipated, available, repairs, element_reads) = loop {
+        let classifier =
+            Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
+        let accesses = classifier.classify_all();
+        let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
+        let (available, repairs) = settle_merges(ctx, function, &flow, &accesses, &entry, &joins, &anticipated)?;
+        let mut element_reads = Vec::new();
+        let mut widened = Vec::new();
+        for (op, read) in accesses.dynamic() {
+            let Some(facts) = available.before(ctx, op).facts() else { continue };
+            let all = whole(ctx, read.buffer);
+            let pair = facts.get(read.root);
+            if pair[read.side].contains(&all) {
+                continue;
+            }
+            if pair[1 - read.side].contains(&all) {
+                element_reads.push((op, read.clone()));
+            } else {
+                widened.push(op);
+            }
         }
-        placement::merge_copies(&mut repairs, more);
-    }
-    let available = available.expect("one round at least");
-    if !settled {
-        return Err(Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) });
-    }
+        if widened.is_empty() {
+            break (accesses, anticipated, available, repairs, element_reads);
+        }
+        whole_reads.extend(widened);
+    };
     let later = Later::new(&accesses, &flow, &available, &anticipated, &repairs, entry.clone());
     let delayed = solve_dense_forward(ctx, &flow, &later);
     let mut on_edges = placement::inserts(ctx, &joins, &later, &delayed);
@@ -159,6 +166,7 @@ pub fn plan(
                 direction: direction(*side),
                 buffer,
                 ranges: ranges.clone(),
+                element: None,
                 location: ctx.location(edge.from),
                 reason: describer.on_edge(place, *root, *side, repaired),
             });
@@ -171,13 +179,52 @@ pub fn plan(
                 direction: direction(*side),
                 buffer: tracked.roots[*root],
                 ranges: ranges.clone(),
+                element: None,
                 location: ctx.location(op),
                 reason: describer.at_op(op, *root, *side),
             });
         }
     }
+    for (op, read) in element_reads {
+        copies.push(Copy {
+            place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
+            direction: direction(read.side),
+            buffer: read.buffer,
+            ranges: super::ranges::RangeSet::empty(),
+            element: Some(read.index),
+            location: ctx.location(op),
+            reason: describer.at_op(op, read.root, read.side).map(|r| format!("{r} (the element at a run-time index)")),
+        });
+    }
     direct_copies(ctx, &accesses, &describer, &mut copies);
     Ok(Plan { function, copies: emit::merge_opposite_guards(copies) })
+}
+
+/// Availability with copies on the edges into joins where paths disagree, solved again until
+/// no merge loses an element still observed.
+fn settle_merges(
+    ctx: &Context,
+    function: Op,
+    flow: &FlowGraph,
+    accesses: &Accesses,
+    entry: &(hat_ir::Block, Facts),
+    joins: &[(hat_ir::analysis::dataflow::Target, Vec<hat_ir::analysis::dataflow::Edge>)],
+    anticipated: &hat_ir::analysis::dataflow::DenseSolution<analyses::Anticipated>,
+) -> Result<(hat_ir::analysis::dataflow::DenseSolution<facts::Must>, EdgeCopies), Unsupported> {
+    let mut repairs = EdgeCopies::default();
+    for _ in 0..REPAIR_ROUNDS {
+        let solved = solve_dense_forward(
+            ctx,
+            flow,
+            &Availability { accesses, entry: entry.clone(), copies: &repairs, before: None },
+        );
+        let more = placement::repairs(ctx, joins, &solved, anticipated, &repairs);
+        if more.is_empty() {
+            return Ok((solved, repairs));
+        }
+        placement::merge_copies(&mut repairs, more);
+    }
+    Err(Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) })
 }
 
 /// Writes a plan into its function; `[to_device, from_device]` counts.
@@ -259,6 +306,7 @@ fn direct_copies(ctx: &Context, accesses: &Accesses, describer: &Describer<'_>, 
                 direction: direct.direction,
                 buffer: direct.value,
                 ranges: direct.ranges.clone(),
+                element: None,
                 location: ctx.location(op),
                 reason: describer.direct(op, direct),
             });

@@ -4,9 +4,12 @@
 //! allocating op makes. Every buffer value of host code may be one of a set of roots, followed
 //! through selects, branch and loop results and carried values. The planner tracks a root `r`
 //! when every access to it is known to be an access to it alone:
-//! - no value may be `r` *or* another root (a select, a branch result or a carried value that
-//!   merges them): an access through such a value is an access to an unknown one of them;
-//! - `r` is not allocated inside a loop (or branch) whose carried values or results may hold it:
+//! - no value that something reads or writes through may be `r` *or* another root (a select, a
+//!   branch result or a carried value that merges them): an access through such a value is an
+//!   access to an unknown one of them (a merged value nothing accesses, such as a select left
+//!   behind by unswitching, is harmless);
+//! - `r` is not allocated inside a loop (or branch) whose carried values or results may hold it
+//!   where something accesses them:
 //!   then several buffers made by the one op may be alive at once, and a fact about "`r`" would
 //!   be a fact about all of them;
 //! - when `r` is a parameter: no call site of the function passes a buffer that may also be
@@ -23,6 +26,7 @@ use super::super::dispatch::Kernels;
 use super::super::host_effects::parameters;
 use super::super::insert::host_functions;
 use super::Unsupported;
+use hat_dialects::arith_views::SelectOp;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, RegionBranchOpInterface};
 use hat_ir::{Context, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -47,7 +51,10 @@ impl Tracked {
             .map(|(_, &p)| p)
             .collect();
         let mut untracked: FxHashSet<Value> = FxHashSet::default();
-        let mut values: Vec<Value> = params.clone();
+        // The buffer values something reads or writes through (not a select or a terminator
+        // that only forwards them: what they forward to is checked where it is used).
+        let mut accessed: Vec<Value> = Vec::new();
+        let mut structured: Vec<Op> = Vec::new();
         for op in ctx.walk(function) {
             if op == function {
                 continue;
@@ -55,48 +62,50 @@ impl Tracked {
             if !ctx.successors(op).is_empty() {
                 return Err(unsupported(op, "branches between blocks"));
             }
-            let structured = ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
-            if !ctx.regions(op).is_empty() && !structured {
+            let branches = ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
+            if !ctx.regions(op).is_empty() && !branches {
                 return Err(unsupported(op, &format!("the regions of '{}'", ctx.name_str(op))));
             }
-            for &region in ctx.regions(op) {
-                if ctx.region_blocks(region).len() > 1 {
-                    return Err(unsupported(op, "a region of several blocks"));
-                }
-                for &block in ctx.region_blocks(region) {
-                    values.extend(ctx.block_arguments(block).iter().copied());
-                }
+            if ctx.regions(op).iter().any(|&r| ctx.region_blocks(r).len() > 1) {
+                return Err(unsupported(op, "a region of several blocks"));
             }
             for result in ctx.results(op) {
-                values.push(result);
                 if roots.is_root(result) && !params.contains(&result) {
                     candidates.push(result);
                 }
             }
-            if structured {
-                // A root made inside this op that its results or its regions' arguments may
-                // hold: several buffers of that root may be alive at once.
-                let carried = ctx.results(op).chain(
-                    ctx.regions(op)
-                        .iter()
-                        .flat_map(|&r| ctx.region_blocks(r).iter())
-                        .flat_map(|&b| ctx.block_arguments(b).iter().copied()),
-                );
-                for value in carried.collect::<Vec<_>>() {
-                    if let Roots::Known(set) = roots.roots_ref(value) {
-                        for &root in set {
-                            if ctx.defining_op(root).is_some_and(|d| ctx.is_ancestor(op, d)) {
-                                untracked.insert(root);
-                            }
+            let forwards = branches
+                || SelectOp::wrap(ctx, op).is_some()
+                || (ctx.next_op(op).is_none()
+                    && ctx.parent_op(op).is_some_and(|p| ctx.interface::<dyn RegionBranchOpInterface>(p).is_some()));
+            if branches {
+                structured.push(op);
+            }
+            if !forwards {
+                accessed.extend(ctx.operands(op).iter().copied().filter(|&v| is_buffer(ctx, v)));
+            }
+        }
+        let accessed_set: FxHashSet<Value> = accessed.iter().copied().collect();
+        // A root made inside a structured op that an accessed result or region argument of it
+        // may hold: several buffers of that root may be alive at once.
+        for &op in &structured {
+            let carried = ctx.results(op).chain(
+                ctx.regions(op)
+                    .iter()
+                    .flat_map(|&r| ctx.region_blocks(r).iter())
+                    .flat_map(|&b| ctx.block_arguments(b).iter().copied()),
+            );
+            for value in carried.filter(|v| accessed_set.contains(v)).collect::<Vec<_>>() {
+                if let Roots::Known(set) = roots.roots_ref(value) {
+                    for &root in set {
+                        if ctx.defining_op(root).is_some_and(|d| ctx.is_ancestor(op, d)) {
+                            untracked.insert(root);
                         }
                     }
                 }
             }
         }
-        for &value in &values {
-            if !is_buffer(ctx, value) {
-                continue;
-            }
+        for &value in &accessed {
             match roots.roots_ref(value) {
                 Roots::Unknown => {
                     let at = ctx.defining_op(value).unwrap_or(function);
