@@ -11,9 +11,10 @@
 //!    code motion's `later` (forward, must), on hat-ir's dense solvers, over [`facts`] (a
 //!    persistent vector of element sets per root, so that a state per program point stays
 //!    cheap with a thousand roots);
-//! 4. [`placement`]: copies where paths join and disagree, then lazy code motion's insertions,
-//!    then a check of the whole plan;
-//! 5. [`emit`]: the copies written into the function, on the edges of structured control flow.
+//! 4. [`merges`]: where paths join and disagree, the side completed on the incoming edges;
+//! 5. [`placement`]: those copies, then lazy code motion's insertions, then a check of the
+//!    whole plan;
+//! 6. [`emit`]: the copies written into the function, on the edges of structured control flow.
 //!
 //! `docs/passes/insert-transfers-lcm.md` goes through a worked example.
 
@@ -21,6 +22,7 @@ pub mod access;
 pub mod analyses;
 pub mod emit;
 pub mod facts;
+pub mod merges;
 pub mod placement;
 pub mod roots;
 
@@ -37,6 +39,7 @@ use hat_ir::analysis::dataflow::{solve_dense_backward, solve_dense_forward, Flow
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
+use merges::Merges;
 use roots::Tracked;
 use rustc_hash::FxHashSet;
 
@@ -59,10 +62,6 @@ pub struct Plan {
     pub copies: Vec<Copy>,
 }
 
-/// How many rounds of merge repairs before giving up (each round only adds copies; programs
-/// settle in one or two).
-const REPAIR_ROUNDS: usize = 8;
-
 /// Plans `function`. `aliased[i]`: whether a call site may pass parameter `i` a buffer it also
 /// passes for another.
 pub fn plan(
@@ -83,17 +82,17 @@ pub fn plan(
     let entry = (body, entry_facts(ctx, function, &tracked));
     let flow = FlowGraph::new(ctx, function);
     let n = tracked.len();
-    let joins = placement::joins(&flow);
 
     // Reads at run-time indices copy one element where the other side is current everywhere;
     // where it is not, they need the whole buffer, and the analyses run again.
     let mut whole_reads: FxHashSet<Op> = FxHashSet::default();
-    let (accesses, anticipated, available, repairs, element_reads) = loop {
+    let (accesses, anticipated, merges, available, repairs, element_reads) = loop {
         let classifier =
             Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
         let accesses = classifier.classify_all();
         let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
-        let (available, repairs) = settle_merges(ctx, function, &flow, &accesses, &entry, &joins, &anticipated)?;
+        let merges = Merges::new(ctx, function, &flow, &accesses, &anticipated);
+        let (available, repairs) = settle_merges(ctx, function, &flow, &accesses, &entry, &merges)?;
         let mut element_reads = Vec::new();
         let mut widened = Vec::new();
         for (op, read) in accesses.dynamic() {
@@ -110,13 +109,13 @@ pub fn plan(
             }
         }
         if widened.is_empty() {
-            break (accesses, anticipated, available, repairs, element_reads);
+            break (accesses, anticipated, merges, available, repairs, element_reads);
         }
         whole_reads.extend(widened);
     };
     let later = Later::new(&accesses, &flow, &available, &anticipated, &repairs, entry.clone());
     let delayed = solve_dense_forward(ctx, &flow, &later);
-    let mut on_edges = placement::inserts(ctx, &joins, &later, &delayed);
+    let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
     let at_ops = placement::at_ops(ctx, function, &accesses, &delayed);
     let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
     placement::merge_copies(&mut on_edges, repairs.clone());
@@ -200,31 +199,52 @@ pub fn plan(
     Ok(Plan { function, copies: emit::merge_opposite_guards(copies) })
 }
 
-/// Availability with copies on the edges into joins where paths disagree, solved again until
-/// no merge loses an element still observed.
+/// How many rounds of repairs, and of pruning, before giving up (programs settle in two or three).
+const ROUNDS: usize = 8;
+
+/// Availability with copies on the edges into joins where paths disagree: repairs are added until
+/// no merge loses an element still observed, then narrowed to what is still missing (a repair
+/// made for an early state of a loop may be made needless by a later one).
 fn settle_merges(
     ctx: &Context,
     function: Op,
     flow: &FlowGraph,
     accesses: &Accesses,
     entry: &(hat_ir::Block, Facts),
-    joins: &[(hat_ir::analysis::dataflow::Target, Vec<hat_ir::analysis::dataflow::Edge>)],
-    anticipated: &hat_ir::analysis::dataflow::DenseSolution<analyses::Anticipated>,
+    merges: &Merges,
 ) -> Result<(hat_ir::analysis::dataflow::DenseSolution<facts::Must>, EdgeCopies), Unsupported> {
+    let solve = |copies: &EdgeCopies| {
+        solve_dense_forward(ctx, flow, &Availability { accesses, entry: entry.clone(), copies, before: None })
+    };
+    let fail = || Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) };
     let mut repairs = EdgeCopies::default();
-    for _ in 0..REPAIR_ROUNDS {
-        let solved = solve_dense_forward(
-            ctx,
-            flow,
-            &Availability { accesses, entry: entry.clone(), copies: &repairs, before: None },
-        );
-        let more = placement::repairs(ctx, joins, &solved, anticipated, &repairs);
+    let mut solved = solve(&repairs);
+    let mut settled = false;
+    for _ in 0..ROUNDS {
+        let more = placement::repairs(ctx, merges, &solved, &repairs);
         if more.is_empty() {
-            return Ok((solved, repairs));
+            settled = true;
+            break;
         }
         placement::merge_copies(&mut repairs, more);
+        solved = solve(&repairs);
     }
-    Err(Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) })
+    if !settled {
+        return Err(fail());
+    }
+    for _ in 0..ROUNDS {
+        let pruned = placement::prune(ctx, flow, &solved, &repairs);
+        if pruned == repairs {
+            // Pruning must not open a merge again.
+            if !placement::repairs(ctx, merges, &solved, &repairs).is_empty() {
+                return Err(fail());
+            }
+            return Ok((solved, repairs));
+        }
+        repairs = pruned;
+        solved = solve(&repairs);
+    }
+    Err(fail())
 }
 
 /// Writes a plan into its function; `[to_device, from_device]` counts.
