@@ -163,13 +163,25 @@ impl Facts {
             }
             match (a, b) {
                 (Node::Leaf(x), Node::Leaf(y)) => {
-                    let merged: Vec<Pair> = x.iter().zip(y.iter()).map(|(p, q)| f(p, q)).collect();
-                    if merged.as_slice() == &**x {
+                    // Most joins change nothing: compare before building a leaf.
+                    let mut same_as_x = true;
+                    let mut same_as_y = true;
+                    let merged: smallvec::SmallVec<[Pair; WIDTH]> = x
+                        .iter()
+                        .zip(y.iter())
+                        .map(|(p, q)| {
+                            let m = f(p, q);
+                            same_as_x &= m == *p;
+                            same_as_y &= m == *q;
+                            m
+                        })
+                        .collect();
+                    if same_as_x {
                         a.clone()
-                    } else if merged.as_slice() == &**y {
+                    } else if same_as_y {
                         b.clone()
                     } else {
-                        Node::Leaf(merged.into())
+                        Node::Leaf(merged.into_vec().into())
                     }
                 }
                 (Node::Inner(x), Node::Inner(y)) => {
@@ -224,10 +236,16 @@ impl Facts {
 }
 
 fn meet(a: &Pair, b: &Pair) -> Pair {
+    if a == b {
+        return a.clone();
+    }
     [a[0].intersect(&b[0]), a[1].intersect(&b[1])]
 }
 
 fn unite(a: &Pair, b: &Pair) -> Pair {
+    if a == b {
+        return a.clone();
+    }
     [a[0].union(&b[0]), a[1].union(&b[1])]
 }
 
