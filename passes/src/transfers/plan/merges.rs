@@ -3,9 +3,10 @@
 //! be right on both paths, so if the element is still observed (`may` anticipation), the planner
 //! completes one side on the incoming edges that lack it ([`super::placement::repairs`]).
 //!
-//! The side: the one the next observers want when they agree; where both may observe next, the
-//! device at a loop's header (the iterations keep it there and the entry edge copies once) and
-//! the host elsewhere.
+//! The side: the one the next observers want when they agree; where both may observe next, at a
+//! loop's header the side its back edge brings (the iterations keep it there and the entry edge
+//! copies once), elsewhere the side fewer incoming edges lack (the device at a header whose back
+//! edge brings neither or both, the host on a tie).
 //!
 //! Only roots something inside the joining op accesses can arrive different along its edges, so
 //! a join looks at those roots only.
@@ -96,8 +97,14 @@ impl Merges {
     }
 
     /// The elements join `j` completes, per side, of root `root` arriving with `have` (the meet of
-    /// its edges).
-    pub fn completed(&self, j: usize, root: usize, have: &[RangeSet; 2]) -> [RangeSet; 2] {
+    /// its edges); `prefer(both)`: the side for elements both sides may observe next.
+    pub fn completed(
+        &self,
+        j: usize,
+        root: usize,
+        have: &[RangeSet; 2],
+        prefer: impl FnOnce(&RangeSet) -> Option<usize>,
+    ) -> [RangeSet; 2] {
         let join = &self.joins[j];
         let Some(live) = &join.live else { return [RangeSet::empty(), RangeSet::empty()] };
         let wanted = live.get(root);
@@ -108,7 +115,8 @@ impl Merges {
         let device_only = lost.intersect(&wanted[DEVICE]).minus(&wanted[HOST]);
         let host_only = lost.intersect(&wanted[HOST]).minus(&wanted[DEVICE]);
         let both = lost.minus(&device_only).minus(&host_only);
-        if join.header {
+        let side = prefer(&both).unwrap_or(if join.header { DEVICE } else { HOST });
+        if side == DEVICE {
             [host_only, device_only.union(&both)]
         } else {
             [host_only.union(&both), device_only]

@@ -47,7 +47,26 @@ pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, 
                     .skip(1)
                     .fold(reached[0].1.get(root)[side].clone(), |acc, (_, f)| acc.intersect(&f.get(root)[side]))
             };
-            let want = merges.completed(j, root, &[meet(HOST), meet(DEVICE)]);
+            let prefer = |both: &super::super::ranges::RangeSet| {
+                let has = |facts: &Facts, side: usize| facts.get(root)[side].contains(both);
+                if join.header {
+                    let back = reached.iter().find(|(i, _)| is_back_edge(ctx, &join.edges[*i]));
+                    if let Some((_, f)) = back {
+                        match (has(f, HOST), has(f, DEVICE)) {
+                            (true, false) => return Some(HOST),
+                            (false, true) => return Some(DEVICE),
+                            _ => {}
+                        }
+                    }
+                }
+                let lacking = |side: usize| reached.iter().filter(|(_, f)| !has(f, side)).count();
+                match lacking(HOST).cmp(&lacking(DEVICE)) {
+                    std::cmp::Ordering::Less => Some(HOST),
+                    std::cmp::Ordering::Greater => Some(DEVICE),
+                    std::cmp::Ordering::Equal => None,
+                }
+            };
+            let want = merges.completed(j, root, &[meet(HOST), meet(DEVICE)], prefer);
             for &(i, facts) in &reached {
                 for side in [HOST, DEVICE] {
                     let missing = want[side].minus(&facts.get(root)[side]);
@@ -76,6 +95,19 @@ pub fn prune(ctx: &Context, flow: &FlowGraph, available: &DenseSolution<Must>, c
         }
     }
     out
+}
+
+/// Whether `edge` goes around a loop (back to the start of the region it leaves).
+fn is_back_edge(ctx: &Context, edge: &Edge) -> bool {
+    match edge.to {
+        Target::Block(block) => {
+            let region = |b| ctx.block_parent(b);
+            edge.kind == hat_ir::analysis::dataflow::EdgeKind::Exit
+                && ctx.parent_block(edge.from).and_then(region).and_then(|r| ctx.region_parent(r))
+                    == region(block).and_then(|r| ctx.region_parent(r))
+        }
+        Target::After(_) => false,
+    }
 }
 
 /// Adds `more` to `copies`.
