@@ -8,6 +8,8 @@
 //!   every element, what it may write, since the rest of a partially written device copy must be
 //!   current); out only what it may write.
 //! - `static` is a dataflow over the whole host program ([`super::static_plan`]).
+//! - `lcm` places copies by lazy code motion over availability and anticipation
+//!   ([`super::plan`]).
 //!
 //! The pass runs on a module and plans every host function with a body. Option `reasons` keeps a
 //! `reason` attribute on every transfer it inserts, naming the observer that needs it.
@@ -29,9 +31,9 @@ use hat_ir::{Context, Diagnostic, Op};
 pub const OPTIONS: &[PassOptionInfo] = &[
     PassOptionInfo {
         name: "strategy",
-        kind: OptionKind::Enum(&["jic", "kernel", "static"]),
+        kind: OptionKind::Enum(&["jic", "kernel", "static", "lcm"]),
         default: "static",
-        help: "jic: everything around every dispatch; kernel: by the kernel's effects; static: by a dataflow over the host program",
+        help: "jic: everything around every dispatch; kernel: by the kernel's effects; static: by a dataflow over the host program; lcm: by lazy code motion over availability and anticipation",
     },
     PassOptionInfo {
         name: "reasons",
@@ -67,6 +69,8 @@ pub enum Strategy {
     Kernel,
     /// By a dataflow over the whole host program.
     Static,
+    /// By lazy code motion over availability and anticipation ([`super::plan`]).
+    Lcm,
 }
 
 /// The `insert-transfers` pass.
@@ -84,6 +88,7 @@ impl InsertTransfers {
         let strategy = match options.get("strategy") {
             "jic" => Strategy::Jic,
             "kernel" => Strategy::Kernel,
+            "lcm" => Strategy::Lcm,
             _ => Strategy::Static,
         };
         let remarks = options.get_bool("remarks");
@@ -126,7 +131,7 @@ pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> K
 
 impl Pass for InsertTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
-        if self.strategy == Strategy::Static {
+        if matches!(self.strategy, Strategy::Static | Strategy::Lcm) {
             // The plan follows buffers, so it first makes the buffer each dispatch names
             // concrete where it can: loops whose iterations rotate buffers are specialised by
             // residue (the `resolve-aliases` rewrite, with its default bounds; nothing to do
@@ -150,6 +155,10 @@ impl Pass for InsertTransfers {
         let effects = kernel_effects(ctx, op, state);
         let (summaries, mut roots) = summarize_with_roots(ctx, op, &effects);
         let mut counts = [0u64; 2];
+        let aliased = match self.strategy {
+            Strategy::Lcm => super::plan::aliased_parameters(ctx, op, &effects, &roots),
+            _ => Default::default(),
+        };
         for function in host_functions(ctx, op) {
             match self.strategy {
                 Strategy::Jic | Strategy::Kernel => {
@@ -171,6 +180,27 @@ impl Pass for InsertTransfers {
                                 unsupported.what
                             ),
                         ));
+                            around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
+                        }
+                    }
+                }
+                Strategy::Lcm => {
+                    let function_roots = roots.remove(&function).unwrap_or_default();
+                    let flags = aliased.get(&function).map_or(&[][..], Vec::as_slice);
+                    match super::plan::plan(ctx, function, &function_roots, &effects, &summaries, flags, self.reasons) {
+                        Ok(plan) => {
+                            let emitted = super::plan::emit_plan(ctx, &plan);
+                            counts[0] += emitted[0];
+                            counts[1] += emitted[1];
+                        }
+                        Err(unsupported) => {
+                            state.emit(Diagnostic::remark(
+                                unsupported.location,
+                                format!(
+                                    "insert-transfers: the lcm plan does not follow {}; this function gets the kernel strategy",
+                                    unsupported.what
+                                ),
+                            ));
                             around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
                         }
                     }

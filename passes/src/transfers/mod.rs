@@ -7,6 +7,7 @@
 //!   copy of a buffer;
 //! - [`insert`]: the `insert-transfers` pass and its three strategies;
 //! - [`static_plan`]: the `static` strategy's dataflow;
+//! - [`plan`]: the `lcm` strategy: availability, anticipation and lazy code motion;
 //! - [`hoist`]: the `hoist-transfers` pass;
 //! - [`unswitch`]: observers of `arith.select`ed buffers split by the condition, for exact plans.
 //! - [`track_accesses`]: the runtime-tracking strategy's pass: hooks around host accesses, and
@@ -19,6 +20,7 @@ pub mod hoist;
 pub mod host_effects;
 pub mod insert;
 pub mod kernel_effects;
+pub mod plan;
 pub mod ranges;
 pub mod sorted_map;
 pub mod static_plan;

@@ -17,7 +17,7 @@
 use super::dense_solution::{DenseSolution, Direction};
 use super::flow::{Edge, FlowGraph, Role, Target};
 use super::lattice::Lattice;
-use super::worklist::Worklist;
+use super::worklist::OrderedWorklist;
 use crate::{Block, Context, Op};
 use rustc_hash::FxHashMap;
 
@@ -62,7 +62,7 @@ pub fn solve_dense_backward<A: DenseBackwardAnalysis>(
         before: FxHashMap::default(),
         end: FxHashMap::default(),
         arrived: FxHashMap::default(),
-        work: Worklist::new(),
+        work: OrderedWorklist::new(ctx, flow.root(), true),
     };
     for &block in flow.live_blocks().iter().rev() {
         let last = ctx.last_op(block);
@@ -92,7 +92,7 @@ struct Solver<'a, A: DenseBackwardAnalysis> {
     end: FxHashMap<Block, A::Lattice>,
     /// For region-branch ops and calls: the join of what came back along their edges.
     arrived: FxHashMap<Op, A::Lattice>,
-    work: Worklist<Op>,
+    work: OrderedWorklist,
 }
 
 impl<A: DenseBackwardAnalysis> Solver<'_, A> {

@@ -18,7 +18,7 @@
 use super::dense_solution::{DenseSolution, Direction};
 use super::flow::{Edge, FlowGraph, Role, Target};
 use super::lattice::Lattice;
-use super::worklist::Worklist;
+use super::worklist::OrderedWorklist;
 use crate::{Block, Context, Op};
 use rustc_hash::FxHashMap;
 
@@ -75,7 +75,7 @@ pub fn solve_dense_forward<A: DenseForwardAnalysis>(
         after: FxHashMap::default(),
         start: FxHashMap::default(),
         arrived: FxHashMap::default(),
-        work: Worklist::new(),
+        work: OrderedWorklist::new(ctx, flow.root(), false),
     };
     for &block in flow.live_blocks() {
         let state = if flow.is_open_entry(block) { analysis.entry_state(ctx, block) } else { A::Lattice::bottom() };
@@ -99,7 +99,7 @@ struct Solver<'a, A: DenseForwardAnalysis> {
     /// For region-branch ops and calls: the join of what arrived along the edges to right after
     /// them.
     arrived: FxHashMap<Op, A::Lattice>,
-    work: Worklist<Op>,
+    work: OrderedWorklist,
 }
 
 impl<A: DenseForwardAnalysis> Solver<'_, A> {

@@ -28,3 +28,50 @@ impl<T: Copy + Eq + Hash> Worklist<T> {
         Some(item)
     }
 }
+
+/// Ops waiting to be visited, taken in program order (the pre-order of the root's walk) for a
+/// forward analysis and in reverse for a backward one, each at most once in the queue. A loop
+/// then settles before the code after it (before it, going backward) is visited, so a chain of
+/// loops costs each loop its own iterations, not one more wave through everything upstream per
+/// change downstream (a first-in, first-out queue's quadratic case).
+#[derive(Debug)]
+pub(crate) struct OrderedWorklist {
+    ops: Vec<crate::Op>,
+    position: rustc_hash::FxHashMap<crate::Op, u32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<u32>>,
+    queued: FxHashSet<u32>,
+    backward: bool,
+}
+
+impl OrderedWorklist {
+    /// A worklist over the ops under `root`; `backward`: latest first.
+    pub(crate) fn new(ctx: &crate::Context, root: crate::Op, backward: bool) -> Self {
+        let ops = ctx.walk(root);
+        let position = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
+        OrderedWorklist { ops, position, heap: Default::default(), queued: FxHashSet::default(), backward }
+    }
+
+    pub(crate) fn push(&mut self, op: crate::Op) {
+        let index = match self.position.get(&op) {
+            Some(&i) => i,
+            None => {
+                // An op the walk did not see (none should be): appended.
+                let i = self.ops.len() as u32;
+                self.ops.push(op);
+                self.position.insert(op, i);
+                i
+            }
+        };
+        if self.queued.insert(index) {
+            let key = if self.backward { u32::MAX - index } else { index };
+            self.heap.push(std::cmp::Reverse(key));
+        }
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<crate::Op> {
+        let std::cmp::Reverse(key) = self.heap.pop()?;
+        let index = if self.backward { u32::MAX - key } else { key };
+        self.queued.remove(&index);
+        Some(self.ops[index as usize])
+    }
+}

@@ -1,0 +1,418 @@
+//! The access classifier: what one op does to each buffer, in one shape for every kind of op
+//! (IREE's `AsyncAccessOpInterface` is the model): per tracked root and side, the elements that
+//! must be current before it (`need`), the elements it surely leaves current because it writes
+//! them all (`made`), and the elements whose copy it may leave stale because it writes the
+//! other copy (`stale`).
+//!
+//! - a dispatch, by its kernel's effects ([`super::super::dispatch`]): it needs on the device
+//!   what it may read and, unless it provably writes every element, what it may write; it makes
+//!   what it provably writes, and stales those elements on the host;
+//! - a call of a host function with a body (planned on its own, expecting its buffers on the
+//!   host and leaving them there): it needs on the host every buffer its summary touches, and
+//!   stales on the device those it may write;
+//! - a call of a declared host function: by its declared parameter effects;
+//! - any other op: by the memory-effects interface, an element at constant indices or a span
+//!   of constant bounds where the effect names one, the whole buffer otherwise; a write that
+//!   reads the other copy of the same buffer (a transfer) stales nothing;
+//! - the function's return: every buffer parameter and every returned buffer, on the host.
+//!
+//! A root that is not tracked gets *direct* copies instead: before a dispatch what it needs,
+//! after it what it may write (its host copy stays current).
+
+use super::super::aliases::is_buffer;
+use super::super::aliases::{BufferRoots, Roots};
+use super::super::dispatch::{element_count, shape, Kernels};
+use super::super::emit::Direction;
+use super::super::host_effects::{parameters, Summaries, Touch};
+use super::super::ranges::RangeSet;
+use super::facts::{Pair, DEVICE, HOST};
+use super::roots::Tracked;
+use hat_ir::interfaces::{constant_integer, CallOpInterface, CallableOpInterface, LaunchOpInterface};
+use hat_ir::{Context, EffectKind, EffectTarget, Extent, MemoryEffects, MemorySpace, Op, OpTraits, Value};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::rc::Rc;
+
+/// What one op does to one tracked root.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Access {
+    /// The root's number.
+    pub root: usize,
+    /// Elements that must be current before the op, per side.
+    pub need: Pair,
+    /// Elements the op surely leaves current (it writes them all), per side.
+    pub made: Pair,
+    /// Elements whose copy on that side the op may leave stale.
+    pub stale: Pair,
+}
+
+impl Access {
+    /// The elements after which an earlier copy to `side` is of no use: stale, or made anew.
+    pub fn kill(&self, side: usize) -> RangeSet {
+        self.stale[side].union(&self.made[side])
+    }
+}
+
+/// A copy of an untracked buffer around one op (the `kernel` strategy's way).
+#[derive(Clone, Debug)]
+pub struct Direct {
+    /// Before the op (else after it).
+    pub before: bool,
+    /// Which way.
+    pub direction: Direction,
+    /// The buffer value the op names.
+    pub value: Value,
+    /// The elements.
+    pub ranges: RangeSet,
+    /// Whether the kernel reads it (for the reason), when a dispatch.
+    pub reads: bool,
+}
+
+/// A read of one element of a one-dimensional tracked root at an index known only at run time:
+/// not a need of the whole buffer when the other side is current everywhere (one element is
+/// copied, by that index).
+#[derive(Clone, Debug)]
+pub struct DynamicRead {
+    /// The root's number.
+    pub root: usize,
+    /// The side read.
+    pub side: usize,
+    /// The buffer value the op names.
+    pub buffer: Value,
+    /// The index.
+    pub index: Value,
+}
+
+/// What one op does to buffers.
+#[derive(Clone, Debug, Default)]
+pub struct OpAccess {
+    /// To tracked roots, one entry per root.
+    pub tracked: SmallVec<[Access; 2]>,
+    /// Copies of untracked buffers around it.
+    pub direct: Vec<Direct>,
+    /// A read of one element at a run-time index, when not a need of the whole buffer.
+    pub dynamic: Option<DynamicRead>,
+}
+
+/// The accesses of every op of one function that touches a buffer.
+pub struct Accesses {
+    ops: FxHashMap<Op, Rc<OpAccess>>,
+    none: Rc<OpAccess>,
+}
+
+impl Accesses {
+    /// What `op` does (nothing for an op absent from the table).
+    pub fn of(&self, op: Op) -> &OpAccess {
+        self.ops.get(&op).unwrap_or(&self.none)
+    }
+
+    /// The ops with a read at a run-time index.
+    pub fn dynamic(&self) -> impl Iterator<Item = (Op, &DynamicRead)> + '_ {
+        self.ops.iter().filter_map(|(&op, a)| a.dynamic.as_ref().map(|d| (op, d)))
+    }
+
+    /// The ops with direct copies.
+    pub fn direct(&self) -> impl Iterator<Item = (Op, &[Direct])> + '_ {
+        self.ops.iter().filter(|(_, a)| !a.direct.is_empty()).map(|(&op, a)| (op, a.direct.as_slice()))
+    }
+}
+
+/// Classifies every op of a function.
+pub struct Classifier<'a> {
+    /// The context.
+    pub ctx: &'a Context,
+    /// The function planned.
+    pub function: Op,
+    /// Its buffer roots.
+    pub roots: &'a BufferRoots,
+    /// Those it tracks.
+    pub tracked: &'a Tracked,
+    /// Callees and kernel effects.
+    pub kernels: &'a Kernels,
+    /// Summaries of host functions with bodies.
+    pub summaries: &'a Summaries,
+    /// The ops whose read at a run-time index counts as a need of the whole buffer.
+    pub whole_reads: &'a rustc_hash::FxHashSet<Op>,
+}
+
+/// A root's every element, clamped to its size.
+pub fn whole(ctx: &Context, buffer: Value) -> RangeSet {
+    RangeSet::whole().clamp(element_count(ctx, buffer))
+}
+
+impl Classifier<'_> {
+    /// The table of every op under the function.
+    pub fn classify_all(&self) -> Accesses {
+        let mut ops = FxHashMap::default();
+        for op in self.ctx.walk(self.function) {
+            if op == self.function {
+                continue;
+            }
+            let access = self.classify(op);
+            if !access.tracked.is_empty() || !access.direct.is_empty() || access.dynamic.is_some() {
+                ops.insert(op, Rc::new(access));
+            }
+        }
+        Accesses { ops, none: Rc::new(OpAccess::default()) }
+    }
+
+    /// What `op` does.
+    pub fn classify(&self, op: Op) -> OpAccess {
+        let ctx = self.ctx;
+        let mut out = Builder { ctx, tracked: self.tracked, roots: self.roots, access: OpAccess::default() };
+        if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
+            for arg in self.kernels.args(ctx, op).iter() {
+                match self.tracked.root_of(self.roots, arg.value) {
+                    Some(root) => {
+                        let access = out.entry(root);
+                        access.need[DEVICE] = access.need[DEVICE].union(&arg.needs);
+                        if arg.writes_all {
+                            access.made[DEVICE] = access.made[DEVICE].union(&arg.written);
+                        }
+                        access.stale[HOST] = access.stale[HOST].union(&arg.written);
+                    }
+                    None => {
+                        let direct = |before, direction, ranges: &RangeSet| Direct {
+                            before,
+                            direction,
+                            value: arg.value,
+                            ranges: ranges.clone(),
+                            reads: arg.reads,
+                        };
+                        if !arg.needs.is_empty() {
+                            out.access.direct.push(direct(true, Direction::ToDevice, &arg.needs));
+                        }
+                        if !arg.written.is_empty() {
+                            out.access.direct.push(direct(false, Direction::FromDevice, &arg.written));
+                        }
+                    }
+                }
+            }
+            return out.finish();
+        }
+        if ctx.parent_op(op) == Some(self.function) && ctx.next_op(op).is_none() {
+            // The function's return: the caller sees every buffer parameter and what it returns.
+            let mut values = parameters(ctx, self.function);
+            values.extend(ctx.operands(op).iter().copied());
+            for value in values {
+                out.host_needs(value, None, false);
+            }
+            return out.finish();
+        }
+        let buffers: SmallVec<[Value; 4]> = ctx.operands(op).iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
+        let allocates = ctx.results(op).any(|r| is_buffer(ctx, r));
+        if buffers.is_empty() && !allocates {
+            return out.finish();
+        }
+        if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
+            let arguments: SmallVec<[Value; 4]> = ctx.operands(op)[call.arguments(ctx, op)].iter().copied().collect();
+            self.call(&mut out, op, &arguments);
+            return out.finish();
+        }
+        let Some(definition) = ctx.definition(ctx.name(op)) else {
+            for &value in &buffers {
+                out.host_needs(value, None, true);
+            }
+            return out.finish();
+        };
+        if definition.traits().contains(OpTraits::PURE) {
+            return out.finish();
+        }
+        let effects = match definition.memory_effects(ctx, op) {
+            MemoryEffects::Unknown => {
+                for &value in &buffers {
+                    out.host_needs(value, None, true);
+                }
+                return out.finish();
+            }
+            MemoryEffects::Known(effects) => effects,
+        };
+        for effect in &effects {
+            let side = match effect.space {
+                MemorySpace::Current | MemorySpace::Host => HOST,
+                MemorySpace::Device => DEVICE,
+                MemorySpace::Workgroup => continue,
+            };
+            match (effect.kind, effect.target) {
+                (EffectKind::Allocate, EffectTarget::Result(i)) | (EffectKind::Free, EffectTarget::Operand(i)) => {
+                    let value =
+                        if effect.kind == EffectKind::Allocate { ctx.result(op, i) } else { ctx.operand(op, i) };
+                    if let Some(root) = self.tracked.root_of(self.roots, value) {
+                        let all = whole(ctx, value);
+                        out.entry(root).made = [all.clone(), all];
+                    }
+                }
+                (EffectKind::Read, EffectTarget::Operand(i)) => {
+                    let value = ctx.operand(op, i);
+                    if let Some(root) = self.tracked.root_of(self.roots, value) {
+                        let known = extent(ctx, op, value, effect.extent);
+                        if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
+                            if shape(ctx, value).len() == 1 && effects.len() == 1 && !self.whole_reads.contains(&op) {
+                                let index = ctx.operand(op, first as usize);
+                                out.access.dynamic = Some(DynamicRead { root, side, buffer: value, index });
+                                continue;
+                            }
+                        }
+                        let ranges = known.unwrap_or_else(|| whole(ctx, value));
+                        let access = out.entry(root);
+                        access.need[side] = access.need[side].union(&ranges);
+                    }
+                }
+                (EffectKind::Write, EffectTarget::Operand(i)) => {
+                    let value = ctx.operand(op, i);
+                    let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
+                    let known = extent(ctx, op, value, effect.extent);
+                    let ranges = known.clone().unwrap_or_else(|| whole(ctx, value));
+                    // A transfer-like op writes one copy from the other: the other stays current.
+                    let copies_other = effects
+                        .iter()
+                        .any(|e| e.kind == EffectKind::Read && e.target == effect.target && e.space != effect.space);
+                    let access = out.entry(root);
+                    if effect.must && known.is_some() {
+                        access.made[side] = access.made[side].union(&ranges);
+                    } else {
+                        access.need[side] = access.need[side].union(&ranges);
+                    }
+                    if !copies_other {
+                        let other = 1 - side;
+                        access.stale[other] = access.stale[other].union(&ranges);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.finish()
+    }
+
+    /// A call: of a function planned on its own (by its summary), of a declared host function
+    /// (by its declared effects), or of something unknown (reads and writes everything).
+    fn call(&self, out: &mut Builder<'_>, op: Op, arguments: &[Value]) {
+        let ctx = self.ctx;
+        let Some(callee) = self.kernels.callee(ctx, op) else {
+            for &value in arguments {
+                out.host_needs(value, None, true);
+            }
+            return;
+        };
+        if let Some(summary) = self.summaries.get(&callee) {
+            for (index, &value) in arguments.iter().enumerate() {
+                let touch = summary.get(index).copied().unwrap_or_else(Touch::all);
+                if touch.any() {
+                    out.host_needs(value, None, touch.host_write || touch.device_write);
+                }
+            }
+            return;
+        }
+        let callable = ctx.interface::<dyn CallableOpInterface>(callee);
+        let declared = match callable {
+            Some(c) if c.body(ctx, callee).is_none() => c.parameter_effects(ctx, callee),
+            _ => MemoryEffects::Unknown,
+        };
+        for (index, &value) in arguments.iter().enumerate() {
+            if !is_buffer(ctx, value) {
+                continue;
+            }
+            let (reads, must_write, writes) = match &declared {
+                MemoryEffects::Unknown => (true, false, true),
+                MemoryEffects::Known(effects) => {
+                    let (mut r, mut mw, mut w) = (false, false, false);
+                    for e in effects.iter().filter(|e| e.target == EffectTarget::Parameter(index)) {
+                        match e.kind {
+                            EffectKind::Read => r = true,
+                            EffectKind::Write => {
+                                w = true;
+                                mw |= e.must && e.extent == Extent::Whole;
+                            }
+                            _ => {}
+                        }
+                    }
+                    (r, mw, w)
+                }
+            };
+            let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
+            let all = whole(ctx, value);
+            let access = out.entry(root);
+            if reads || (writes && !must_write) {
+                access.need[HOST] = access.need[HOST].union(&all);
+            }
+            if writes {
+                access.stale[DEVICE] = all.clone();
+                if must_write {
+                    access.made[HOST] = all;
+                }
+            }
+        }
+    }
+}
+
+/// Builds one op's accesses.
+struct Builder<'a> {
+    ctx: &'a Context,
+    tracked: &'a Tracked,
+    roots: &'a BufferRoots,
+    access: OpAccess,
+}
+
+impl Builder<'_> {
+    fn entry(&mut self, root: usize) -> &mut Access {
+        match self.access.tracked.iter().position(|a| a.root == root) {
+            Some(i) => &mut self.access.tracked[i],
+            None => {
+                self.access.tracked.push(Access { root, ..Access::default() });
+                self.access.tracked.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    /// `value` (every root it may be) is needed on the host (`ranges`, or whole); `writes`: the
+    /// op may write it there (its device copy may be stale afterwards).
+    fn host_needs(&mut self, value: Value, ranges: Option<RangeSet>, writes: bool) {
+        if !is_buffer(self.ctx, value) {
+            return;
+        }
+        let Some(root) = self.tracked.root_of(self.roots, value) else {
+            // Untracked roots are current on the host at all times; a merged value's roots are
+            // all untracked (see `roots`).
+            debug_assert!(match self.roots.roots_ref(value) {
+                Roots::Known(set) => set.iter().all(|r| self.tracked.number(*r).is_none()),
+                Roots::Unknown => true,
+            });
+            return;
+        };
+        let ranges = ranges.unwrap_or_else(|| whole(self.ctx, value));
+        let access = self.entry(root);
+        access.need[HOST] = access.need[HOST].union(&ranges);
+        if writes {
+            access.stale[DEVICE] = access.stale[DEVICE].union(&ranges);
+        }
+    }
+
+    fn finish(self) -> OpAccess {
+        self.access
+    }
+}
+
+/// The flat elements an effect's extent names, when its indices or bounds are constants.
+pub fn extent(ctx: &Context, op: Op, buffer: Value, extent: Extent) -> Option<RangeSet> {
+    let operands = ctx.operands(op);
+    let len = element_count(ctx, buffer);
+    let set = match extent {
+        Extent::Whole => return Some(whole(ctx, buffer)),
+        Extent::Element { first, count } => {
+            let dims = shape(ctx, buffer);
+            let indices = operands.get(first as usize..(first + count) as usize)?;
+            let mut flat = 0u64;
+            for (&index, dim) in indices.iter().zip(&dims) {
+                let i = u64::try_from(constant_integer(ctx, index)?).ok()?;
+                flat = flat.checked_mul((*dim)?)?.checked_add(i)?;
+            }
+            RangeSet::of(flat..flat + 1)
+        }
+        Extent::Span { offset, count } => {
+            let start = u64::try_from(constant_integer(ctx, *operands.get(offset as usize)?)?).ok()?;
+            let n = u64::try_from(constant_integer(ctx, *operands.get(count as usize)?)?).ok()?;
+            RangeSet::of(start..start + n)
+        }
+    };
+    Some(set.clamp(len))
+}

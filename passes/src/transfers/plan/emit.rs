@@ -1,0 +1,256 @@
+//! Emission: the planned copies written into the function, apart from the analysis.
+//!
+//! A copy planned on an edge goes where that edge is, in structured control flow:
+//! - an edge into a block or past an op that nothing else enters: at the block's start, or
+//!   right after the op;
+//! - a loop's entry edge: before the loop, guarded by "the loop runs at least once" (unless
+//!   its bounds prove it); a `scf.while` is always entered: unguarded;
+//! - a back edge: at the end of the body — guarded by "another iteration follows" for a
+//!   counted loop (`iv + step < ub`);
+//! - a branch's exit edge: at the end of that branch; an `scf.if`'s skip edge (no `else`):
+//!   after it, guarded by the condition being false;
+//! - a counted loop's exit edge: after it, guarded by "it ran"; its zero-trip edge: after it,
+//!   guarded by "it did not run" — one copy that both want is made unguarded.
+//!
+//! At one place, copies come in the order control reaches them: those of edges arriving there
+//! first, then those of edges leaving, then those just before the op.
+
+use super::super::emit::{compare, constant, guard, index_constant, insert, transfer, Anchor, Direction};
+use super::super::ranges::RangeSet;
+use super::Unsupported;
+use hat_dialects::semantics::IntPredicate;
+use hat_ir::analysis::dataflow::{Edge, EdgeKind, FlowGraph, Target};
+use hat_ir::interfaces::{constant_integer, LoopLikeOpInterface};
+use hat_ir::{Block, Context, Location, Op, OperationState, Value};
+use rustc_hash::FxHashMap;
+
+/// A run-time condition on a copy.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Guard {
+    /// The counted loop ran at least once.
+    Ran(Op),
+    /// It did not run.
+    NotRan(Op),
+    /// Another iteration of the counted loop follows this one.
+    NotLast(Op),
+    /// The `scf.if`'s condition is false.
+    NotTaken(Op),
+}
+
+/// When, at one place, a copy is made.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Order {
+    /// On an edge arriving at the place.
+    Arriving,
+    /// On an edge leaving from it.
+    Leaving,
+    /// Just before the op there.
+    AtOp,
+}
+
+/// Where a copy goes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// The anchor.
+    pub anchor: Anchor,
+    /// Its order among the copies there.
+    pub order: Order,
+    /// A guard, or none.
+    pub guard: Option<Guard>,
+}
+
+fn single_incoming(flow: &FlowGraph, target: Target) -> bool {
+    flow.edges_into(target).count() == 1
+}
+
+fn may_skip(flow: &FlowGraph, looped: Op) -> bool {
+    flow.edges_from(looped).any(|e| e.to == Target::After(looped))
+}
+
+/// Where a copy on `edge` goes.
+pub fn place_of_edge(ctx: &Context, flow: &FlowGraph, edge: &Edge) -> Result<Place, Unsupported> {
+    let unsupported = || Unsupported {
+        what: format!("a copy on an edge out of '{}'", ctx.name_str(edge.from)),
+        location: ctx.location(edge.from),
+    };
+    let counted = |op: Op| ctx.interface::<dyn LoopLikeOpInterface>(op).is_some();
+    let end_of = |op: Op| ctx.parent_block(op).map(Anchor::End).ok_or_else(unsupported);
+    match (edge.kind, edge.to) {
+        (_, Target::Block(block)) if single_incoming(flow, edge.to) => {
+            let first = ctx.first_op(block).ok_or_else(unsupported)?;
+            Ok(Place { anchor: Anchor::Before(first), order: Order::Arriving, guard: None })
+        }
+        (_, Target::After(op)) if single_incoming(flow, edge.to) => {
+            let next = ctx.next_op(op).ok_or_else(unsupported)?;
+            Ok(Place { anchor: Anchor::Before(next), order: Order::Arriving, guard: None })
+        }
+        (EdgeKind::Enter, Target::Block(_)) => {
+            let looped = edge.from;
+            let guard = (counted(looped) && may_skip(flow, looped)).then_some(Guard::Ran(looped));
+            if !counted(looped) && flow.edges_from(looped).count() != 1 {
+                return Err(unsupported());
+            }
+            Ok(Place { anchor: Anchor::Before(looped), order: Order::Leaving, guard })
+        }
+        (EdgeKind::Exit, Target::Block(_)) => {
+            let owner = ctx.parent_op(edge.from).ok_or_else(unsupported)?;
+            let guard = if flow.edges_from(edge.from).count() == 1 {
+                None
+            } else if counted(owner) {
+                Some(Guard::NotLast(owner))
+            } else {
+                return Err(unsupported());
+            };
+            Ok(Place { anchor: end_of(edge.from)?, order: Order::Leaving, guard })
+        }
+        (EdgeKind::Enter, Target::After(op)) => {
+            let next = ctx.next_op(op).ok_or_else(unsupported)?;
+            let guard = if counted(op) {
+                Guard::NotRan(op)
+            } else if ctx.name_str(op) == "scf.if" {
+                Guard::NotTaken(op)
+            } else {
+                return Err(unsupported());
+            };
+            Ok(Place { anchor: Anchor::Before(next), order: Order::Arriving, guard: Some(guard) })
+        }
+        (EdgeKind::Exit, Target::After(op)) => {
+            if flow.edges_from(edge.from).count() == 1 {
+                return Ok(Place { anchor: end_of(edge.from)?, order: Order::Leaving, guard: None });
+            }
+            if !counted(op) {
+                return Err(unsupported());
+            }
+            let next = ctx.next_op(op).ok_or_else(unsupported)?;
+            let guard = may_skip(flow, op).then_some(Guard::Ran(op));
+            Ok(Place { anchor: Anchor::Before(next), order: Order::Arriving, guard })
+        }
+        _ => Err(unsupported()),
+    }
+}
+
+/// One planned copy.
+#[derive(Clone, Debug)]
+pub struct Copy {
+    /// Where.
+    pub place: Place,
+    /// Which way.
+    pub direction: Direction,
+    /// The buffer value copied (a tracked root, or the value an untracked access names).
+    pub buffer: Value,
+    /// The elements.
+    pub ranges: RangeSet,
+    /// Instead of `ranges`: the one element at this index (a one-dimensional buffer).
+    pub element: Option<Value>,
+    /// The source location.
+    pub location: Location,
+    /// Why (when reasons are kept).
+    pub reason: Option<String>,
+}
+
+/// Joins the copies at one anchor that a guard and its opposite both make (a loop that ran
+/// and one that did not) into one unguarded copy.
+pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
+    let mut out: Vec<Copy> = Vec::with_capacity(copies.len());
+    let mut by_key: FxHashMap<(Anchor, Value, Direction), Vec<usize>> = FxHashMap::default();
+    for (i, copy) in copies.iter().enumerate() {
+        if matches!(copy.place.guard, Some(Guard::Ran(_) | Guard::NotRan(_))) {
+            by_key.entry((copy.place.anchor, copy.buffer, copy.direction)).or_default().push(i);
+        }
+    }
+    let mut copies: Vec<Option<Copy>> = copies.into_iter().map(Some).collect();
+    for indices in by_key.values() {
+        let (ran, not): (Vec<usize>, Vec<usize>) = indices
+            .iter()
+            .partition(|&&i| matches!(copies[i].as_ref().map(|c| c.place.guard), Some(Some(Guard::Ran(_)))));
+        let union = |list: &[usize], copies: &[Option<Copy>]| {
+            list.iter().fold(RangeSet::empty(), |acc, &i| acc.union(&copies[i].as_ref().expect("kept").ranges))
+        };
+        let common = union(&ran, &copies).intersect(&union(&not, &copies));
+        if common.is_empty() {
+            continue;
+        }
+        let mut both = copies[ran[0]].clone().expect("kept");
+        both.place.guard = None;
+        both.ranges = common.clone();
+        for &i in ran.iter().chain(&not) {
+            let copy = copies[i].as_mut().expect("kept");
+            copy.ranges = copy.ranges.minus(&common);
+        }
+        out.push(both);
+    }
+    out.extend(copies.into_iter().flatten().filter(|c| !c.ranges.is_empty() || c.element.is_some()));
+    out
+}
+
+/// Writes `copies` into the IR; returns how many transfers went each way (`[to_device,
+/// from_device]`).
+pub fn emit(ctx: &mut Context, copies: &[Copy]) -> [u64; 2] {
+    let mut counts = [0u64; 2];
+    let mut order: Vec<&Copy> = copies.iter().collect();
+    order.sort_by_key(|c| (c.place.order, c.place.guard));
+    let mut guards: FxHashMap<(Anchor, Guard), Block> = FxHashMap::default();
+    for copy in order {
+        let anchor = match copy.place.guard {
+            None => copy.place.anchor,
+            Some(g) => {
+                let block = match guards.get(&(copy.place.anchor, g)) {
+                    Some(&block) => block,
+                    None => {
+                        let condition = condition(ctx, copy.place.anchor, g, copy.location);
+                        let block = guard(ctx, copy.place.anchor, condition, copy.location);
+                        guards.insert((copy.place.anchor, g), block);
+                        block
+                    }
+                };
+                Anchor::End(block)
+            }
+        };
+        if let Some(index) = copy.element {
+            let one = index_constant(ctx, anchor, 1, copy.location);
+            let op = transfer(ctx, anchor, copy.direction, copy.buffer, None, copy.location, copy.reason.as_deref());
+            ctx.set_operands(op, &[copy.buffer, index, one]);
+            counts[usize::from(copy.direction == Direction::FromDevice)] += 1;
+            continue;
+        }
+        for range in copy.ranges.ranges() {
+            transfer(ctx, anchor, copy.direction, copy.buffer, Some(range), copy.location, copy.reason.as_deref());
+            counts[usize::from(copy.direction == Direction::FromDevice)] += 1;
+        }
+    }
+    counts
+}
+
+/// The `i1` value of `g`, computed at `anchor`.
+fn condition(ctx: &mut Context, anchor: Anchor, g: Guard, location: Location) -> Value {
+    match g {
+        Guard::Ran(looped) | Guard::NotRan(looped) => {
+            let looping = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a counted loop");
+            let lower = looping.lower_bound(ctx, looped).expect("a counted loop has bounds");
+            let upper = looping.upper_bound(ctx, looped).expect("a counted loop has bounds");
+            let predicate = if matches!(g, Guard::Ran(_)) { IntPredicate::Slt } else { IntPredicate::Sge };
+            compare(ctx, anchor, predicate, lower, upper, location)
+        }
+        Guard::NotLast(looped) => {
+            let looping = ctx.interface::<dyn LoopLikeOpInterface>(looped).expect("a counted loop");
+            let iv = looping.induction_variable(ctx, looped).expect("a counted loop has an induction variable");
+            let step = looping.step(ctx, looped).expect("a counted loop has a step");
+            let upper = looping.upper_bound(ctx, looped).expect("a counted loop has bounds");
+            let ty = ctx.value_type(iv);
+            let mut state = OperationState::new(ctx.op_name("arith.addi"), location);
+            state.operands.extend([iv, step]);
+            state.result_types.push(ty);
+            let add = ctx.create_op(state);
+            insert(ctx, anchor, add);
+            let next = ctx.result(add, 0);
+            let _ = constant_integer;
+            compare(ctx, anchor, IntPredicate::Slt, next, upper, location)
+        }
+        Guard::NotTaken(branch) => {
+            let taken = ctx.operand(branch, 0);
+            let i1 = ctx.integer_type(1);
+            let no = constant(ctx, anchor, 0, i1, location);
+            compare(ctx, anchor, IntPredicate::Eq, taken, no, location)
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! The `lcm` strategy of `insert-transfers`: transfers placed by lazy code motion over hat-ir's
+//! dataflow framework. A copy of elements of a buffer to one side is an "expression" in the
+//! sense of partial redundancy elimination: needed where an observer reads that side, killed
+//! where the other side is written, made available by a copy or by a complete write.
+//!
+//! The steps, each in its own file:
+//! 1. [`roots`]: which buffers the plan follows (its *tracked roots*); the others are kept
+//!    current on the host, the `kernel` strategy's way;
+//! 2. [`access`]: what each op needs of and does to each tracked root, per side;
+//! 3. [`analyses`]: availability (forward, must), anticipation (backward, must and may) and lazy
+//!    code motion's `later` (forward, must), on hat-ir's dense solvers, over [`facts`] (a
+//!    persistent vector of element sets per root, so that a state per program point stays
+//!    cheap with a thousand roots);
+//! 4. [`merges`]: where paths join and disagree, the side completed on the incoming edges;
+//! 5. [`placement`]: those copies, then lazy code motion's insertions, then a check of the
+//!    whole plan;
+//! 6. [`emit`]: the copies written into the function, on the edges of structured control flow.
+//!
+//! `docs/passes/insert-transfers-lcm.md` goes through a worked example.
+
+pub mod access;
+pub mod analyses;
+pub mod emit;
+pub mod facts;
+pub mod merges;
+pub mod placement;
+pub mod roots;
+
+use super::aliases::BufferRoots;
+use super::dispatch::Kernels;
+use super::emit::{Anchor, Direction};
+use super::host_effects::{parameters, Summaries};
+use super::insert::describe_need;
+use access::{whole, Accesses, Classifier};
+use analyses::{Anticipation, Availability, EdgeCopies, Later};
+use emit::{place_of_edge, Copy, Guard, Order, Place};
+use facts::{Facts, DEVICE, HOST};
+use hat_ir::analysis::dataflow::{solve_dense_backward, solve_dense_forward, FlowGraph};
+use hat_ir::interfaces::CallableOpInterface;
+use hat_ir::verifier::symbol_name;
+use hat_ir::{Context, Location, Op};
+use merges::Merges;
+use roots::Tracked;
+use rustc_hash::FxHashSet;
+
+pub use roots::aliased_parameters;
+
+/// A construct the planner does not follow; the pass gives the function the `kernel` strategy.
+#[derive(Clone, Debug)]
+pub struct Unsupported {
+    /// What it is.
+    pub what: String,
+    /// Where.
+    pub location: Location,
+}
+
+/// The plan of one function: its copies, in no particular order ([`emit::emit`] orders them).
+pub struct Plan {
+    /// The function.
+    pub function: Op,
+    /// The copies.
+    pub copies: Vec<Copy>,
+}
+
+/// Plans `function`. `aliased[i]`: whether a call site may pass parameter `i` a buffer it also
+/// passes for another.
+pub fn plan(
+    ctx: &Context,
+    function: Op,
+    roots: &BufferRoots,
+    kernels: &Kernels,
+    summaries: &Summaries,
+    aliased: &[bool],
+    reasons: bool,
+) -> Result<Plan, Unsupported> {
+    let tracked = Tracked::of(ctx, function, roots, aliased)?;
+    let body = ctx
+        .interface::<dyn CallableOpInterface>(function)
+        .and_then(|c| c.body(ctx, function))
+        .and_then(|r| ctx.region_blocks(r).first().copied())
+        .ok_or_else(|| Unsupported { what: "a function without body".into(), location: ctx.location(function) })?;
+    let entry = (body, entry_facts(ctx, function, &tracked));
+    let flow = FlowGraph::new(ctx, function);
+    let n = tracked.len();
+
+    // Reads at run-time indices copy one element where the other side is current everywhere;
+    // where it is not, they need the whole buffer, and the analyses run again.
+    let mut whole_reads: FxHashSet<Op> = FxHashSet::default();
+    let (accesses, anticipated, merges, available, repairs, element_reads) = loop {
+        let classifier =
+            Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
+        let accesses = classifier.classify_all();
+        let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
+        let merges = Merges::new(ctx, function, &flow, &accesses, &anticipated);
+        let (available, repairs) = settle_merges(ctx, function, &flow, &accesses, &entry, &merges)?;
+        let mut element_reads = Vec::new();
+        let mut widened = Vec::new();
+        for (op, read) in accesses.dynamic() {
+            let Some(facts) = available.before(ctx, op).facts() else { continue };
+            let all = whole(ctx, read.buffer);
+            let pair = facts.get(read.root);
+            if pair[read.side].contains(&all) {
+                continue;
+            }
+            if pair[1 - read.side].contains(&all) {
+                element_reads.push((op, read.clone()));
+            } else {
+                widened.push(op);
+            }
+        }
+        if widened.is_empty() {
+            break (accesses, anticipated, merges, available, repairs, element_reads);
+        }
+        whole_reads.extend(widened);
+    };
+    let later = Later::new(&accesses, &flow, &available, &anticipated, &repairs, entry.clone());
+    let delayed = solve_dense_forward(ctx, &flow, &later);
+    let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
+    let at_ops = placement::at_ops(ctx, function, &accesses, &delayed);
+    let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
+    placement::merge_copies(&mut on_edges, repairs.clone());
+    // Copies of one root and side on one edge, joined.
+    for list in on_edges.values_mut() {
+        list.sort_by_key(|(root, side, _)| (*root, *side));
+        let mut joined: Vec<(usize, usize, super::ranges::RangeSet)> = Vec::new();
+        for (root, side, ranges) in list.drain(..) {
+            match joined.last_mut() {
+                Some(last) if last.0 == root && last.1 == side => last.2 = last.2.union(&ranges),
+                _ => joined.push((root, side, ranges)),
+            }
+        }
+        *list = joined;
+    }
+
+    // The whole plan, checked.
+    let final_available = solve_dense_forward(
+        ctx,
+        &flow,
+        &Availability { accesses: &accesses, entry: entry.clone(), copies: &on_edges, before: Some(&at_ops) },
+    );
+    placement::check(ctx, function, &flow, &accesses, &final_available, &on_edges, &at_ops).map_err(|failure| {
+        Unsupported {
+            what: format!("a plan that fails its check: {}", failure.what),
+            location: ctx.location(failure.op),
+        }
+    })?;
+
+    let describer = Describer { ctx, function, kernels, tracked: &tracked, reasons };
+    let positions = tracked.roots.iter().any(|&r| ctx.defining_op(r).is_some()).then(|| Positions::of(ctx, function));
+    let mut copies = Vec::new();
+    for (edge_key, list) in &on_edges {
+        let edge = placement::edge_of(&flow, edge_key).expect("a copy on an edge of the graph");
+        let place = place_of_edge(ctx, &flow, edge)?;
+        let repaired = repairs.contains_key(edge_key) && !lcm_edges.contains(edge_key);
+        for (root, side, ranges) in list {
+            let buffer = tracked.roots[*root];
+            if positions.as_ref().is_some_and(|p| !p.in_scope(ctx, buffer, place.anchor)) {
+                return Err(Unsupported {
+                    what: "a copy out of its buffer's scope".into(),
+                    location: ctx.location(edge.from),
+                });
+            }
+            copies.push(Copy {
+                place,
+                direction: direction(*side),
+                buffer,
+                ranges: ranges.clone(),
+                element: None,
+                location: ctx.location(edge.from),
+                reason: describer.on_edge(place, *root, *side, repaired),
+            });
+        }
+    }
+    for (&op, list) in &at_ops {
+        for (root, side, ranges) in list {
+            copies.push(Copy {
+                place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
+                direction: direction(*side),
+                buffer: tracked.roots[*root],
+                ranges: ranges.clone(),
+                element: None,
+                location: ctx.location(op),
+                reason: describer.at_op(op, *root, *side),
+            });
+        }
+    }
+    for (op, read) in element_reads {
+        copies.push(Copy {
+            place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
+            direction: direction(read.side),
+            buffer: read.buffer,
+            ranges: super::ranges::RangeSet::empty(),
+            element: Some(read.index),
+            location: ctx.location(op),
+            reason: describer.at_op(op, read.root, read.side).map(|r| format!("{r} (the element at a run-time index)")),
+        });
+    }
+    direct_copies(ctx, &accesses, &describer, &mut copies);
+    Ok(Plan { function, copies: emit::merge_opposite_guards(copies) })
+}
+
+/// How many rounds of repairs, and of pruning, before giving up (programs settle in two or three).
+const ROUNDS: usize = 8;
+
+/// Availability with copies on the edges into joins where paths disagree: repairs are added until
+/// no merge loses an element still observed, then narrowed to what is still missing (a repair
+/// made for an early state of a loop may be made needless by a later one).
+fn settle_merges(
+    ctx: &Context,
+    function: Op,
+    flow: &FlowGraph,
+    accesses: &Accesses,
+    entry: &(hat_ir::Block, Facts),
+    merges: &Merges,
+) -> Result<(hat_ir::analysis::dataflow::DenseSolution<facts::Must>, EdgeCopies), Unsupported> {
+    let solve = |copies: &EdgeCopies| {
+        solve_dense_forward(ctx, flow, &Availability { accesses, entry: entry.clone(), copies, before: None })
+    };
+    let fail = || Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) };
+    let mut repairs = EdgeCopies::default();
+    let mut solved = solve(&repairs);
+    let mut settled = false;
+    for _ in 0..ROUNDS {
+        let more = placement::repairs(ctx, merges, &solved, &repairs);
+        if more.is_empty() {
+            settled = true;
+            break;
+        }
+        placement::merge_copies(&mut repairs, more);
+        solved = solve(&repairs);
+    }
+    if !settled {
+        return Err(fail());
+    }
+    for _ in 0..ROUNDS {
+        let pruned = placement::prune(ctx, flow, &solved, &repairs);
+        if pruned == repairs {
+            // Pruning must not open a merge again.
+            if !placement::repairs(ctx, merges, &solved, &repairs).is_empty() {
+                return Err(fail());
+            }
+            return Ok((solved, repairs));
+        }
+        repairs = pruned;
+        solved = solve(&repairs);
+    }
+    Err(fail())
+}
+
+/// Writes a plan into its function; `[to_device, from_device]` counts.
+pub fn emit_plan(ctx: &mut Context, plan: &Plan) -> [u64; 2] {
+    emit::emit(ctx, &plan.copies)
+}
+
+fn direction(side: usize) -> Direction {
+    if side == DEVICE {
+        Direction::ToDevice
+    } else {
+        Direction::FromDevice
+    }
+}
+
+/// At the entry: parameters current on the host only; buffers not made yet count as current on
+/// both sides (no buffer of theirs exists, and the op that makes one makes both copies).
+fn entry_facts(ctx: &Context, function: Op, tracked: &Tracked) -> Facts {
+    let all = super::ranges::RangeSet::whole();
+    let mut facts = Facts::filled(tracked.len(), [all.clone(), all]);
+    for param in parameters(ctx, function) {
+        if let Some(root) = tracked.number(param) {
+            facts.set(root, [whole(ctx, param), super::ranges::RangeSet::empty()]);
+        }
+    }
+    facts
+}
+
+/// Where each op of a function is in its walk (pre-order): an op after another in one block
+/// comes later.
+struct Positions(rustc_hash::FxHashMap<Op, u32>);
+
+impl Positions {
+    fn of(ctx: &Context, function: Op) -> Positions {
+        Positions(ctx.walk(function).into_iter().enumerate().map(|(i, op)| (op, i as u32)).collect())
+    }
+
+    /// Whether `buffer` can be named at `anchor` (a parameter anywhere; a result after its op,
+    /// in its block or nested deeper).
+    fn in_scope(&self, ctx: &Context, buffer: hat_ir::Value, anchor: Anchor) -> bool {
+        let Some(defining) = ctx.defining_op(buffer) else { return true };
+        let Some(block) = ctx.parent_block(defining) else { return false };
+        // The anchor's op (an op at the end of a block comes after the block's other ops).
+        let mut at = match anchor {
+            Anchor::Before(op) => Some(op),
+            Anchor::End(b) => ctx.last_op(b),
+        };
+        while let Some(op) = at {
+            if ctx.parent_block(op) == Some(block) {
+                let position = |o: Op| self.0.get(&o).copied();
+                return match (position(op), position(defining)) {
+                    (Some(here), Some(there)) => {
+                        here > there || (here == there && matches!(anchor, Anchor::End(_)) && op != defining)
+                    }
+                    _ => false,
+                };
+            }
+            at = ctx.parent_op(op);
+        }
+        false
+    }
+}
+
+/// The `kernel` strategy's copies of the buffers the plan does not track.
+fn direct_copies(ctx: &Context, accesses: &Accesses, describer: &Describer<'_>, copies: &mut Vec<Copy>) {
+    for (op, directs) in accesses.direct() {
+        for direct in directs {
+            let anchor = if direct.before {
+                Anchor::Before(op)
+            } else {
+                match ctx.next_op(op) {
+                    Some(next) => Anchor::Before(next),
+                    None => continue,
+                }
+            };
+            let order = if direct.before { Order::AtOp } else { Order::Arriving };
+            copies.push(Copy {
+                place: Place { anchor, order, guard: None },
+                direction: direct.direction,
+                buffer: direct.value,
+                ranges: direct.ranges.clone(),
+                element: None,
+                location: ctx.location(op),
+                reason: describer.direct(op, direct),
+            });
+        }
+    }
+}
+
+/// The `reason` of each copy (only when asked for).
+struct Describer<'a> {
+    ctx: &'a Context,
+    function: Op,
+    kernels: &'a Kernels,
+    tracked: &'a Tracked,
+    reasons: bool,
+}
+
+impl Describer<'_> {
+    fn name(&self, root: usize) -> String {
+        let value = self.tracked.roots[root];
+        self.ctx.argument_name(value).map_or_else(|| "a buffer".to_string(), |n| format!("%{n}"))
+    }
+
+    fn at(&self, op: Op) -> String {
+        self.ctx.sources.describe(self.ctx.location(op))
+    }
+
+    fn kernel(&self, op: Op) -> String {
+        self.kernels.callee(self.ctx, op).and_then(|k| symbol_name(self.ctx, k)).unwrap_or("?").to_string()
+    }
+
+    fn at_op(&self, op: Op, root: usize, side: usize) -> Option<String> {
+        if !self.reasons {
+            return None;
+        }
+        let ctx = self.ctx;
+        let what = if ctx.interface::<dyn hat_ir::interfaces::LaunchOpInterface>(op).is_some() {
+            format!("read by @{} (or partly written: the rest must be current)", self.kernel(op))
+        } else if ctx.parent_op(op) == Some(self.function) && ctx.next_op(op).is_none() {
+            let name = symbol_name(ctx, self.function).unwrap_or("?");
+            format!("the caller sees {} when @{name} returns", self.name(root))
+        } else {
+            let place = if side == HOST { "the host" } else { "the device" };
+            format!("read by {place} ('{}')", ctx.name_str(op))
+        };
+        Some(format!("{what} at {}", self.at(op)))
+    }
+
+    fn on_edge(&self, place: Place, root: usize, side: usize, repaired: bool) -> Option<String> {
+        if !self.reasons {
+            return None;
+        }
+        let side_name = if side == HOST { "host" } else { "device" };
+        let edge = match place.guard {
+            Some(Guard::Ran(_)) => "when the loop ran",
+            Some(Guard::NotRan(_)) => "when the loop did not run",
+            Some(Guard::NotLast(_)) => "on the loop's back edge",
+            Some(Guard::NotTaken(_)) => "when the branch was not taken",
+            None if place.order == Order::Leaving => "on the edge leaving here",
+            None => "on the edge arriving here",
+        };
+        Some(if repaired {
+            format!(
+                "paths join with {} current on different sides; its next observer wants the {side_name} copy ({edge})",
+                self.name(root)
+            )
+        } else {
+            format!("every path from here needs {} on the {side_name} ({edge}; lazy code motion)", self.name(root))
+        })
+    }
+
+    fn direct(&self, op: Op, direct: &access::Direct) -> Option<String> {
+        if !self.reasons {
+            return None;
+        }
+        let kernel = self.kernel(op);
+        let arg = super::dispatch::DispatchArg {
+            value: direct.value,
+            param: 0,
+            reads: direct.reads,
+            writes: true,
+            needs: direct.ranges.clone(),
+            written: direct.ranges.clone(),
+            writes_all: false,
+        };
+        Some(match direct.direction {
+            Direction::ToDevice => format!("{} (a buffer the plan does not track)", describe_need(&arg, &kernel)),
+            Direction::FromDevice => {
+                format!("written by @{kernel}; the host copy is kept current (a buffer the plan does not track)")
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! Placement: where each copy goes, from the analyses.
+//!
+//! 1. **Merges** ([`repairs`]): what a join completes ([`super::merges`]) is copied on the
+//!    incoming edges that lack it — at the end of a branch, on a loop's entry edge, on its back
+//!    edge or exit edge.
+//! 2. **Lazy code motion** ([`inserts`], [`at_ops`]): a copy goes on an edge where `later`
+//!    holds and no longer holds at the edge's target (`later(e) − laterin(target)`), or just
+//!    before the op that needs it when it could wait until there. So each copy is as late as
+//!    possible, on no path that does not need it, hoisted out of a loop only when every
+//!    iteration needs it.
+//! 3. **The check** ([`check`]): availability solved once more with every copy placed, and every
+//!    need and every copy's source verified current. A plan that fails it is not used.
+
+use super::access::Accesses;
+use super::analyses::{key, with_edge_copies, EdgeCopies, EdgeKey, OpCopies};
+use super::facts::{Facts, Must, DEVICE, HOST};
+use super::merges::{Join, Merges};
+use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, Target};
+use hat_ir::{Context, Op};
+
+/// Availability at the source of `edge` (before the copies on it).
+fn at_source(ctx: &Context, available: &DenseSolution<Must>, edge: &Edge) -> Option<Facts> {
+    let state = if edge.leaves_before() { available.before(ctx, edge.from) } else { available.after(ctx, edge.from) };
+    state.facts().cloned()
+}
+
+/// More copies on the edges into joins that still lose an element ([`Merges`]): on each edge,
+/// the completed elements it lacks on that side (`copies`: those decided already, which
+/// `available` counts).
+pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, copies: &EdgeCopies) -> EdgeCopies {
+    let mut out = EdgeCopies::default();
+    for (j, join) in merges.joins.iter().enumerate() {
+        let arriving: Vec<Option<Facts>> = join
+            .edges
+            .iter()
+            .map(|e| at_source(ctx, available, e).map(|f| with_edge_copies(&f, copies.get(&key(e)))))
+            .collect();
+        let reached: Vec<(usize, &Facts)> =
+            arriving.iter().enumerate().filter_map(|(i, f)| f.as_ref().map(|f| (i, f))).collect();
+        if reached.len() < 2 {
+            continue;
+        }
+        for &root in &join.roots {
+            let meet = |side: usize| {
+                reached
+                    .iter()
+                    .skip(1)
+                    .fold(reached[0].1.get(root)[side].clone(), |acc, (_, f)| acc.intersect(&f.get(root)[side]))
+            };
+            let prefer = |both: &super::super::ranges::RangeSet| {
+                let has = |facts: &Facts, side: usize| facts.get(root)[side].contains(both);
+                if join.header {
+                    let back = reached.iter().find(|(i, _)| is_back_edge(ctx, &join.edges[*i]));
+                    if let Some((_, f)) = back {
+                        match (has(f, HOST), has(f, DEVICE)) {
+                            (true, false) => return Some(HOST),
+                            (false, true) => return Some(DEVICE),
+                            _ => {}
+                        }
+                    }
+                }
+                let lacking = |side: usize| reached.iter().filter(|(_, f)| !has(f, side)).count();
+                match lacking(HOST).cmp(&lacking(DEVICE)) {
+                    std::cmp::Ordering::Less => Some(HOST),
+                    std::cmp::Ordering::Greater => Some(DEVICE),
+                    std::cmp::Ordering::Equal => None,
+                }
+            };
+            let want = merges.completed(j, root, &[meet(HOST), meet(DEVICE)], prefer);
+            for &(i, facts) in &reached {
+                for side in [HOST, DEVICE] {
+                    let missing = want[side].minus(&facts.get(root)[side]);
+                    if !missing.is_empty() {
+                        out.entry(key(&join.edges[i])).or_default().push((root, side, missing));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The repairs narrowed to what their edges still lack, without those whose source is not
+/// current (a repair made for an earlier state of a merge that later repairs complete).
+pub fn prune(ctx: &Context, flow: &FlowGraph, available: &DenseSolution<Must>, copies: &EdgeCopies) -> EdgeCopies {
+    let mut out = EdgeCopies::default();
+    for (edge_key, list) in copies {
+        let Some(edge) = edge_of(flow, edge_key) else { continue };
+        let Some(facts) = at_source(ctx, available, edge) else { continue };
+        for (root, side, ranges) in list {
+            let missing = ranges.minus(&facts.get(*root)[*side]);
+            if !missing.is_empty() && facts.get(*root)[1 - side].contains(&missing) {
+                out.entry(*edge_key).or_default().push((*root, *side, missing));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `edge` goes around a loop (back to the start of the region it leaves).
+fn is_back_edge(ctx: &Context, edge: &Edge) -> bool {
+    match edge.to {
+        Target::Block(block) => {
+            let region = |b| ctx.block_parent(b);
+            edge.kind == hat_ir::analysis::dataflow::EdgeKind::Exit
+                && ctx.parent_block(edge.from).and_then(region).and_then(|r| ctx.region_parent(r))
+                    == region(block).and_then(|r| ctx.region_parent(r))
+        }
+        Target::After(_) => false,
+    }
+}
+
+/// Adds `more` to `copies`.
+pub fn merge_copies(copies: &mut EdgeCopies, more: EdgeCopies) {
+    for (edge, list) in more {
+        copies.entry(edge).or_default().extend(list);
+    }
+}
+
+/// Lazy code motion's insertions on edges into joins: `later(e) − laterin(target)`.
+pub fn inserts(
+    ctx: &Context,
+    merges: &Merges,
+    later: &super::analyses::Later<'_>,
+    delayed: &DenseSolution<Must>,
+) -> EdgeCopies {
+    let mut out = EdgeCopies::default();
+    for Join { target, edges, .. } in &merges.joins {
+        let at_target = match target {
+            Target::Block(block) => delayed.block_start(ctx, *block),
+            Target::After(op) => delayed.after(ctx, *op),
+        };
+        let Some(at_target) = at_target.facts() else { continue };
+        for edge in edges {
+            let source =
+                if edge.leaves_before() { delayed.before(ctx, edge.from) } else { delayed.after(ctx, edge.from) };
+            let Must::At(along) = later.along(ctx, edge, source) else { continue };
+            along.diff(at_target, &mut |root, mine, theirs| {
+                for side in [HOST, DEVICE] {
+                    let extra = mine[side].minus(&theirs[side]);
+                    if !extra.is_empty() {
+                        out.entry(key(edge)).or_default().push((root, side, extra));
+                    }
+                }
+            });
+        }
+    }
+    out
+}
+
+/// Copies just before the ops that need them: `need ∩ laterin`.
+pub fn at_ops(ctx: &Context, function: Op, accesses: &Accesses, delayed: &DenseSolution<Must>) -> OpCopies {
+    let mut out = OpCopies::default();
+    for op in ctx.walk(function) {
+        let access = accesses.of(op);
+        if access.tracked.is_empty() {
+            continue;
+        }
+        let Some(waiting) = delayed.before(ctx, op).facts() else { continue };
+        for a in &access.tracked {
+            for side in [HOST, DEVICE] {
+                let here = a.need[side].intersect(&waiting.get(a.root)[side]);
+                if !here.is_empty() {
+                    out.entry(op).or_default().push((a.root, side, here));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A failed check: what is not current where.
+#[derive(Debug)]
+pub struct CheckFailure {
+    /// The op at or before which it was found.
+    pub op: Op,
+    /// What.
+    pub what: String,
+}
+
+/// Verifies a plan: with every copy in place, each need is met and each copy's source is
+/// current (`available` is availability solved with `edges` and `ops` as copies).
+pub fn check(
+    ctx: &Context,
+    function: Op,
+    flow: &FlowGraph,
+    accesses: &Accesses,
+    available: &DenseSolution<Must>,
+    edges: &EdgeCopies,
+    ops: &OpCopies,
+) -> Result<(), CheckFailure> {
+    let fail = |op: Op, what: String| Err(CheckFailure { op, what });
+    for edge in flow.edges() {
+        let Some(copies) = edges.get(&key(edge)) else { continue };
+        let state =
+            if edge.leaves_before() { available.before(ctx, edge.from) } else { available.after(ctx, edge.from) };
+        let Some(facts) = state.facts() else { continue };
+        for (root, side, ranges) in copies {
+            if !facts.get(*root)[1 - side].contains(ranges) {
+                return fail(
+                    edge.from,
+                    format!(
+                        "a copy on an edge from a stale source (root {root}, to side {side}, {:?}, source has {:?})",
+                        ranges,
+                        facts.get(*root)
+                    ),
+                );
+            }
+        }
+    }
+    for op in ctx.walk(function) {
+        let Some(facts) = available.before(ctx, op).facts() else { continue };
+        if let Some(copies) = ops.get(&op) {
+            for (root, side, ranges) in copies {
+                if !facts.get(*root)[1 - side].contains(ranges) {
+                    return fail(op, format!("a copy before an op from a stale source (root {root})"));
+                }
+            }
+        }
+        let facts = with_edge_copies(facts, ops.get(&op));
+        for a in &accesses.of(op).tracked {
+            for side in [HOST, DEVICE] {
+                if !facts.get(a.root)[side].contains(&a.need[side]) {
+                    return fail(op, format!("a need not met (root {}, side {side})", a.root));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The edge a key names.
+pub fn edge_of<'f>(flow: &'f FlowGraph, key: &EdgeKey) -> Option<&'f Edge> {
+    flow.edges_from(key.0).find(|e| e.to == key.1)
+}

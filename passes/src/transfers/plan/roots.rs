@@ -1,0 +1,192 @@
+//! Which buffers the planner follows element by element: its *tracked roots*.
+//!
+//! A root (see [`super::super::aliases`]) is a buffer parameter of the function or what an
+//! allocating op makes. Every buffer value of host code may be one of a set of roots, followed
+//! through selects, branch and loop results and carried values. The planner tracks a root `r`
+//! when every access to it is known to be an access to it alone:
+//! - no value that something reads or writes through may be `r` *or* another root (a select, a
+//!   branch result or a carried value that merges them): an access through such a value is an
+//!   access to an unknown one of them (a merged value nothing accesses, such as a select left
+//!   behind by unswitching, is harmless);
+//! - `r` is not allocated inside a loop (or branch) whose carried values or results may hold it
+//!   where something accesses them:
+//!   then several buffers made by the one op may be alive at once, and a fact about "`r`" would
+//!   be a fact about all of them;
+//! - when `r` is a parameter: no call site of the function passes a buffer that may also be
+//!   passed for another of its parameters (DESIGN.md's aliasing pitfall: the parameters of a
+//!   function may alias unless every call proves otherwise).
+//!
+//! A root that is not tracked is kept current on the host at all times, the `kernel`
+//! strategy's way: what a dispatch needs goes in before it, what it writes comes back after it.
+//! A buffer of unknown origin (a call's result, an op nothing explains) may be any root, so the
+//! planner does not plan such a function (the pass gives it the `kernel` strategy).
+
+use super::super::aliases::{is_buffer, BufferRoots, Roots};
+use super::super::dispatch::Kernels;
+use super::super::host_effects::parameters;
+use super::super::insert::host_functions;
+use super::Unsupported;
+use hat_dialects::arith_views::SelectOp;
+use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, RegionBranchOpInterface};
+use hat_ir::{Context, Op, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The tracked roots of one function, numbered.
+pub struct Tracked {
+    /// Each tracked root, by number.
+    pub roots: Vec<Value>,
+    number: FxHashMap<Value, usize>,
+}
+
+impl Tracked {
+    /// The tracked roots of `function`; `aliased[i]`: whether some call site may pass its
+    /// parameter `i` the buffer of another parameter.
+    pub fn of(ctx: &Context, function: Op, roots: &BufferRoots, aliased: &[bool]) -> Result<Tracked, Unsupported> {
+        let unsupported = |op: Op, what: &str| Unsupported { what: what.to_string(), location: ctx.location(op) };
+        let params = parameters(ctx, function);
+        let mut candidates: Vec<Value> = params
+            .iter()
+            .enumerate()
+            .filter(|&(i, &p)| is_buffer(ctx, p) && !aliased.get(i).copied().unwrap_or(false))
+            .map(|(_, &p)| p)
+            .collect();
+        let mut untracked: FxHashSet<Value> = FxHashSet::default();
+        // The buffer values something reads or writes through (not a select or a terminator
+        // that only forwards them: what they forward to is checked where it is used).
+        let mut accessed: Vec<Value> = Vec::new();
+        let mut structured: Vec<Op> = Vec::new();
+        for op in ctx.walk(function) {
+            if op == function {
+                continue;
+            }
+            if !ctx.successors(op).is_empty() {
+                return Err(unsupported(op, "branches between blocks"));
+            }
+            let branches = ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
+            if !ctx.regions(op).is_empty() && !branches {
+                return Err(unsupported(op, &format!("the regions of '{}'", ctx.name_str(op))));
+            }
+            if ctx.regions(op).iter().any(|&r| ctx.region_blocks(r).len() > 1) {
+                return Err(unsupported(op, "a region of several blocks"));
+            }
+            for result in ctx.results(op) {
+                if roots.is_root(result) && !params.contains(&result) {
+                    candidates.push(result);
+                }
+            }
+            let forwards = branches
+                || SelectOp::wrap(ctx, op).is_some()
+                || (ctx.next_op(op).is_none()
+                    && ctx.parent_op(op).is_some_and(|p| ctx.interface::<dyn RegionBranchOpInterface>(p).is_some()));
+            if branches {
+                structured.push(op);
+            }
+            if !forwards {
+                accessed.extend(ctx.operands(op).iter().copied().filter(|&v| is_buffer(ctx, v)));
+            }
+        }
+        let accessed_set: FxHashSet<Value> = accessed.iter().copied().collect();
+        // A root made inside a structured op that an accessed result or region argument of it
+        // may hold: several buffers of that root may be alive at once.
+        for &op in &structured {
+            let carried = ctx.results(op).chain(
+                ctx.regions(op)
+                    .iter()
+                    .flat_map(|&r| ctx.region_blocks(r).iter())
+                    .flat_map(|&b| ctx.block_arguments(b).iter().copied()),
+            );
+            for value in carried.filter(|v| accessed_set.contains(v)).collect::<Vec<_>>() {
+                if let Roots::Known(set) = roots.roots_ref(value) {
+                    for &root in set {
+                        if ctx.defining_op(root).is_some_and(|d| ctx.is_ancestor(op, d)) {
+                            untracked.insert(root);
+                        }
+                    }
+                }
+            }
+        }
+        for &value in &accessed {
+            match roots.roots_ref(value) {
+                Roots::Unknown => {
+                    let at = ctx.defining_op(value).unwrap_or(function);
+                    return Err(unsupported(at, "a buffer of unknown origin"));
+                }
+                Roots::Known(set) if set.len() > 1 => untracked.extend(set.iter().copied()),
+                Roots::Known(_) => {}
+            }
+        }
+        candidates.retain(|r| !untracked.contains(r));
+        let number = candidates.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        Ok(Tracked { roots: candidates, number })
+    }
+
+    /// The number of the tracked root `value` surely is (`None`: it may be another buffer, or
+    /// an untracked one).
+    pub fn root_of(&self, roots: &BufferRoots, value: Value) -> Option<usize> {
+        match roots.roots_ref(value) {
+            Roots::Known(set) if set.len() == 1 => set.iter().next().and_then(|r| self.number.get(r)).copied(),
+            _ => None,
+        }
+    }
+
+    /// The number of a tracked root.
+    pub fn number(&self, root: Value) -> Option<usize> {
+        self.number.get(&root).copied()
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.roots.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.roots.is_empty()
+    }
+}
+
+/// For every host function under `module`: which of its parameters some call site may pass a
+/// buffer that it may also pass for another parameter (by the caller's roots).
+pub fn aliased_parameters(
+    ctx: &Context,
+    module: Op,
+    kernels: &Kernels,
+    roots: &FxHashMap<Op, BufferRoots>,
+) -> FxHashMap<Op, Vec<bool>> {
+    let mut aliased: FxHashMap<Op, Vec<bool>> = FxHashMap::default();
+    for caller in host_functions(ctx, module) {
+        let Some(caller_roots) = roots.get(&caller) else { continue };
+        for op in ctx.walk(caller) {
+            let Some(call) = ctx.interface::<dyn CallOpInterface>(op) else { continue };
+            let Some(callee) = kernels.callee(ctx, op) else { continue };
+            if ctx.interface::<dyn CallableOpInterface>(callee).and_then(|c| c.body(ctx, callee)).is_none() {
+                continue;
+            }
+            let arguments = &ctx.operands(op)[call.arguments(ctx, op)];
+            let flags = aliased.entry(callee).or_insert_with(|| vec![false; arguments.len()]);
+            for (i, &a) in arguments.iter().enumerate() {
+                if !is_buffer(ctx, a) {
+                    continue;
+                }
+                for (j, &b) in arguments.iter().enumerate().skip(i + 1) {
+                    if is_buffer(ctx, b) && may_alias(caller_roots, a, b) {
+                        if let Some(f) = flags.get_mut(i) {
+                            *f = true;
+                        }
+                        if let Some(f) = flags.get_mut(j) {
+                            *f = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    aliased
+}
+
+fn may_alias(roots: &BufferRoots, a: Value, b: Value) -> bool {
+    match (roots.roots_ref(a), roots.roots_ref(b)) {
+        (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
+        _ => true,
+    }
+}

@@ -1,0 +1,89 @@
+//! The planner on the programs of issue 22 (`tests/filetests/insert-transfers/lcm/`): where each
+//! copy goes. The file tests run the same programs against the reference semantics and show the
+//! bytes moved.
+
+use crate::testing::run_pipeline;
+
+fn plan(name: &str) -> String {
+    let path = format!("{}/../tests/filetests/insert-transfers/lcm/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    run_pipeline("builtin.module(insert-transfers{strategy=lcm})", &text)
+}
+
+/// The lines of `function` in `printed`, trimmed.
+fn body<'a>(printed: &'a str, function: &str) -> Vec<&'a str> {
+    let start = printed.find(&format!("compute.func @{function}(")).expect("the function");
+    let lines: Vec<&str> = printed[start..].lines().map(str::trim).collect();
+    let end = lines.iter().position(|l| l.starts_with("compute.return")).expect("a return");
+    lines[..=end].to_vec()
+}
+
+fn count(lines: &[&str], prefix: &str) -> usize {
+    lines.iter().filter(|l| l.starts_with(prefix)).count()
+}
+
+/// The position of the first line starting with `prefix` (after `from`).
+fn find(lines: &[&str], prefix: &str, from: usize) -> usize {
+    from + lines[from..].iter().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {lines:#?}"))
+}
+
+#[test]
+fn a_loop_invariant_input_goes_in_once_on_the_guarded_entry_edge() {
+    let printed = plan("ladder.hat");
+    let lines = body(&printed, "main");
+    assert_eq!(count(&lines, "buffer.to_device %in"), 1, "{printed}");
+    let guard = find(&lines, "scf.if", 0);
+    let copy = find(&lines, "buffer.to_device %in", 0);
+    let looped = lines.iter().position(|l| l.contains("scf.for")).expect("the loop");
+    assert!(guard < copy && copy < looped, "the copy is guarded, before the loop:\n{printed}");
+    // %out[3] before each host read, the rest once after the loop (guarded: it ran).
+    let read = find(&lines, "buffer.from_device %out[", looped);
+    assert!(lines[read + 1].contains("= buffer.load %out"), "right before the host read:\n{printed}");
+    assert_eq!(count(&lines, "buffer.from_device %out"), 3, "{printed}");
+}
+
+#[test]
+fn a_conditional_edit_sends_the_edited_element_and_the_buffer_moves_once_each_way() {
+    let printed = plan("conditional-edit.hat");
+    let lines = body(&printed, "main");
+    assert_eq!(count(&lines, "buffer.to_device %data :"), 1, "{printed}");
+    assert_eq!(count(&lines, "buffer.to_device %data["), 1, "one element after the edit:\n{printed}");
+    assert_eq!(count(&lines, "buffer.from_device %data :"), 1, "{printed}");
+    let looped = lines.iter().position(|l| l.contains("scf.for")).expect("the loop");
+    let edit = find(&lines, "buffer.store", looped);
+    let element = find(&lines, "buffer.to_device %data[", looped);
+    assert!(lines[edit + 1..element].iter().all(|l| l.contains("arith.constant")), "right after the edit:\n{printed}");
+    assert!(find(&lines, "buffer.from_device %data :", looped) > find(&lines, "compute.dispatch", looped));
+}
+
+#[test]
+fn a_do_while_loop_keeps_the_grid_on_the_device_and_moves_only_the_flag() {
+    let printed = plan("do-while.hat");
+    let lines = body(&printed, "main");
+    let looped = lines.iter().position(|l| l.contains("scf.while")).expect("the loop");
+    assert_eq!(find(&lines, "buffer.to_device %grid", 0), looped - 1, "{printed}");
+    assert_eq!(count(&lines, "buffer.to_device %grid"), 1, "{printed}");
+    assert_eq!(count(&lines, "buffer.from_device %grid"), 1, "{printed}");
+    assert!(find(&lines, "buffer.from_device %grid", 0) > find(&lines, "scf.yield", looped), "after the loop");
+    assert_eq!(count(&lines, "buffer.to_device %flag"), 1, "{printed}");
+    assert_eq!(count(&lines, "buffer.from_device %flag"), 1, "{printed}");
+}
+
+#[test]
+fn parameters_a_call_aliases_are_kept_current_on_the_host() {
+    let printed = plan("aliased-call.hat");
+    let lines = body(&printed, "step");
+    let dispatch = find(&lines, "compute.dispatch", 0);
+    assert_eq!(lines[dispatch - 1], "buffer.to_device %p : memref<4xi32>", "{printed}");
+    assert_eq!(lines[dispatch + 1], "buffer.from_device %p : memref<4xi32>", "{printed}");
+}
+
+#[test]
+fn buffers_allocated_in_a_loop_and_carried_are_kept_current_on_the_host() {
+    let printed = plan("fresh-carried.hat");
+    let lines = body(&printed, "main");
+    let dispatch = find(&lines, "compute.dispatch", 0);
+    assert!(lines[dispatch - 1].starts_with("buffer.to_device %cur"), "{printed}");
+    assert!(lines[dispatch + 1].starts_with("buffer.from_device"), "{printed}");
+    assert_eq!(count(&lines, "buffer.to_device") + count(&lines, "buffer.from_device"), 2, "{printed}");
+}
