@@ -398,7 +398,7 @@ impl Writer<'_> {
                     if self.i32_loops.contains(iv) {
                         // On the `i32` variable itself: `v % 2 == w` signed, or `(v & 1) == w`.
                         self.parities += 1;
-                        let (op, operand) = if self.parities % 2 == 0 { ("remsi", 2) } else { ("andi", 1) };
+                        let (op, operand) = if self.parities.is_multiple_of(2) { ("remsi", 2) } else { ("andi", 1) };
                         let operand = self.int(operand);
                         let bit = self.def(&format!("arith.{op} %j{iv}, {operand} : i32"));
                         let want = self.int(i32::from(odd));
