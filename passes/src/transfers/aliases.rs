@@ -208,6 +208,24 @@ impl BufferRoots {
         None
     }
 
+    /// Whether `a` and `b` may be the same buffer (an unknown value may be any).
+    pub fn may_alias(&self, a: Value, b: Value) -> bool {
+        match (self.roots_ref(a), self.roots_ref(b)) {
+            (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
+            _ => true,
+        }
+    }
+
+    /// Per parameter of `function` (its entry block's arguments): whether it is a buffer that
+    /// may be another parameter (one of the groups [`BufferRoots::with_aliased_parameters`] was
+    /// given).
+    pub fn aliased_parameters(&self, ctx: &Context, function: Op) -> Vec<bool> {
+        let Some(&entry) = ctx.regions(function).first().and_then(|&r| ctx.region_blocks(r).first()) else {
+            return Vec::new();
+        };
+        ctx.block_arguments(entry).iter().map(|&p| is_buffer(ctx, p) && !self.is_root(p)).collect()
+    }
+
     /// Whether `value` is a root itself.
     pub fn is_root(&self, value: Value) -> bool {
         matches!(self.roots.get(&value), Some(Roots::Known(set)) if set.len() == 1 && set.contains(&value))
@@ -322,17 +340,13 @@ pub fn parameter_aliasing(
     }
     for (caller, callee, arguments) in calls {
         let caller_roots = &roots[*caller];
-        let may_alias = |a: Value, b: Value| match (caller_roots.roots_ref(a), caller_roots.roots_ref(b)) {
-            (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
-            _ => true,
-        };
         let count = arguments.len().min(parameter_counts[*callee]);
         for i in 0..count {
             if !is_buffer(ctx, arguments[i]) {
                 continue;
             }
             for j in i + 1..count {
-                if is_buffer(ctx, arguments[j]) && may_alias(arguments[i], arguments[j]) {
+                if is_buffer(ctx, arguments[j]) && caller_roots.may_alias(arguments[i], arguments[j]) {
                     let set = &mut parent[*callee];
                     let (a, b) = (find(set, i), find(set, j));
                     if a != b {

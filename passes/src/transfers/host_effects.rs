@@ -211,10 +211,7 @@ pub struct Touches<'a> {
 impl Touches<'_> {
     /// Whether `a` and `b` may be the same buffer.
     pub fn may_alias(&self, a: Value, b: Value) -> bool {
-        match (self.roots.roots_ref(a), self.roots.roots_ref(b)) {
-            (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
-            _ => true,
-        }
+        self.roots.may_alias(a, b)
     }
 
     /// What `op` and the ops nested in it do to `buffer`.

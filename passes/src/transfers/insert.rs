@@ -155,10 +155,6 @@ impl Pass for InsertTransfers {
         let effects = kernel_effects(ctx, op, state);
         let (summaries, mut roots) = summarize_with_roots(ctx, op, &effects);
         let mut counts = [0u64; 2];
-        let aliased = match self.strategy {
-            Strategy::Lcm => super::plan::aliased_parameters(ctx, op, &effects, &roots),
-            _ => Default::default(),
-        };
         for function in host_functions(ctx, op) {
             match self.strategy {
                 Strategy::Jic | Strategy::Kernel => {
@@ -173,35 +169,29 @@ impl Pass for InsertTransfers {
                             counts[1] += emitted[1];
                         }
                         Err(unsupported) => {
-                            state.emit(Diagnostic::remark(
-                            unsupported.location,
-                            format!(
-                                "insert-transfers: the static plan does not follow {}; this function gets the kernel strategy",
-                                unsupported.what
-                            ),
-                        ));
-                            around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
+                            let fallback = KernelFallback {
+                                plan: "static",
+                                location: unsupported.location,
+                                what: &unsupported.what,
+                            };
+                            fallback.apply(ctx, state, function, &effects, self.reasons, &mut counts);
                         }
                     }
                 }
                 Strategy::Lcm => {
                     let function_roots = roots.remove(&function).unwrap_or_default();
-                    let flags = aliased.get(&function).map_or(&[][..], Vec::as_slice);
-                    match super::plan::plan(ctx, function, &function_roots, &effects, &summaries, flags, self.reasons) {
+                    let flags = function_roots.aliased_parameters(ctx, function);
+                    match super::plan::plan(ctx, function, &function_roots, &effects, &summaries, &flags, self.reasons)
+                    {
                         Ok(plan) => {
                             let emitted = super::plan::emit_plan(ctx, &plan);
                             counts[0] += emitted[0];
                             counts[1] += emitted[1];
                         }
                         Err(unsupported) => {
-                            state.emit(Diagnostic::remark(
-                                unsupported.location,
-                                format!(
-                                    "insert-transfers: the lcm plan does not follow {}; this function gets the kernel strategy",
-                                    unsupported.what
-                                ),
-                            ));
-                            around_dispatches(ctx, function, &effects, Strategy::Kernel, self.reasons, &mut counts);
+                            let fallback =
+                                KernelFallback { plan: "lcm", location: unsupported.location, what: &unsupported.what };
+                            fallback.apply(ctx, state, function, &effects, self.reasons, &mut counts);
                         }
                     }
                 }
@@ -224,6 +214,35 @@ impl Pass for InsertTransfers {
         state.add_statistic("num-to-device", counts[0]);
         state.add_statistic("num-from-device", counts[1]);
         Ok(())
+    }
+}
+
+/// A function a plan does not follow: a remark saying what, and the `kernel` strategy for it.
+struct KernelFallback<'a> {
+    /// Which plan (`static`, `lcm`).
+    plan: &'static str,
+    location: hat_ir::Location,
+    what: &'a str,
+}
+
+impl KernelFallback<'_> {
+    fn apply(
+        &self,
+        ctx: &mut Context,
+        state: &mut PassState<'_>,
+        function: Op,
+        kernels: &Kernels,
+        reasons: bool,
+        counts: &mut [u64; 2],
+    ) {
+        state.emit(Diagnostic::remark(
+            self.location,
+            format!(
+                "insert-transfers: the {} plan does not follow {}; this function gets the kernel strategy",
+                self.plan, self.what
+            ),
+        ));
+        around_dispatches(ctx, function, kernels, Strategy::Kernel, reasons, counts);
     }
 }
 

@@ -43,8 +43,6 @@ use merges::Merges;
 use roots::Tracked;
 use rustc_hash::FxHashSet;
 
-pub use roots::aliased_parameters;
-
 /// A construct the planner does not follow; the pass gives the function the `kernel` strategy.
 #[derive(Clone, Debug)]
 pub struct Unsupported {

@@ -22,12 +22,10 @@
 //! planner does not plan such a function (the pass gives it the `kernel` strategy).
 
 use super::super::aliases::{is_buffer, BufferRoots, Roots};
-use super::super::dispatch::Kernels;
 use super::super::host_effects::parameters;
-use super::super::insert::host_functions;
 use super::Unsupported;
 use hat_dialects::arith_views::SelectOp;
-use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, RegionBranchOpInterface};
+use hat_ir::interfaces::RegionBranchOpInterface;
 use hat_ir::{Context, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -142,51 +140,5 @@ impl Tracked {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.roots.is_empty()
-    }
-}
-
-/// For every host function under `module`: which of its parameters some call site may pass a
-/// buffer that it may also pass for another parameter (by the caller's roots).
-pub fn aliased_parameters(
-    ctx: &Context,
-    module: Op,
-    kernels: &Kernels,
-    roots: &FxHashMap<Op, BufferRoots>,
-) -> FxHashMap<Op, Vec<bool>> {
-    let mut aliased: FxHashMap<Op, Vec<bool>> = FxHashMap::default();
-    for caller in host_functions(ctx, module) {
-        let Some(caller_roots) = roots.get(&caller) else { continue };
-        for op in ctx.walk(caller) {
-            let Some(call) = ctx.interface::<dyn CallOpInterface>(op) else { continue };
-            let Some(callee) = kernels.callee(ctx, op) else { continue };
-            if ctx.interface::<dyn CallableOpInterface>(callee).and_then(|c| c.body(ctx, callee)).is_none() {
-                continue;
-            }
-            let arguments = &ctx.operands(op)[call.arguments(ctx, op)];
-            let flags = aliased.entry(callee).or_insert_with(|| vec![false; arguments.len()]);
-            for (i, &a) in arguments.iter().enumerate() {
-                if !is_buffer(ctx, a) {
-                    continue;
-                }
-                for (j, &b) in arguments.iter().enumerate().skip(i + 1) {
-                    if is_buffer(ctx, b) && may_alias(caller_roots, a, b) {
-                        if let Some(f) = flags.get_mut(i) {
-                            *f = true;
-                        }
-                        if let Some(f) = flags.get_mut(j) {
-                            *f = true;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    aliased
-}
-
-fn may_alias(roots: &BufferRoots, a: Value, b: Value) -> bool {
-    match (roots.roots_ref(a), roots.roots_ref(b)) {
-        (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
-        _ => true,
     }
 }
