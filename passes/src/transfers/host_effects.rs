@@ -12,7 +12,7 @@ use super::aliases::{is_buffer, parameter_aliasing, BufferRoots, Roots};
 use super::dispatch::Kernels;
 use super::insert::host_functions;
 use hat_ir::interfaces::{CallOpInterface, CallableOpInterface, LaunchOpInterface};
-use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, MemorySpace, Op, OpTraits, Value};
+use hat_ir::{Context, EffectKind, EffectTarget, Extent, MemoryEffects, MemorySpace, Op, OpTraits, Value};
 use rustc_hash::FxHashMap;
 
 /// What an op does to the two copies of one buffer.
@@ -185,6 +185,24 @@ fn summarize_one(
         }
     }
     summary
+}
+
+/// What a host function's declared effects say of its parameter `index`: (reads it, surely
+/// writes every element, may write it). Unknown effects read and may write.
+pub fn declared_parameter_access(declared: &MemoryEffects, index: usize) -> (bool, bool, bool) {
+    let MemoryEffects::Known(effects) = declared else { return (true, false, true) };
+    let (mut reads, mut must_write, mut writes) = (false, false, false);
+    for e in effects.iter().filter(|e| e.target == EffectTarget::Parameter(index)) {
+        match e.kind {
+            EffectKind::Read => reads = true,
+            EffectKind::Write => {
+                writes = true;
+                must_write |= e.must && e.extent == Extent::Whole;
+            }
+            _ => {}
+        }
+    }
+    (reads, must_write, writes)
 }
 
 /// The parameters of a function with a body (its entry block's arguments).

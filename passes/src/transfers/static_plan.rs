@@ -48,7 +48,7 @@
 use super::aliases::{is_buffer, BufferRoots, Roots};
 use super::dispatch::{element_count, shape, DispatchArg, Kernels};
 use super::emit::{self, compare, guard, index_constant, transfer, Anchor, Direction};
-use super::host_effects::{Summaries, Touch};
+use super::host_effects::{declared_parameter_access, Summaries, Touch, Touches};
 use super::insert::describe_need;
 use super::ranges::RangeSet;
 use hat_dialects::semantics::IntPredicate;
@@ -836,24 +836,7 @@ impl<'a> Planner<'a> {
             if !is_buffer(ctx, value) {
                 continue;
             }
-            let (reads, must_write, writes) = match &declared {
-                MemoryEffects::Unknown => (true, false, true),
-                MemoryEffects::Known(effects) => {
-                    let mine = effects.iter().filter(|e| e.target == EffectTarget::Parameter(index));
-                    let (mut r, mut mw, mut w) = (false, false, false);
-                    for e in mine {
-                        match e.kind {
-                            EffectKind::Read => r = true,
-                            EffectKind::Write => {
-                                w = true;
-                                mw |= e.must && e.extent == Extent::Whole;
-                            }
-                            _ => {}
-                        }
-                    }
-                    (r, mw, w)
-                }
-            };
+            let (reads, must_write, writes) = declared_parameter_access(&declared, index);
             let roots = self.roots_of(state, value);
             let single = roots.len() == 1;
             for root in roots {
@@ -1098,7 +1081,7 @@ impl<'a> Planner<'a> {
             if self.elements_read_on_host(root, next).contains(&all) {
                 return true;
             }
-            if self.writes_host(root, next) {
+            if self.writes(root, next) {
                 return false;
             }
             at = next;
@@ -1106,19 +1089,12 @@ impl<'a> Planner<'a> {
         false
     }
 
-    /// Whether the host op `op` may write the host copy of `root` (by its effects; a call or an
-    /// op of unknown effects may).
-    fn writes_host(&self, root: Value, op: Op) -> bool {
-        let ctx = self.ctx;
-        if ctx.interface::<dyn CallOpInterface>(op).is_some() {
-            return true;
-        }
-        let Some(definition) = ctx.definition(ctx.name(op)) else { return true };
-        let MemoryEffects::Known(effects) = definition.memory_effects(ctx, op) else { return true };
-        effects.iter().any(|e| {
-            matches!(e.kind, EffectKind::Write | EffectKind::Free)
-                && matches!(e.target, EffectTarget::Operand(i) if ctx.operands(op).get(i).is_some_and(|&v| self.may_alias(v, root)))
-        })
+    /// Whether `op` may write either copy of `root` (host effects' classifier: a call by its
+    /// summary, an op of unknown effects everything).
+    fn writes(&self, root: Value, op: Op) -> bool {
+        let touches = Touches { ctx: self.ctx, roots: &self.roots, kernels: self.kernels, summaries: self.summaries };
+        let touch = touches.own_touch(op, root);
+        touch.host_write || touch.device_write
     }
 
     /// Which copy of `root` the first observer after `op` (in program order, around enclosing

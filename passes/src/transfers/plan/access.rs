@@ -23,7 +23,7 @@ use super::super::aliases::is_buffer;
 use super::super::aliases::{BufferRoots, Roots};
 use super::super::dispatch::{element_count, shape, Kernels};
 use super::super::emit::Direction;
-use super::super::host_effects::{parameters, Summaries, Touch};
+use super::super::host_effects::{declared_parameter_access, parameters, Summaries, Touch};
 use super::super::ranges::RangeSet;
 use super::facts::{Pair, DEVICE, HOST};
 use super::roots::Tracked;
@@ -312,23 +312,7 @@ impl Classifier<'_> {
             if !is_buffer(ctx, value) {
                 continue;
             }
-            let (reads, must_write, writes) = match &declared {
-                MemoryEffects::Unknown => (true, false, true),
-                MemoryEffects::Known(effects) => {
-                    let (mut r, mut mw, mut w) = (false, false, false);
-                    for e in effects.iter().filter(|e| e.target == EffectTarget::Parameter(index)) {
-                        match e.kind {
-                            EffectKind::Read => r = true,
-                            EffectKind::Write => {
-                                w = true;
-                                mw |= e.must && e.extent == Extent::Whole;
-                            }
-                            _ => {}
-                        }
-                    }
-                    (r, mw, w)
-                }
-            };
+            let (reads, must_write, writes) = declared_parameter_access(&declared, index);
             let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
             let all = whole(ctx, value);
             let access = out.entry(root);
