@@ -111,7 +111,7 @@ fn survey_set(set: Constructs, cases: u64, findings: Option<&str>) {
     for class in classes {
         let (_, seed, failure) = class.smallest;
         let case = case_with(seed, set);
-        let (small, failure) = shrink_failure(case, &failure, STRATEGIES);
+        let (small, failure) = shrink_failure(case, &failure, STRATEGIES, BYTE_ORDER);
         let text = render(&small.program);
         let contains = has_construct(&small, set);
         let mut header = format!(

@@ -28,8 +28,12 @@ pub struct DispatchArg {
     /// and those it may write unless it provably writes every element (a partial write leaves
     /// the rest of the device copy as it was, so that must be the current value).
     pub needs: RangeSet,
+    /// The elements it may read.
+    pub read: RangeSet,
     /// The elements it may write.
     pub written: RangeSet,
+    /// The elements it surely writes (every one when `writes_all`).
+    pub surely_written: RangeSet,
     /// Whether it provably writes every element.
     pub writes_all: bool,
 }
@@ -202,7 +206,9 @@ pub fn dispatch_args(ctx: &Context, dispatch: Op, effects: &KernelEffects) -> Op
                 reads: true,
                 writes: true,
                 needs: RangeSet::whole(),
+                read: RangeSet::whole(),
                 written: RangeSet::whole(),
+                surely_written: RangeSet::empty(),
                 writes_all: false,
             });
             continue;
@@ -214,13 +220,25 @@ pub fn dispatch_args(ctx: &Context, dispatch: Op, effects: &KernelEffects) -> Op
         let written =
             if access.writes { range_set(effects.written_elements(param, &grid, &shape)) } else { RangeSet::empty() };
         let writes_all = access.writes && effects.writes_every_element(param, &grid, &shape);
-        let needs = if writes_all { read } else { read.union(&written) };
+        let surely_written = if writes_all {
+            RangeSet::whole().clamp(len)
+        } else if access.writes {
+            effects
+                .surely_written_elements(param, &grid, &shape)
+                .into_iter()
+                .fold(RangeSet::empty(), |set, r| set.union(&RangeSet::of(r)))
+        } else {
+            RangeSet::empty()
+        };
+        let needs = if writes_all { read.clone() } else { read.union(&written) };
         out.push(DispatchArg {
             value,
             param,
             reads: access.reads,
             writes: access.writes,
             needs: needs.clamp(len),
+            read: read.clamp(len),
+            surely_written,
             written: if writes_all { RangeSet::whole() } else { written.clamp(len) },
             writes_all,
         });

@@ -206,6 +206,9 @@ impl Discoveries {
 pub struct FlowGraph {
     root: Op,
     calls: Rc<CallGraph>,
+    /// Whether calls of callables with bodies are followed into them (see
+    /// [`FlowGraph::intraprocedural`]).
+    follow_calls: bool,
     live: FxHashSet<Block>,
     /// The live blocks in the order they became live.
     live_order: Vec<Block>,
@@ -233,6 +236,20 @@ impl FlowGraph {
         Self::with_call_graph(ctx, root, Rc::new(CallGraph::new(ctx, root)), constant)
     }
 
+    /// The skeleton of one callable on its own: every call is an op like any other
+    /// ([`Role::ExternalCall`], visited by the analysis's `visit_op`), even a call of `root`
+    /// itself. For an analysis that summarises its callees (a planner that plans each function
+    /// on its own, say); branches are narrowed by the integer constants, as by [`new`](Self::new).
+    pub fn intraprocedural(ctx: &Context, root: Op) -> Self {
+        Self::with_call_graph_following(
+            ctx,
+            root,
+            Rc::new(CallGraph::new(ctx, root)),
+            |value| crate::interfaces::constant_integer(ctx, value),
+            false,
+        )
+    }
+
     /// Like [`with_constants`](Self::with_constants), with the call graph of `root` computed
     /// already (cached by the pass manager, say).
     pub fn with_call_graph(
@@ -241,7 +258,18 @@ impl FlowGraph {
         calls: Rc<CallGraph>,
         constant: impl Fn(Value) -> Option<i64>,
     ) -> Self {
+        Self::with_call_graph_following(ctx, root, calls, constant, true)
+    }
+
+    fn with_call_graph_following(
+        ctx: &Context,
+        root: Op,
+        calls: Rc<CallGraph>,
+        constant: impl Fn(Value) -> Option<i64>,
+        follow_calls: bool,
+    ) -> Self {
         let mut graph = Self::start(ctx, root, calls);
+        graph.follow_calls = follow_calls;
         let mut queue: VecDeque<Op> = VecDeque::new();
         for &block in &graph.live_order {
             queue.extend(ctx.block_ops(block));
@@ -268,6 +296,7 @@ impl FlowGraph {
         let mut graph = FlowGraph {
             root,
             calls,
+            follow_calls: true,
             live: FxHashSet::default(),
             live_order: Vec::new(),
             open_entries: FxHashSet::default(),
@@ -369,6 +398,9 @@ impl FlowGraph {
             return Role::RegionBranch(branches);
         }
         if let Some(site) = self.calls.call_site(op) {
+            if !self.follow_calls {
+                return Role::ExternalCall;
+            }
             let entry = self.calls.body(site.callee).and_then(|body| ctx.region_blocks(body).first().copied());
             return match (self.calls.callable(site.callee), entry) {
                 (Some(callee), Some(entry)) => Role::Call { callee, entry },

@@ -40,10 +40,34 @@ use super::summary::{Access, Extent};
 /// Whether `access` (a must-write of the parameter) writes every element of a buffer of `shape`
 /// (every size known, `elements` of them in all).
 pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64], elements: u64) -> bool {
-    let Some(mut env) = query.certain() else { return false };
+    surely_written(query, access, shape, elements).is_some_and(|r| r.start == 0 && r.end >= elements)
+}
+
+/// The flat elements `access` (a must-write of the parameter) surely writes, one range without
+/// gaps, of a buffer of `shape` (every size known, `elements` of them in all): under guards such
+/// as `id < n / 2`, a part of the buffer. `None` where no such range is proven.
+pub(super) fn surely_written(
+    query: &Query<'_>,
+    access: &Access,
+    shape: &[u64],
+    elements: u64,
+) -> Option<std::ops::Range<u64>> {
+    let range = surely_written_unclamped(query, access, shape, elements)?;
+    let start = u64::try_from(range.start.max(0)).ok()?;
+    let end = u64::try_from(range.end.min(elements as i128)).ok()?;
+    (start < end).then_some(start..end)
+}
+
+fn surely_written_unclamped(
+    query: &Query<'_>,
+    access: &Access,
+    shape: &[u64],
+    elements: u64,
+) -> Option<std::ops::Range<i128>> {
+    let mut env = query.certain()?;
     let resolved = query.resolve(access);
     if !resolved.exact {
-        return false;
+        return None;
     }
     // Each loop variable becomes `lower + step × trip`, outermost first (an inner loop's bounds
     // may use an outer variable).
@@ -53,18 +77,18 @@ pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64
         let (Some(lower), Some(upper), Some(step)) =
             (l.lower.substitute(&replace), l.upper.substitute(&replace), l.step.substitute(&replace))
         else {
-            return false;
+            return None;
         };
         let (Some(span), Some(step)) = (upper.sub(&lower).and_then(|s| s.as_constant()), step.as_constant()) else {
-            return false;
+            return None;
         };
         if step <= 0 || span <= 0 {
-            return false; // a loop that runs no iteration writes nothing
+            return None; // a loop that runs no iteration writes nothing
         }
         let trips = (span as i128 + step as i128 - 1) / step as i128;
         env.set(Atom::Trip(l.variable), Interval::new(0, trips - 1));
         let Some(variable) = Affine::atom(Atom::Trip(l.variable)).scale(step).and_then(|t| t.add(&lower)) else {
-            return false;
+            return None;
         };
         replaced.push((Atom::Loop(l.variable), variable));
     }
@@ -73,29 +97,39 @@ pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64
     let guards: Vec<_> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
     let extent = match &resolved.extent {
         Extent::Element(indices) if indices.len() == shape.len() => {
-            let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return false };
+            let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return None };
             Extent::Element(indices)
         }
         Extent::Whole => Extent::Whole,
         Extent::Span { offset, count } => {
-            let (Some(offset), Some(count)) = (substitute(offset), substitute(count)) else { return false };
+            let (Some(offset), Some(count)) = (substitute(offset), substitute(count)) else { return None };
             Extent::Span { offset, count }
         }
-        _ => return false,
+        _ => return None,
     };
-    if covers_under(env.clone(), &extent, guards.clone(), shape, elements) {
-        return true;
+    let whole = |r: &std::ops::Range<i128>| r.start <= 0 && r.end >= elements as i128;
+    let first = covered_under(env.clone(), &extent, guards.clone(), shape, elements);
+    if first.as_ref().is_some_and(whole) {
+        return first;
     }
     // Again with the ids split by workgroup, where a division or remainder asks for it.
-    match split_by_workgroup(query, &env, &extent, &guards) {
-        Some((env, extent, guards)) => covers_under(env, &extent, guards, shape, elements),
-        None => false,
+    let second = split_by_workgroup(query, &env, &extent, &guards)
+        .and_then(|(env, extent, guards)| covered_under(env, &extent, guards, shape, elements));
+    match (first, second) {
+        (Some(a), Some(b)) => Some(if b.end - b.start > a.end - a.start { b } else { a }),
+        (a, b) => a.or(b),
     }
 }
 
 /// Steps 1 to 3 of the module documentation, for `extent` under `guards`, with the variables
-/// bounded by `env`.
-fn covers_under(env: Environment, extent: &Extent, guards: Vec<Guard>, shape: &[u64], elements: u64) -> bool {
+/// bounded by `env`: the flat elements written without a gap.
+fn covered_under(
+    env: Environment,
+    extent: &Extent,
+    guards: Vec<Guard>,
+    shape: &[u64],
+    elements: u64,
+) -> Option<std::ops::Range<i128>> {
     // Narrow arithmetic wraps, and a split id divides: what the variables' bounds make linear is
     // rewritten first (exact within `env`, and everything below stays within it).
     let linear = |form: &Affine| reduce(form, &env);
@@ -103,17 +137,17 @@ fn covers_under(env: Environment, extent: &Extent, guards: Vec<Guard>, shape: &[
     let extent = match extent {
         Extent::Element(indices) => match indices.iter().map(linear).collect::<Option<Vec<_>>>() {
             Some(indices) => Extent::Element(indices),
-            None => return false,
+            None => return None,
         },
         Extent::Span { offset, count } => match (linear(offset), linear(count)) {
             (Some(offset), Some(count)) => Extent::Span { offset, count },
-            _ => return false,
+            _ => return None,
         },
         other => other.clone(),
     };
     let mut env = env;
     if !narrow(&mut env, &[], &guards) {
-        return false;
+        return None;
     }
     // The box of work items and iterations where the guards may hold; whether they hold on all
     // of it is checked below, with nothing else assumed.
@@ -123,34 +157,42 @@ fn covers_under(env: Environment, extent: &Extent, guards: Vec<Guard>, shape: &[
         Extent::Whole => Vec::new(),
         Extent::Span { offset, count } => {
             pin_all(&mut env, &[]);
-            return guards.iter().all(|g| g.holds_everywhere(&env, true))
-                && env.bound(offset) == Interval::point(0)
-                && env.bound(count).low >= elements as i128;
+            let offset = env.bound(offset);
+            let count = env.bound(count);
+            let holds = guards.iter().all(|g| g.holds_everywhere(&env, true));
+            return (holds && offset.low == offset.high && !offset.is_empty() && count.low > 0)
+                .then(|| offset.low..offset.low.saturating_add(count.low));
         }
-        Extent::Unknown => return false,
+        Extent::Unknown => return None,
     };
     // The flat index: Σ stride_k × index_k.
     let mut flat = Affine::constant(0);
     let mut stride: i64 = 1;
     for (index, &size) in indices.iter().zip(shape).rev() {
-        let Some(next) = index.scale(stride).and_then(|term| flat.add(&term)) else { return false };
+        let Some(next) = index.scale(stride).and_then(|term| flat.add(&term)) else { return None };
         flat = next;
-        let Some(next) = i64::try_from(size).ok().and_then(|s| stride.checked_mul(s)) else { return false };
+        let Some(next) = i64::try_from(size).ok().and_then(|s| stride.checked_mul(s)) else { return None };
         stride = next;
     }
     let variables: Vec<Atom> = flat.terms().map(|(a, _)| a.clone()).collect();
     if variables.iter().any(|a| !a.is_variable()) {
-        return false;
+        return None;
     }
     pin_all(&mut env, &variables);
     if !guards.iter().all(|g| g.holds_everywhere(&env, true)) {
-        return false;
+        return None;
     }
     let in_bounds = indices
         .iter()
         .zip(shape)
         .all(|(index, &size)| env.bound(index).meet(Interval::new(0, size as i128 - 1)) == env.bound(index));
-    in_bounds && (matches!(extent, Extent::Whole) || covers(&env, &flat, elements))
+    if !in_bounds {
+        return None;
+    }
+    if matches!(extent, Extent::Whole) {
+        return Some(0..elements as i128);
+    }
+    covered(&env, &flat)
 }
 
 /// The access with the global id of each dimension that a division or remainder takes apart
@@ -268,33 +310,29 @@ fn pin_all(env: &mut Environment, keep: &[Atom]) {
     }
 }
 
-/// Whether the values of `flat` over `env` hold every integer in `[0, elements)` (step 3 of
-/// the module documentation).
-fn covers(env: &Environment, flat: &Affine, elements: u64) -> bool {
+/// The values of `flat` over `env`, when they hold every integer between their least and
+/// greatest (step 3 of the module documentation, from any least value).
+fn covered(env: &Environment, flat: &Affine) -> Option<std::ops::Range<i128>> {
     let mut least = flat.constant_part() as i128;
     let mut ranges: Vec<(i128, i128)> = Vec::new();
     for (atom, coefficient) in flat.terms() {
         let bound = env.bound_atom(atom);
         if bound.is_empty() || !bound.is_bounded() {
-            return false;
+            return None;
         }
         let c = coefficient as i128;
-        let Some(term) = c.checked_mul(if c > 0 { bound.low } else { bound.high }) else { return false };
-        let Some(sum) = least.checked_add(term) else { return false };
-        least = sum;
+        let term = c.checked_mul(if c > 0 { bound.low } else { bound.high })?;
+        least = least.checked_add(term)?;
         ranges.push((c.abs(), bound.high - bound.low + 1));
-    }
-    if least != 0 {
-        return false;
     }
     ranges.sort();
     let mut reach: i128 = 1;
     for (coefficient, count) in ranges {
         if coefficient > reach {
-            return false;
+            return None;
         }
-        let Some(span) = coefficient.checked_mul(count - 1) else { return true }; // beyond any buffer
+        let Some(span) = coefficient.checked_mul(count - 1) else { return Some(least..i128::MAX) }; // beyond any buffer
         reach = reach.saturating_add(span);
     }
-    reach >= elements as i128
+    Some(least..least.saturating_add(reach))
 }

@@ -211,6 +211,28 @@ impl KernelEffects {
         self.written_elements_in(param, &Dispatch::new(grid).with_shape(param, shape))
     }
 
+    /// The flat elements of parameter `param` (a buffer of `shape`) that a dispatch over `grid`
+    /// surely writes, as ranges: those of each must-write proven to write a range without gaps
+    /// (under a guard `id < n / 2`, the first half). Empty where nothing is proven.
+    pub fn surely_written_elements(
+        &self,
+        param: usize,
+        grid: &[Option<u64>],
+        shape: &[Option<u64>],
+    ) -> Vec<Range<u64>> {
+        let dispatch = Dispatch::new(grid).with_shape(param, shape);
+        let query = self.query(&dispatch);
+        let Some(shape) = query.shape(param).and_then(|s| s.into_iter().collect::<Option<Vec<u64>>>()) else {
+            return Vec::new();
+        };
+        let Some(elements) = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) else { return Vec::new() };
+        self.accesses
+            .iter()
+            .filter(|a| a.write && a.must && a.target == Target::Param(param))
+            .filter_map(|a| coverage::surely_written(&query, a, &shape, elements))
+            .collect()
+    }
+
     /// [`writes_every_element`](Self::writes_every_element), knowing more of the dispatch (every
     /// buffer's shape, constant scalar arguments: guards often compare with them).
     pub fn writes_every_element_in(&self, param: usize, dispatch: &Dispatch) -> bool {

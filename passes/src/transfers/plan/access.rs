@@ -5,8 +5,9 @@
 //! other copy (`stale`).
 //!
 //! - a dispatch, by its kernel's effects ([`super::super::dispatch`]): it needs on the device
-//!   what it may read and, unless it provably writes every element, what it may write; it makes
-//!   what it provably writes, and stales those elements on the host;
+//!   what it may read and what it may write but does not provably write (a *merge*: the rest
+//!   must be current, where anything looks at it later); it makes what it provably writes (a
+//!   range under a guard `id < n / 2` too), and stales what it may write on the host;
 //! - a call of a host function with a body (planned on its own, expecting its buffers on the
 //!   host and leaving them there): it needs on the host every buffer its summary touches, and
 //!   stales on the device those it may write;
@@ -40,6 +41,10 @@ pub struct Access {
     pub root: usize,
     /// Elements that must be current before the op, per side.
     pub need: Pair,
+    /// The part of `need` there only because the op may write some of those elements and not
+    /// others (the rest must be current to merge with): needed only where something may look at
+    /// them afterwards ([`Accesses::drop_dead_merges`]).
+    pub merge: Pair,
     /// Elements the op surely leaves current (it writes them all), per side.
     pub made: Pair,
     /// Elements whose copy on that side the op may leave stale.
@@ -111,6 +116,40 @@ impl Accesses {
         self.ops.iter().filter_map(|(&op, a)| a.dynamic.as_ref().map(|d| (op, d)))
     }
 
+    /// Drops from each op's needs the merges that nothing looks at afterwards: elements an op
+    /// may write partly, on no path observed again before a complete write (`live`, what may be
+    /// anticipated right after it on either side, says what is looked at). Whether anything
+    /// changed (the anticipation before those ops then changes too).
+    pub fn drop_dead_merges(&mut self, live: impl Fn(Op, usize) -> Option<RangeSet>) -> bool {
+        let mut changed = false;
+        for (&op, access) in self.ops.iter_mut() {
+            if access.tracked.iter().all(|a| a.merge[HOST].is_empty() && a.merge[DEVICE].is_empty()) {
+                continue;
+            }
+            let mut updated = (**access).clone();
+            let mut dropped = false;
+            for a in &mut updated.tracked {
+                if a.merge[HOST].is_empty() && a.merge[DEVICE].is_empty() {
+                    continue;
+                }
+                let Some(live) = live(op, a.root) else { continue };
+                for side in [HOST, DEVICE] {
+                    let dead = a.merge[side].minus(&live);
+                    if !dead.is_empty() {
+                        a.need[side] = a.need[side].minus(&dead);
+                        a.merge[side] = a.merge[side].minus(&dead);
+                        dropped = true;
+                    }
+                }
+            }
+            if dropped {
+                *access = Rc::new(updated);
+                changed = true;
+            }
+        }
+        changed
+    }
+
     /// The ops with direct copies.
     pub fn direct(&self) -> impl Iterator<Item = (Op, &[Direct])> + '_ {
         self.ops.iter().filter(|(_, a)| !a.direct.is_empty()).map(|(&op, a)| (op, a.direct.as_slice()))
@@ -159,16 +198,24 @@ impl Classifier<'_> {
     /// What `op` does.
     pub fn classify(&self, op: Op) -> OpAccess {
         let ctx = self.ctx;
-        let mut out = Builder { ctx, tracked: self.tracked, roots: self.roots, access: OpAccess::default() };
+        let mut out = Builder {
+            ctx,
+            tracked: self.tracked,
+            roots: self.roots,
+            access: OpAccess::default(),
+            reads: SmallVec::new(),
+        };
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
             for arg in self.kernels.args(ctx, op).iter() {
                 match self.tracked.root_of(self.roots, arg.value) {
                     Some(root) => {
+                        // What it may write and does not surely write merges with the rest.
+                        out.read(root, DEVICE, &arg.read);
+                        let merge = arg.written.minus(&arg.surely_written);
                         let access = out.entry(root);
-                        access.need[DEVICE] = access.need[DEVICE].union(&arg.needs);
-                        if arg.writes_all {
-                            access.made[DEVICE] = access.made[DEVICE].union(&arg.written);
-                        }
+                        access.need[DEVICE] = access.need[DEVICE].union(&merge);
+                        access.merge[DEVICE] = access.merge[DEVICE].union(&merge);
+                        access.made[DEVICE] = access.made[DEVICE].union(&arg.surely_written);
                         access.stale[HOST] = access.stale[HOST].union(&arg.written);
                     }
                     None => {
@@ -254,8 +301,7 @@ impl Classifier<'_> {
                             }
                         }
                         let ranges = known.unwrap_or_else(|| whole(ctx, value));
-                        let access = out.entry(root);
-                        access.need[side] = access.need[side].union(&ranges);
+                        out.read(root, side, &ranges);
                     }
                 }
                 (EffectKind::Write, EffectTarget::Operand(i)) => {
@@ -272,6 +318,7 @@ impl Classifier<'_> {
                         access.made[side] = access.made[side].union(&ranges);
                     } else {
                         access.need[side] = access.need[side].union(&ranges);
+                        access.merge[side] = access.merge[side].union(&ranges);
                     }
                     if !copies_other {
                         let other = 1 - side;
@@ -335,6 +382,8 @@ struct Builder<'a> {
     tracked: &'a Tracked,
     roots: &'a BufferRoots,
     access: OpAccess,
+    /// What the op reads of each root, per side (a merge is what it needs beyond that).
+    reads: SmallVec<[(usize, Pair); 2]>,
 }
 
 impl Builder<'_> {
@@ -344,6 +393,20 @@ impl Builder<'_> {
             None => {
                 self.access.tracked.push(Access { root, ..Access::default() });
                 self.access.tracked.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    /// The op reads `ranges` of `root` on `side`: a need.
+    fn read(&mut self, root: usize, side: usize, ranges: &RangeSet) {
+        let access = self.entry(root);
+        access.need[side] = access.need[side].union(ranges);
+        match self.reads.iter_mut().find(|(r, _)| *r == root) {
+            Some((_, pair)) => pair[side] = pair[side].union(ranges),
+            None => {
+                let mut pair = Pair::default();
+                pair[side] = ranges.clone();
+                self.reads.push((root, pair));
             }
         }
     }
@@ -371,7 +434,18 @@ impl Builder<'_> {
         }
     }
 
-    fn finish(self) -> OpAccess {
+    fn finish(mut self) -> OpAccess {
+        // A merge is only what no read of the same op needs too.
+        for access in &mut self.access.tracked {
+            if access.merge[HOST].is_empty() && access.merge[DEVICE].is_empty() {
+                continue;
+            }
+            for side in [HOST, DEVICE] {
+                if let Some((_, read)) = self.reads.iter().find(|(root, _)| *root == access.root) {
+                    access.merge[side] = access.merge[side].minus(&read[side]);
+                }
+            }
+        }
         self.access
     }
 }

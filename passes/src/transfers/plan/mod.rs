@@ -78,7 +78,7 @@ pub fn plan(
         .and_then(|r| ctx.region_blocks(r).first().copied())
         .ok_or_else(|| Unsupported { what: "a function without body".into(), location: ctx.location(function) })?;
     let entry = (body, entry_facts(ctx, function, &tracked));
-    let flow = FlowGraph::new(ctx, function);
+    let flow = FlowGraph::intraprocedural(ctx, function);
     let n = tracked.len();
 
     // Reads at run-time indices copy one element where the other side is current everywhere;
@@ -87,8 +87,17 @@ pub fn plan(
     let (accesses, anticipated, merges, available, repairs, element_reads) = loop {
         let classifier =
             Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
-        let accesses = classifier.classify_all();
-        let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
+        let mut accesses = classifier.classify_all();
+        let anticipated = loop {
+            let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
+            let live = |op: Op, root: usize| {
+                let may = anticipated.after(ctx, op).may.facts()?.get(root);
+                Some(may[HOST].union(&may[DEVICE]))
+            };
+            if !accesses.drop_dead_merges(live) {
+                break anticipated;
+            }
+        };
         let merges = Merges::new(ctx, function, &flow, &accesses, &anticipated);
         let (available, repairs) = settle_merges(ctx, function, &flow, &accesses, &entry, &merges)?;
         let mut element_reads = Vec::new();
@@ -406,7 +415,9 @@ impl Describer<'_> {
             reads: direct.reads,
             writes: true,
             needs: direct.ranges.clone(),
+            read: direct.ranges.clone(),
             written: direct.ranges.clone(),
+            surely_written: super::ranges::RangeSet::empty(),
             writes_all: false,
         };
         Some(match direct.direction {
