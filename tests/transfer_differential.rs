@@ -450,12 +450,7 @@ fn case_with(seed: u64, constructs: Constructs) -> Case {
 
 /// Shrinks a failing case (for at most a minute) to the smallest that still fails the same way;
 /// returns it and how it fails.
-fn shrink_failure(
-    case: Case,
-    failure: &Failure,
-    strategies: &[Strategy],
-    order: &[(&str, &str)],
-) -> (Case, Failure) {
+fn shrink_failure(case: Case, failure: &Failure, strategies: &[Strategy], order: &[(&str, &str)]) -> (Case, Failure) {
     let involved = involved(failure, strategies);
     // Shrinking runs the program a few hundred times; a minute is enough to get most of it
     // (`HAT_DIFF_SHRINK_SECS` sets another limit).

@@ -3,10 +3,11 @@
 //! be right on both paths, so if the element is still observed (`may` anticipation), the planner
 //! completes one side on the incoming edges that lack it ([`super::placement::repairs`]).
 //!
-//! The side: the one the next observers want when they agree; where both may observe next, at a
-//! loop's header the side its back edge brings (the iterations keep it there and the entry edge
-//! copies once), elsewhere the side fewer incoming edges lack (the device at a header whose back
-//! edge brings neither or both, the host on a tie).
+//! The side: the one the next observers want when they agree; where both may observe next, the
+//! side whose copies cost less on the edges that lack it, each edge weighed by the loops around
+//! it (at a loop's header: the side its back edge brings, the entry edge copying once; after a
+//! branch, the side fewer paths lack); an edge current on neither side yet counts as current on
+//! the host; on a tie, the device at a header and the host elsewhere.
 //!
 //! Only roots something inside the joining op accesses can arrive different along its edges, so
 //! a join looks at those roots only.

@@ -47,20 +47,25 @@ pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, 
                     .skip(1)
                     .fold(reached[0].1.get(root)[side].clone(), |acc, (_, f)| acc.intersect(&f.get(root)[side]))
             };
+            // The side whose copies on the edges that lack it cost less, an edge's copy weighed
+            // by how often it runs (its loop depth): at a loop's header, the side its back edge
+            // brings (the entry edge copies once); after a branch, the side fewer paths lack.
+            // An edge current on neither side (lost at a join upstream, whose repair is still
+            // to come) counts as current on the host, the buffer's home.
             let prefer = |both: &super::super::ranges::RangeSet| {
-                let has = |facts: &Facts, side: usize| facts.get(root)[side].contains(both);
-                if join.header {
-                    let back = reached.iter().find(|(i, _)| is_back_edge(ctx, &join.edges[*i]));
-                    if let Some((_, f)) = back {
-                        match (has(f, HOST), has(f, DEVICE)) {
-                            (true, false) => return Some(HOST),
-                            (false, true) => return Some(DEVICE),
-                            _ => {}
-                        }
+                let lacks = |facts: &Facts, side: usize| {
+                    let pair = facts.get(root);
+                    let missing = both.minus(&pair[side]);
+                    if side == HOST {
+                        !missing.intersect(&pair[DEVICE]).is_empty()
+                    } else {
+                        !missing.is_empty()
                     }
-                }
-                let lacking = |side: usize| reached.iter().filter(|(_, f)| !has(f, side)).count();
-                match lacking(HOST).cmp(&lacking(DEVICE)) {
+                };
+                let cost = |side: usize| -> u64 {
+                    reached.iter().filter(|(_, f)| lacks(f, side)).map(|(i, _)| edge_weight(ctx, &join.edges[*i])).sum()
+                };
+                match cost(HOST).cmp(&cost(DEVICE)) {
                     std::cmp::Ordering::Less => Some(HOST),
                     std::cmp::Ordering::Greater => Some(DEVICE),
                     std::cmp::Ordering::Equal => None,
@@ -98,16 +103,26 @@ pub fn prune(ctx: &Context, flow: &FlowGraph, available: &DenseSolution<Must>, c
 }
 
 /// Whether `edge` goes around a loop (back to the start of the region it leaves).
-fn is_back_edge(ctx: &Context, edge: &Edge) -> bool {
-    match edge.to {
-        Target::Block(block) => {
-            let region = |b| ctx.block_parent(b);
-            edge.kind == hat_ir::analysis::dataflow::EdgeKind::Exit
-                && ctx.parent_block(edge.from).and_then(region).and_then(|r| ctx.region_parent(r))
-                    == region(block).and_then(|r| ctx.region_parent(r))
+/// How often an edge runs, roughly: 8 to the power of the loops around it (those around both
+/// its source and its target: a loop's entry and exit edges run once per run of the loop, its
+/// back edge once per iteration).
+fn edge_weight(ctx: &Context, edge: &Edge) -> u64 {
+    let loops_around = |mut at: Option<Op>| {
+        let mut depth = 0u32;
+        while let Some(op) = at {
+            if ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(op).is_some() {
+                depth += 1;
+            }
+            at = ctx.parent_op(op);
         }
-        Target::After(_) => false,
-    }
+        depth
+    };
+    let from = loops_around(ctx.parent_op(edge.from));
+    let to = match edge.to {
+        Target::Block(block) => loops_around(ctx.block_parent(block).and_then(|r| ctx.region_parent(r))),
+        Target::After(op) => loops_around(ctx.parent_op(op)),
+    };
+    8u64.saturating_pow(from.min(to).min(8))
 }
 
 /// Adds `more` to `copies`.
