@@ -32,6 +32,8 @@ pub struct Join {
     pub header: bool,
     /// What is observed next from here (may-anticipation), when some path reaches an exit.
     live: Option<Facts>,
+    /// What every path from here needs before anything kills it (must-anticipation).
+    pub needed: Option<Facts>,
 }
 
 /// Every join of a function.
@@ -92,7 +94,14 @@ impl Merges {
             };
             let Some(owner) = owner else { continue };
             let roots = inside.get(&owner).cloned().unwrap_or_default();
-            joins.push(Join { target, edges, roots, header, live: live.may.facts().cloned() });
+            joins.push(Join {
+                target,
+                edges,
+                roots,
+                header,
+                live: live.may.facts().cloned(),
+                needed: live.must.facts().cloned(),
+            });
         }
         Merges { joins }
     }

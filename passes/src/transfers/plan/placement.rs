@@ -62,6 +62,15 @@ pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, 
                         !missing.is_empty()
                     }
                 };
+                // A side no path from here surely needs would be copied in vain on the paths that
+                // leave without looking (a loop that runs no more iterations): the host then,
+                // whose copies are those the `kernel` strategy would make.
+                let needed = |side: usize| join.needed.as_ref().is_some_and(|n| n.get(root)[side].contains(both));
+                match (needed(HOST), needed(DEVICE)) {
+                    (false, false) | (true, false) => return Some(HOST),
+                    (false, true) => return Some(DEVICE),
+                    (true, true) => {}
+                }
                 let cost = |side: usize| -> u64 {
                     reached.iter().filter(|(_, f)| lacks(f, side)).map(|(i, _)| edge_weight(ctx, &join.edges[*i])).sum()
                 };
