@@ -152,31 +152,11 @@ impl BufferRoots {
     /// intermediates of an image pipeline), every device copy is current and nothing is ever
     /// copied, so those are followed. Returns the allocating op.
     pub fn outliving_allocation(&self, ctx: &Context, function: Op) -> Option<Op> {
-        let ops = ctx.walk(function);
-        let mut outliving: FxHashMap<Value, Op> = FxHashMap::default();
-        for &op in &ops {
-            if op == function || ctx.interface::<dyn RegionBranchOpInterface>(op).is_none() {
-                continue;
-            }
-            let mut carried: Vec<Value> = ctx.results(op).collect();
-            for &region in ctx.regions(op) {
-                for &block in ctx.region_blocks(region) {
-                    carried.extend(ctx.block_arguments(block).iter().copied());
-                }
-            }
-            for value in carried {
-                let Roots::Known(set) = self.roots_ref(value) else { continue };
-                for &root in set {
-                    let Some(made) = ctx.defining_op(root) else { continue };
-                    if is_ancestor(ctx, op, made) {
-                        outliving.insert(root, made);
-                    }
-                }
-            }
-        }
+        let outliving = self.outliving_roots(ctx, function);
         if outliving.is_empty() {
             return None;
         }
+        let ops = ctx.walk(function);
         // Anything but a dispatch, a select or the carrying of values by control flow touches
         // the host copy (or may: a call, the return).
         for &op in &ops {
@@ -206,6 +186,34 @@ impl BufferRoots {
             }
         }
         None
+    }
+
+    /// The buffers made inside a loop or branch of `function` that outlive it (carried by the
+    /// loop, yielded by the branch), each with the op that makes it.
+    pub fn outliving_roots(&self, ctx: &Context, function: Op) -> FxHashMap<Value, Op> {
+        let ops = ctx.walk(function);
+        let mut outliving: FxHashMap<Value, Op> = FxHashMap::default();
+        for &op in &ops {
+            if op == function || ctx.interface::<dyn RegionBranchOpInterface>(op).is_none() {
+                continue;
+            }
+            let mut carried: Vec<Value> = ctx.results(op).collect();
+            for &region in ctx.regions(op) {
+                for &block in ctx.region_blocks(region) {
+                    carried.extend(ctx.block_arguments(block).iter().copied());
+                }
+            }
+            for value in carried {
+                let Roots::Known(set) = self.roots_ref(value) else { continue };
+                for &root in set {
+                    let Some(made) = ctx.defining_op(root) else { continue };
+                    if is_ancestor(ctx, op, made) {
+                        outliving.insert(root, made);
+                    }
+                }
+            }
+        }
+        outliving
     }
 
     /// Whether `a` and `b` may be the same buffer (an unknown value may be any).

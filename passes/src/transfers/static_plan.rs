@@ -60,7 +60,7 @@ use hat_ir::verifier::symbol_name;
 use hat_ir::{
     Block, Context, EffectKind, EffectTarget, Extent, Location, MemoryEffects, MemorySpace, Op, OpTraits, Value,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -341,9 +341,11 @@ pub fn plan(
         });
     }
     let uses = UseIndex::new(ctx, function, &roots);
+    let device_only = roots.outliving_roots(ctx, function).into_keys().collect();
     let mut planner = Planner {
         ctx,
         function,
+        device_only,
         uses,
         roots,
         kernels,
@@ -365,6 +367,9 @@ pub fn plan(
 struct Planner<'a> {
     ctx: &'a Context,
     function: Op,
+    /// The buffers made inside a loop or branch that outlive it, which only dispatches touch
+    /// (see [`BufferRoots::outliving_allocation`]): their host copies are never current.
+    device_only: FxHashSet<Value>,
     roots: BufferRoots,
     kernels: &'a Kernels,
     summaries: &'a Summaries,
@@ -693,17 +698,31 @@ impl<'a> Planner<'a> {
             .iter()
             .zip(&arg_roots)
             .map(|(a, roots)| {
+                // A copy through the alias would overwrite the device copy of a buffer whose
+                // host copy is never current: each buffer's own copies instead, where it reads;
+                // where it writes, the function is not followed.
+                let device_only = match self.roots.roots_ref(a.value) {
+                    Roots::Known(set) => set.len() > 1 && set.iter().any(|r| self.device_only.contains(r)),
+                    Roots::Unknown => !self.device_only.is_empty(),
+                };
+                if device_only {
+                    return if a.writes {
+                        Err(self.unsupported(op, "a dispatch writing through a value that may be a buffer made in a loop or branch or another"))
+                    } else {
+                        Ok(false)
+                    };
+                }
                 if roots.len() < 2 {
-                    return false;
+                    return Ok(false);
                 }
                 if a.writes {
-                    return true;
+                    return Ok(true);
                 }
                 let needs = |r: &Value| a.needs.clamp(element_count(ctx, *r));
-                roots.iter().all(|r| state[r].host.contains(&needs(r)) && !state[r].host_flag)
-                    && !roots.iter().all(|r| state[r].device.contains(&needs(r)))
+                Ok(roots.iter().all(|r| state[r].host.contains(&needs(r)) && !state[r].host_flag)
+                    && !roots.iter().all(|r| state[r].device.contains(&needs(r))))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         // A partial write to a flagged buffer keeps the flag: what it needs is copied in where
         // the flag says the host copy is the whole one, and what it writes copied back there
         // right after, so that the flag still tells which copy is whole.
