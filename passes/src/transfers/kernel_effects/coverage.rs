@@ -87,9 +87,7 @@ fn surely_written_unclamped(
         }
         let trips = (span as i128 + step as i128 - 1) / step as i128;
         env.set(Atom::Trip(l.variable), Interval::new(0, trips - 1));
-        let Some(variable) = Affine::atom(Atom::Trip(l.variable)).scale(step).and_then(|t| t.add(&lower)) else {
-            return None;
-        };
+        let variable = Affine::atom(Atom::Trip(l.variable)).scale(step).and_then(|t| t.add(&lower))?;
         replaced.push((Atom::Loop(l.variable), variable));
     }
     let replace = |a: &Atom| replaced.iter().find(|(x, _)| x == a).map(|(_, f)| f.clone());
@@ -97,7 +95,7 @@ fn surely_written_unclamped(
     let guards: Vec<_> = resolved.guards.iter().map(|g| g.substitute(&replace)).collect();
     let extent = match &resolved.extent {
         Extent::Element(indices) if indices.len() == shape.len() => {
-            let Some(indices) = indices.iter().map(substitute).collect::<Option<Vec<_>>>() else { return None };
+            let indices = indices.iter().map(substitute).collect::<Option<Vec<_>>>()?;
             Extent::Element(indices)
         }
         Extent::Whole => Extent::Whole,
@@ -169,9 +167,9 @@ fn covered_under(
     let mut flat = Affine::constant(0);
     let mut stride: i64 = 1;
     for (index, &size) in indices.iter().zip(shape).rev() {
-        let Some(next) = index.scale(stride).and_then(|term| flat.add(&term)) else { return None };
+        let next = index.scale(stride).and_then(|term| flat.add(&term))?;
         flat = next;
-        let Some(next) = i64::try_from(size).ok().and_then(|s| stride.checked_mul(s)) else { return None };
+        let next = i64::try_from(size).ok().and_then(|s| stride.checked_mul(s))?;
         stride = next;
     }
     let variables: Vec<Atom> = flat.terms().map(|(a, _)| a.clone()).collect();
