@@ -18,11 +18,17 @@
 //! conditions (or choose among selects) are unswitched one condition at a time, the copies in
 //! each region again, up to [`MAX_DEPTH`] conditions deep (2^depth copies of the op); past that
 //! the op is left as it is, and the plan treats it as touching every buffer it may name.
+//!
+//! An `scf.if` that only yields values from outside it (`scf.if %c { yield %a, %b } else { yield
+//! %b, %a }`: a swap through branch results) is a choice on its condition too: it becomes
+//! `arith.select`s first (MLIR's canonicalization of a trivial `scf.if` into selects), so that
+//! what observes its results is unswitched the same way.
 
 use super::aliases::is_buffer;
 use hat_dialects::arith_views::SelectOp;
 use hat_ir::interfaces::{execution_space, ExecutionSpace};
 use hat_ir::{Context, Op, OpTraits, OperationState, Value};
+use rustc_hash::FxHashMap;
 
 /// How many conditions deep one op is unswitched at most.
 pub const MAX_DEPTH: usize = 3;
@@ -32,6 +38,7 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
     if execution_space(ctx, function) != Some(ExecutionSpace::Host) {
         return 0;
     }
+    selects_for_trivial_ifs(ctx, function);
     let mut worklist: Vec<(Op, usize)> = ctx
         .walk(function)
         .into_iter()
@@ -91,4 +98,53 @@ fn first_condition(ctx: &Context, op: Op) -> Option<Value> {
         let select = ctx.defining_op(value).and_then(|d| SelectOp::wrap(ctx, d))?;
         Some(select.condition(ctx))
     })
+}
+
+/// Replaces each `scf.if` under `function` whose regions hold nothing but their yields, and one
+/// of whose results is a buffer, by an `arith.select` per result; returns how many.
+pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> usize {
+    let if_name = ctx.op_name("scf.if");
+    let select_name = ctx.op_name("arith.select");
+    let trivial: Vec<(Op, Vec<Value>, Vec<Value>)> = ctx
+        .walk(function)
+        .into_iter()
+        .filter(|&op| ctx.name(op) == if_name && ctx.results(op).any(|r| is_buffer(ctx, r)))
+        .filter_map(|op| {
+            let [then_region, else_region] = ctx.regions(op) else { return None };
+            let yielded = |region| -> Option<Vec<Value>> {
+                let [block] = ctx.region_blocks(region) else { return None };
+                let only = ctx.first_op(*block).filter(|&o| ctx.last_op(*block) == Some(o))?;
+                Some(ctx.operands(only).to_vec())
+            };
+            Some((op, yielded(*then_region)?, yielded(*else_region)?))
+        })
+        .collect();
+    let mut replaced: FxHashMap<Value, Value> = FxHashMap::default();
+    for (branch, then_values, else_values) in &trivial {
+        let condition = ctx.operand(*branch, 0);
+        let location = ctx.location(*branch);
+        for (i, (&a, &b)) in then_values.iter().zip(else_values).enumerate() {
+            let result = ctx.result(*branch, i);
+            let mut state = OperationState::new(select_name, location);
+            state.operands = vec![condition, a, b];
+            state.result_types.push(ctx.value_type(result));
+            let select = ctx.create_op(state);
+            ctx.insert_op_before(*branch, select);
+            replaced.insert(result, ctx.result(select, 0));
+        }
+    }
+    if replaced.is_empty() {
+        return 0;
+    }
+    for op in ctx.walk(function) {
+        for index in 0..ctx.operands(op).len() {
+            if let Some(&to) = replaced.get(&ctx.operand(op, index)) {
+                ctx.set_operand(op, index, to);
+            }
+        }
+    }
+    for (branch, _, _) in &trivial {
+        ctx.erase_op(*branch);
+    }
+    trivial.len()
 }
