@@ -47,6 +47,7 @@ const STRATEGIES: &[(&str, Option<&str>, TransferMode)] = &[
     ("static", Some("insert-transfers{strategy=static}"), TransferMode::Explicit),
     ("default", Some("default"), TransferMode::Explicit),
     ("tracking", Some("track-accesses"), TransferMode::Tracking),
+    ("lcm", Some("insert-transfers{strategy=lcm}"), TransferMode::Explicit),
 ];
 
 /// The differential test's case for `seed` (its `case_for`: 2 to 5 buffers, 2 to 8
