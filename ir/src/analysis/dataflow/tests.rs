@@ -74,6 +74,38 @@ fn the_flow_graph_follows_the_interfaces() {
     assert!(matches!(flow.role(&ctx, opaque), Role::Opaque));
 }
 
+#[test]
+fn an_intraprocedural_flow_graph_follows_no_call() {
+    let (ctx, module) = parse(PROGRAM);
+    let main = ops_named(&ctx, module, "t.func")[0];
+    let call = tagged(&ctx, module, "call");
+    let flow = FlowGraph::intraprocedural(&ctx, main);
+    assert!(matches!(flow.role(&ctx, call), Role::ExternalCall), "a call is an op like any other");
+    assert_eq!(flow.edges_from(call).count(), 0, "no edge into the callee");
+    let helper_return = tagged(&ctx, module, "helper-return");
+    assert!(!flow.is_op_live(&ctx, helper_return), "the callee's body is not part of the graph");
+    // The solver visits the call as an op: the state after it is `visit_op`'s (here false),
+    // where the whole module's graph gives what the callee returns (true).
+    let after_call = |flow: &FlowGraph| *solve_dense_forward(&ctx, flow, &ClearedBy(call)).after(&ctx, call);
+    assert!(!after_call(&flow), "the state after the call comes from visit_op");
+    let whole = FlowGraph::new(&ctx, module);
+    assert!(matches!(whole.role(&ctx, call), Role::Call { .. }));
+    assert!(after_call(&whole), "the whole module's graph returns the callee's exit state");
+}
+
+/// Reached, except right after one op (whose `visit_op` gives false).
+struct ClearedBy(Op);
+
+impl DenseForwardAnalysis for ClearedBy {
+    type Lattice = bool;
+    fn visit_op(&self, _: &Context, op: Op, before: &bool) -> bool {
+        *before && op != self.0
+    }
+    fn entry_state(&self, _: &Context, _: Block) -> bool {
+        true
+    }
+}
+
 /// Whether a point is reached.
 struct Reached;
 
