@@ -76,7 +76,12 @@ impl Pass for RaceLint {
                 dispatches.push((None, Dispatch::new(&sample_grid(dimensions(ctx, kernel, &effects)))));
             }
             let mut seen: Vec<(Op, Op, RaceKind)> = Vec::new();
+            // A dispatch equal to one already looked at finds the same races, all seen: skip it.
+            let mut evaluated: FxHashSet<Dispatch> = FxHashSet::default();
             for (at, dispatch) in dispatches {
+                if evaluated.contains(&dispatch) {
+                    continue;
+                }
                 for race in effects.races(&dispatch) {
                     if seen.contains(&(race.op, race.other, race.kind)) {
                         continue;
@@ -87,6 +92,7 @@ impl Pass for RaceLint {
                     failed |= diagnostic.severity == Severity::Error;
                     state.emit(diagnostic);
                 }
+                evaluated.insert(dispatch);
             }
         }
         state.preserve_all();
