@@ -21,6 +21,7 @@
 //! handle reused. Blocks, regions and block arguments are not reused. Without the reuse, a
 //! pipeline that rewrites every function would grow the arenas by every op it ever created.
 
+use crate::arena::ChunkedVec;
 use crate::attributes::{sign_extend, AttributeKind};
 use crate::dialect::{DialectInfo, OpDefinition, OpTraits};
 use crate::interfaces::InterfaceSet;
@@ -138,10 +139,10 @@ pub struct Context {
     types: Interner<TypeKind>,
     attributes: Interner<AttributeKind>,
     identifiers: Interner<Box<str>>,
-    ops: Vec<OpData>,
+    ops: ChunkedVec<OpData>,
     blocks: Vec<BlockData>,
     regions: Vec<RegionData>,
-    values: Vec<ValueData>,
+    values: ChunkedVec<ValueData>,
     /// Ops erased since the last [`Context::reclaim_erased_ops`].
     erased_ops: Vec<Op>,
     /// Free op slots, by the number of results (and result values) that they come with.
@@ -179,10 +180,10 @@ impl Context {
             types: Interner::default(),
             attributes: Interner::default(),
             identifiers: Interner::default(),
-            ops: Vec::new(),
+            ops: ChunkedVec::new(),
             blocks: Vec::new(),
             regions: Vec::new(),
-            values: Vec::new(),
+            values: ChunkedVec::new(),
             erased_ops: Vec::new(),
             free_ops: Vec::new(),
             folders: Vec::new(),
