@@ -53,7 +53,26 @@ pub fn has_no_effects(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> b
         return has_droppable_effects(ctx, op);
     }
     // The walk reaches every nested op, so an op with recursive effects needs no check of its own.
-    ctx.walk(op)[1..].iter().all(|&inner| is_recursive(ctx, inner, recursive) || has_droppable_effects(ctx, inner))
+    // It stops at the first op with an effect that is not droppable.
+    let droppable = |inner: Op| is_recursive(ctx, inner, recursive) || has_droppable_effects(ctx, inner);
+    let mut stack: Vec<Op> = Vec::new();
+    push_nested(ctx, op, &mut stack);
+    while let Some(inner) = stack.pop() {
+        if !droppable(inner) {
+            return false;
+        }
+        push_nested(ctx, inner, &mut stack);
+    }
+    true
+}
+
+/// Pushes the ops directly nested in `op` (those of its regions' blocks) onto `stack`.
+fn push_nested(ctx: &Context, op: Op, stack: &mut Vec<Op>) {
+    for &region in ctx.regions(op) {
+        for &block in ctx.region_blocks(region) {
+            stack.extend(ctx.block_ops(block));
+        }
+    }
 }
 
 fn is_recursive(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> bool {
