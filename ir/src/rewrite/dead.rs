@@ -53,24 +53,28 @@ pub fn has_no_effects(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> b
         return has_droppable_effects(ctx, op);
     }
     // The walk reaches every nested op, so an op with recursive effects needs no check of its own.
-    // It stops at the first op with an effect that is not droppable.
+    // It looks at one op at a time (a cursor per block being walked) and stops at the first op
+    // with an effect that cannot be dropped.
     let droppable = |inner: Op| is_recursive(ctx, inner, recursive) || has_droppable_effects(ctx, inner);
-    let mut stack: Vec<Op> = Vec::new();
-    push_nested(ctx, op, &mut stack);
-    while let Some(inner) = stack.pop() {
+    let mut cursors: Vec<Op> = Vec::new();
+    push_first_ops(ctx, op, &mut cursors);
+    while let Some(inner) = cursors.pop() {
+        if let Some(next) = ctx.next_op(inner) {
+            cursors.push(next);
+        }
         if !droppable(inner) {
             return false;
         }
-        push_nested(ctx, inner, &mut stack);
+        push_first_ops(ctx, inner, &mut cursors);
     }
     true
 }
 
-/// Pushes the ops directly nested in `op` (those of its regions' blocks) onto `stack`.
-fn push_nested(ctx: &Context, op: Op, stack: &mut Vec<Op>) {
+/// Pushes the first op of each block of `op`'s regions onto `cursors`.
+fn push_first_ops(ctx: &Context, op: Op, cursors: &mut Vec<Op>) {
     for &region in ctx.regions(op) {
         for &block in ctx.region_blocks(region) {
-            stack.extend(ctx.block_ops(block));
+            cursors.extend(ctx.first_op(block));
         }
     }
 }

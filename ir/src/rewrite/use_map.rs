@@ -131,6 +131,29 @@ impl UseMap {
         }
     }
 
+    /// Tracks the operands of `op` again after they changed (their number too): the same as
+    /// [`UseMap::untrack`] before the change and [`UseMap::track`] after it, but reusing the op's
+    /// nodes when there are enough of them, so that changing operands does not grow the map.
+    pub fn retrack(&mut self, ctx: &Context, op: Op) {
+        let OperandNodes { first, count } = *self.operands.get(op);
+        if first == ERASED {
+            return;
+        }
+        let operands = ctx.operands(op);
+        if first == NIL || operands.len() > count as usize {
+            self.untrack(op);
+            self.track(ctx, op);
+            return;
+        }
+        for node in first..first + count {
+            self.unlink(node);
+        }
+        self.operands.set(op, OperandNodes { first, count: operands.len() as u32 });
+        for (node, &value) in (first..).zip(operands) {
+            self.link(node, value);
+        }
+    }
+
     /// Stops tracking the operands of `op` (removes its uses) and marks it erased.
     pub fn untrack_erased(&mut self, op: Op) {
         self.untrack(op);
