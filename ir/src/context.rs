@@ -778,8 +778,8 @@ impl Context {
 
     /// An attribute of an op by name.
     pub fn attribute(&self, op: Op, name: &str) -> Option<Attribute> {
-        let ident = self.find_ident(name)?;
-        self.op(op).attributes.iter().find(|(n, _)| *n == ident).map(|&(_, a)| a)
+        // An op has a few attributes: comparing their names costs less than hashing `name`.
+        self.op(op).attributes.iter().find(|&&(n, _)| self.ident_str(n) == name).map(|&(_, a)| a)
     }
 
     /// An op's regions.
@@ -905,21 +905,28 @@ impl Context {
     /// Every op nested in `root` (including `root`), in pre-order. Iterative: deep nesting is fine.
     pub fn walk(&self, root: Op) -> Vec<Op> {
         let mut out = Vec::new();
-        let mut stack = vec![root];
-        while let Some(op) = stack.pop() {
-            out.push(op);
-            // Push children in reverse so they pop in order.
+        self.walk_with(root, |op| out.push(op));
+        out
+    }
+
+    /// Calls `visit` on every op nested in `root` (including `root`), in pre-order, as
+    /// [`Context::walk`] lists them but without the list: one cursor per block being walked.
+    pub fn walk_with(&self, root: Op, mut visit: impl FnMut(Op)) {
+        let mut cursors: Vec<Op> = vec![root];
+        while let Some(op) = cursors.pop() {
+            visit(op);
+            if op != root {
+                if let Some(next) = self.next_op(op) {
+                    cursors.push(next);
+                }
+            }
+            // The first op of each block, the first block's on top.
             for &region in self.regions(op).iter().rev() {
                 for &block in self.region_blocks(region).iter().rev() {
-                    let mut cursor = self.last_op(block);
-                    while let Some(child) = cursor {
-                        stack.push(child);
-                        cursor = self.prev_op(child);
-                    }
+                    cursors.extend(self.first_op(block));
                 }
             }
         }
-        out
     }
 
     /// The ops of the single block of the first region of `op` (such as a module's body).
