@@ -78,13 +78,18 @@ impl UseMap {
     pub fn build(ctx: &Context, root: Op) -> UseMap {
         let mut ops = Vec::new();
         let mut operand_count = 0;
-        let mut stack = vec![root];
-        while let Some(op) = stack.pop() {
+        // Each op, then the ops nested in it from the last to the first (each with its own nested
+        // ops): a cursor per block being walked, moving backwards.
+        let mut cursors = vec![root];
+        while let Some(op) = cursors.pop() {
             ops.push(op);
             operand_count += ctx.operands(op).len();
+            if op != root {
+                cursors.extend(ctx.prev_op(op));
+            }
             for &region in ctx.regions(op) {
                 for &block in ctx.region_blocks(region) {
-                    stack.extend(ctx.block_ops(block));
+                    cursors.extend(ctx.last_op(block));
                 }
             }
         }
