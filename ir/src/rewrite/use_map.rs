@@ -81,9 +81,13 @@ impl UseMap {
         // Each op, then the ops nested in it from the last to the first (each with its own nested
         // ops): a cursor per block being walked, moving backwards.
         let mut cursors = vec![root];
+        // The windows of the ops and of the values they define, found on the way.
+        let (mut ops_seen, mut values_defined) = (IndexWindow::default(), IndexWindow::default());
         while let Some(op) = cursors.pop() {
             ops.push(op);
             operand_count += ctx.operands(op).len();
+            ops_seen.add(op.index());
+            values_defined.add_values_defined_by(ctx, op);
             if op != root {
                 cursors.extend(ctx.prev_op(op));
             }
@@ -93,8 +97,8 @@ impl UseMap {
                 }
             }
         }
-        let op_window = IndexWindow::of_ops(&ops).dense_range();
-        let value_window = IndexWindow::of_values_defined_by(ctx, &ops).dense_range();
+        let op_window = ops_seen.dense_range();
+        let value_window = values_defined.dense_range();
         let mut map = UseMap {
             heads: SideTable::with_window(value_window, NIL),
             operands: SideTable::with_window(op_window.clone(), UNTRACKED),
