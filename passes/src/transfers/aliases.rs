@@ -213,6 +213,8 @@ impl BufferRoots {
     /// Whether `a` and `b` may be the same buffer (an unknown value may be any).
     pub fn may_alias(&self, a: Value, b: Value) -> bool {
         match (self.roots_ref(a), self.roots_ref(b)) {
+            // Most buffers have one root: compare them without setting up an intersection.
+            (Roots::Known(x), Roots::Known(y)) if x.len() == 1 && y.len() == 1 => x.first() == y.first(),
             (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
             _ => true,
         }
