@@ -21,6 +21,7 @@
 //! handle reused. Blocks, regions and block arguments are not reused. Without the reuse, a
 //! pipeline that rewrites every function would grow the arenas by every op it ever created.
 
+use crate::arena::ChunkedVec;
 use crate::attributes::{sign_extend, AttributeKind};
 use crate::dialect::{DialectInfo, OpDefinition, OpTraits};
 use crate::interfaces::InterfaceSet;
@@ -138,10 +139,10 @@ pub struct Context {
     types: Interner<TypeKind>,
     attributes: Interner<AttributeKind>,
     identifiers: Interner<Box<str>>,
-    ops: Vec<OpData>,
+    ops: ChunkedVec<OpData>,
     blocks: Vec<BlockData>,
     regions: Vec<RegionData>,
-    values: Vec<ValueData>,
+    values: ChunkedVec<ValueData>,
     /// Ops erased since the last [`Context::reclaim_erased_ops`].
     erased_ops: Vec<Op>,
     /// Free op slots, by the number of results (and result values) that they come with.
@@ -179,10 +180,10 @@ impl Context {
             types: Interner::default(),
             attributes: Interner::default(),
             identifiers: Interner::default(),
-            ops: Vec::new(),
+            ops: ChunkedVec::new(),
             blocks: Vec::new(),
             regions: Vec::new(),
-            values: Vec::new(),
+            values: ChunkedVec::new(),
             erased_ops: Vec::new(),
             free_ops: Vec::new(),
             folders: Vec::new(),
@@ -777,8 +778,8 @@ impl Context {
 
     /// An attribute of an op by name.
     pub fn attribute(&self, op: Op, name: &str) -> Option<Attribute> {
-        let ident = self.find_ident(name)?;
-        self.op(op).attributes.iter().find(|(n, _)| *n == ident).map(|&(_, a)| a)
+        // An op has a few attributes: comparing their names costs less than hashing `name`.
+        self.op(op).attributes.iter().find(|&&(n, _)| self.ident_str(n) == name).map(|&(_, a)| a)
     }
 
     /// An op's regions.
@@ -904,21 +905,28 @@ impl Context {
     /// Every op nested in `root` (including `root`), in pre-order. Iterative: deep nesting is fine.
     pub fn walk(&self, root: Op) -> Vec<Op> {
         let mut out = Vec::new();
-        let mut stack = vec![root];
-        while let Some(op) = stack.pop() {
-            out.push(op);
-            // Push children in reverse so they pop in order.
+        self.walk_with(root, |op| out.push(op));
+        out
+    }
+
+    /// Calls `visit` on every op nested in `root` (including `root`), in pre-order, as
+    /// [`Context::walk`] lists them but without the list: one cursor per block being walked.
+    pub fn walk_with(&self, root: Op, mut visit: impl FnMut(Op)) {
+        let mut cursors: Vec<Op> = vec![root];
+        while let Some(op) = cursors.pop() {
+            visit(op);
+            if op != root {
+                if let Some(next) = self.next_op(op) {
+                    cursors.push(next);
+                }
+            }
+            // The first op of each block, the first block's on top.
             for &region in self.regions(op).iter().rev() {
                 for &block in self.region_blocks(region).iter().rev() {
-                    let mut cursor = self.last_op(block);
-                    while let Some(child) = cursor {
-                        stack.push(child);
-                        cursor = self.prev_op(child);
-                    }
+                    cursors.extend(self.first_op(block));
                 }
             }
         }
-        out
     }
 
     /// The ops of the single block of the first region of `op` (such as a module's body).

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod arena;
 pub mod attributes;
 mod context;
 pub mod diagnostics;

@@ -88,24 +88,30 @@ impl IndexWindow {
     pub fn of_values_defined_by(ctx: &Context, ops: &[Op]) -> IndexWindow {
         let mut window = IndexWindow::default();
         for &op in ops {
-            // Results are consecutive: the first and the last bound them.
-            let count = ctx.result_count(op);
-            if count > 0 {
-                window.add(ctx.result(op, 0).index());
-                if count > 1 {
-                    window.add(ctx.result(op, count - 1).index());
-                    window.count += count - 2;
-                }
+            window.add_values_defined_by(ctx, op);
+        }
+        window
+    }
+
+    /// Adds the values that `op` defines: its results and the arguments of the blocks of its
+    /// regions.
+    pub fn add_values_defined_by(&mut self, ctx: &Context, op: Op) {
+        // Results are consecutive: the first and the last bound them.
+        let count = ctx.result_count(op);
+        if count > 0 {
+            self.add(ctx.result(op, 0).index());
+            if count > 1 {
+                self.add(ctx.result(op, count - 1).index());
+                self.count += count - 2;
             }
-            for &region in ctx.regions(op) {
-                for &block in ctx.region_blocks(region) {
-                    for &argument in ctx.block_arguments(block) {
-                        window.add(argument.index());
-                    }
+        }
+        for &region in ctx.regions(op) {
+            for &block in ctx.region_blocks(region) {
+                for &argument in ctx.block_arguments(block) {
+                    self.add(argument.index());
                 }
             }
         }
-        window
     }
 }
 

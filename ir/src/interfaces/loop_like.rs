@@ -59,5 +59,12 @@ pub fn trip_count(ctx: &Context, op: Op) -> Option<u64> {
 /// The loop-like ops nested in `op` (itself included), innermost first: `walk` is pre-order,
 /// so reversed it visits inner loops before the loops around them.
 pub fn loops_innermost_first(ctx: &Context, op: Op) -> Vec<Op> {
-    ctx.walk(op).into_iter().rev().filter(|&o| ctx.interface::<dyn LoopLikeOpInterface>(o).is_some()).collect()
+    let mut loops = Vec::new();
+    ctx.walk_with(op, |o| {
+        if ctx.interface::<dyn LoopLikeOpInterface>(o).is_some() {
+            loops.push(o);
+        }
+    });
+    loops.reverse();
+    loops
 }

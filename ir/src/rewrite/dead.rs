@@ -53,7 +53,30 @@ pub fn has_no_effects(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> b
         return has_droppable_effects(ctx, op);
     }
     // The walk reaches every nested op, so an op with recursive effects needs no check of its own.
-    ctx.walk(op)[1..].iter().all(|&inner| is_recursive(ctx, inner, recursive) || has_droppable_effects(ctx, inner))
+    // It looks at one op at a time (a cursor per block being walked) and stops at the first op
+    // with an effect that cannot be dropped.
+    let droppable = |inner: Op| is_recursive(ctx, inner, recursive) || has_droppable_effects(ctx, inner);
+    let mut cursors: Vec<Op> = Vec::new();
+    push_first_ops(ctx, op, &mut cursors);
+    while let Some(inner) = cursors.pop() {
+        if let Some(next) = ctx.next_op(inner) {
+            cursors.push(next);
+        }
+        if !droppable(inner) {
+            return false;
+        }
+        push_first_ops(ctx, inner, &mut cursors);
+    }
+    true
+}
+
+/// Pushes the first op of each block of `op`'s regions onto `cursors`.
+fn push_first_ops(ctx: &Context, op: Op, cursors: &mut Vec<Op>) {
+    for &region in ctx.regions(op) {
+        for &block in ctx.region_blocks(region) {
+            cursors.extend(ctx.first_op(block));
+        }
+    }
 }
 
 fn is_recursive(ctx: &Context, op: Op, recursive: RecursiveEffectsFn) -> bool {

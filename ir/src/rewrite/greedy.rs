@@ -223,8 +223,15 @@ pub fn apply_patterns_greedily(
     let window = rewriter.uses().op_window();
     rewriter.listener.queued = SideTable::with_window(window.clone(), false);
     rewriter.listener.owned = SideTable::with_window(window, false);
-    let mut driver =
-        Driver { rewriter, root, config, stats: GreedyStats::default(), traits: Vec::new(), constants: Vec::new() };
+    let mut driver = Driver {
+        rewriter,
+        root,
+        config,
+        stats: GreedyStats::default(),
+        traits: Vec::new(),
+        constants: Vec::new(),
+        order: Vec::new(),
+    };
     for _ in 0..config.max_iterations.max(1) {
         driver.stats.iterations += 1;
         driver.seed();
@@ -257,6 +264,8 @@ struct Driver<'c, 'g> {
     traits: Vec<Option<OpTraits>>,
     /// Scratch: the constant operands of the op being folded.
     constants: Vec<Option<Attribute>>,
+    /// Scratch: the ops under the root in pre-order, for [`Driver::seed`].
+    order: Vec<Op>,
 }
 
 impl Driver<'_, '_> {
@@ -271,23 +280,31 @@ impl Driver<'_, '_> {
     fn seed(&mut self) {
         let ctx: &Context = self.rewriter.ctx;
         let state = &mut self.rewriter.listener;
-        let mut stack: Vec<(Op, bool)> = Vec::new();
-        let push_children = |stack: &mut Vec<(Op, bool)>, op: Op| {
-            for &region in ctx.regions(op) {
-                for &block in ctx.region_blocks(region) {
-                    stack.extend(ctx.block_ops(block).map(|child| (child, false)));
+        // The pre-order, with a cursor per block being walked (not every op of a block at once).
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        let mut cursors: Vec<Op> = Vec::new();
+        // The first op of each block of `op`, the first block's on top.
+        let push_first_ops = |cursors: &mut Vec<Op>, op: Op| {
+            for &region in ctx.regions(op).iter().rev() {
+                for &block in ctx.region_blocks(region).iter().rev() {
+                    cursors.extend(ctx.first_op(block));
                 }
             }
         };
-        push_children(&mut stack, self.root);
-        while let Some((op, expanded)) = stack.pop() {
-            if expanded || ctx.regions(op).is_empty() {
-                state.push(op);
-            } else {
-                stack.push((op, true));
-                push_children(&mut stack, op);
+        push_first_ops(&mut cursors, self.root);
+        while let Some(op) = cursors.pop() {
+            order.push(op);
+            if let Some(next) = ctx.next_op(op) {
+                cursors.push(next);
             }
+            push_first_ops(&mut cursors, op);
         }
+        state.worklist.reserve(order.len());
+        for &op in order.iter().rev() {
+            state.push(op);
+        }
+        self.order = order;
     }
 
     fn traits_of(&mut self, name: OpName) -> OpTraits {

@@ -388,9 +388,8 @@ impl<L: Listener + ?Sized> Rewriter<'_, L> {
     /// Sets every operand of `op` (their number may change).
     pub fn set_operands(&mut self, op: Op, operands: &[Value]) {
         let old: Vec<Value> = self.ctx.operands(op).to_vec();
-        self.uses.untrack(op);
         self.ctx.set_operands(op, operands);
-        self.uses.track(self.ctx, op);
+        self.uses.retrack(self.ctx, op);
         for value in old {
             if !operands.contains(&value) {
                 self.listener.operand_dropped(self.ctx, value);

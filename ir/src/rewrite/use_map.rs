@@ -78,18 +78,27 @@ impl UseMap {
     pub fn build(ctx: &Context, root: Op) -> UseMap {
         let mut ops = Vec::new();
         let mut operand_count = 0;
-        let mut stack = vec![root];
-        while let Some(op) = stack.pop() {
+        // Each op, then the ops nested in it from the last to the first (each with its own nested
+        // ops): a cursor per block being walked, moving backwards.
+        let mut cursors = vec![root];
+        // The windows of the ops and of the values they define, found on the way.
+        let (mut ops_seen, mut values_defined) = (IndexWindow::default(), IndexWindow::default());
+        while let Some(op) = cursors.pop() {
             ops.push(op);
             operand_count += ctx.operands(op).len();
+            ops_seen.add(op.index());
+            values_defined.add_values_defined_by(ctx, op);
+            if op != root {
+                cursors.extend(ctx.prev_op(op));
+            }
             for &region in ctx.regions(op) {
                 for &block in ctx.region_blocks(region) {
-                    stack.extend(ctx.block_ops(block));
+                    cursors.extend(ctx.last_op(block));
                 }
             }
         }
-        let op_window = IndexWindow::of_ops(&ops).dense_range();
-        let value_window = IndexWindow::of_values_defined_by(ctx, &ops).dense_range();
+        let op_window = ops_seen.dense_range();
+        let value_window = values_defined.dense_range();
         let mut map = UseMap {
             heads: SideTable::with_window(value_window, NIL),
             operands: SideTable::with_window(op_window.clone(), UNTRACKED),
@@ -127,6 +136,29 @@ impl UseMap {
         for &value in operands {
             let node = self.nodes.len() as u32;
             self.nodes.push(Node { user: op.index() as u32, value: value.index() as u32, prev: NIL, next: NIL });
+            self.link(node, value);
+        }
+    }
+
+    /// Tracks the operands of `op` again after they changed (their number too): the same as
+    /// [`UseMap::untrack`] before the change and [`UseMap::track`] after it, but reusing the op's
+    /// nodes when there are enough of them, so that changing operands does not grow the map.
+    pub fn retrack(&mut self, ctx: &Context, op: Op) {
+        let OperandNodes { first, count } = *self.operands.get(op);
+        if first == ERASED {
+            return;
+        }
+        let operands = ctx.operands(op);
+        if first == NIL || operands.len() > count as usize {
+            self.untrack(op);
+            self.track(ctx, op);
+            return;
+        }
+        for node in first..first + count {
+            self.unlink(node);
+        }
+        self.operands.set(op, OperandNodes { first, count: operands.len() as u32 });
+        for (node, &value) in (first..).zip(operands) {
             self.link(node, value);
         }
     }

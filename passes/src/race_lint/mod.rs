@@ -52,19 +52,26 @@ pub struct RaceLint {
 
 impl Pass for RaceLint {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
+        // Per kernel, the first launch of each distinct dispatch: a later launch with an equal
+        // dispatch finds the same races, all reported by then.
         let mut launches: FxHashMap<Op, Vec<(Op, Dispatch)>> = FxHashMap::default();
+        let mut distinct: FxHashMap<Op, FxHashSet<Dispatch>> = FxHashMap::default();
         // Kernels some launch of which has a grid that is not made of constants.
         let mut unknown_grids: FxHashSet<Op> = FxHashSet::default();
         let mut kernels = Vec::new();
-        for nested in ctx.walk(op) {
+        ctx.walk_with(op, |nested| {
             if is_kernel(ctx, nested) {
                 kernels.push(nested);
             } else if let Some((kernel, dispatch)) = launch(ctx, nested) {
-                launches.entry(kernel).or_default().push((nested, dispatch));
+                let seen = distinct.entry(kernel).or_default();
+                if !seen.contains(&dispatch) {
+                    seen.insert(dispatch.clone());
+                    launches.entry(kernel).or_default().push((nested, dispatch));
+                }
             } else if let Some(kernel) = launched_kernel(ctx, nested) {
                 unknown_grids.insert(kernel);
             }
-        }
+        });
         let mut failed = false;
         for kernel in kernels {
             let effects = state.analysis::<KernelEffects>(ctx, kernel).clone();
@@ -76,7 +83,12 @@ impl Pass for RaceLint {
                 dispatches.push((None, Dispatch::new(&sample_grid(dimensions(ctx, kernel, &effects)))));
             }
             let mut seen: Vec<(Op, Op, RaceKind)> = Vec::new();
+            // A dispatch equal to one already looked at finds the same races, all seen: skip it.
+            let mut evaluated: FxHashSet<Dispatch> = FxHashSet::default();
             for (at, dispatch) in dispatches {
+                if evaluated.contains(&dispatch) {
+                    continue;
+                }
                 for race in effects.races(&dispatch) {
                     if seen.contains(&(race.op, race.other, race.kind)) {
                         continue;
@@ -87,6 +99,7 @@ impl Pass for RaceLint {
                     failed |= diagnostic.severity == Severity::Error;
                     state.emit(diagnostic);
                 }
+                evaluated.insert(dispatch);
             }
         }
         state.preserve_all();

@@ -62,8 +62,12 @@ impl BufferRoots {
     /// any parameter of the group, so that an access through one counts for all of them and a
     /// write through one is partial ([`parameter_aliasing`] finds the groups from the calls).
     pub fn with_aliased_parameters(ctx: &Context, function: Op, aliased: &[Vec<usize>]) -> BufferRoots {
+        BufferRoots::with_aliased_parameters_in(ctx, function, aliased, &ctx.walk(function))
+    }
+
+    /// [`BufferRoots::with_aliased_parameters`], given `ops`, the walk of `function`.
+    pub fn with_aliased_parameters_in(ctx: &Context, function: Op, aliased: &[Vec<usize>], ops: &[Op]) -> BufferRoots {
         let mut this = BufferRoots::default();
-        let ops = ctx.walk(function);
         if let Some(&entry) = ctx.regions(function).first().and_then(|&r| ctx.region_blocks(r).first()) {
             let arguments = ctx.block_arguments(entry);
             for &argument in arguments {
@@ -77,17 +81,22 @@ impl BufferRoots {
                 }
             }
         }
-        for &op in &ops {
+        for &op in ops {
             for result in ctx.results(op) {
                 if is_buffer(ctx, result) && allocates(ctx, op, result) {
                     this.root(ctx, result);
                 }
             }
         }
-        // Buffers made by ops nothing here explains may be any buffer.
-        for &op in &ops {
+        // Buffers made by ops nothing here explains may be any buffer. Only selects and control
+        // flow carry buffers (they explain their results): the propagation below visits them.
+        let mut carriers: Vec<Op> = Vec::new();
+        for &op in ops {
             let explained =
                 SelectOp::wrap(ctx, op).is_some() || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
+            if explained {
+                carriers.push(op);
+            }
             for result in ctx.results(op) {
                 if is_buffer(ctx, result) && !this.roots.contains_key(&result) && !explained {
                     this.roots.insert(result, Roots::Unknown);
@@ -107,13 +116,6 @@ impl BufferRoots {
         }
         // Propagate to a fixpoint: each round only grows the sets. Only selects and control
         // flow carry buffers, so only they are visited again.
-        let carriers: Vec<Op> = ops
-            .iter()
-            .copied()
-            .filter(|&op| {
-                SelectOp::wrap(ctx, op).is_some() || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some()
-            })
-            .collect();
         loop {
             let mut changed = false;
             for &op in &carriers {
@@ -219,6 +221,8 @@ impl BufferRoots {
     /// Whether `a` and `b` may be the same buffer (an unknown value may be any).
     pub fn may_alias(&self, a: Value, b: Value) -> bool {
         match (self.roots_ref(a), self.roots_ref(b)) {
+            // Most buffers have one root: compare them without setting up an intersection.
+            (Roots::Known(x), Roots::Known(y)) if x.len() == 1 && y.len() == 1 => x.first() == y.first(),
             (Roots::Known(x), Roots::Known(y)) => x.intersection(y).next().is_some(),
             _ => true,
         }

@@ -10,6 +10,7 @@ use hat_ir::interfaces::{
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Context, Op, Type, TypeKind, Value};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -59,8 +60,9 @@ pub struct Kernels {
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct LaunchShape {
     kernel: Option<Op>,
-    grid: Vec<Option<i64>>,
-    types: Vec<Type>,
+    // Inline: a key is made for every dispatch asked about.
+    grid: SmallVec<[Option<i64>; 3]>,
+    types: SmallVec<[Type; 6]>,
 }
 
 impl Kernels {
@@ -68,22 +70,22 @@ impl Kernels {
     pub fn new(ctx: &Context, module: Op, mut effects_of: impl FnMut(Op) -> KernelEffects) -> Kernels {
         let table = SymbolTable::new(ctx, module);
         let mut kernels = Kernels::default();
-        for op in ctx.walk(module) {
+        ctx.walk_with(module, |op| {
             let name = if let Some(launch) = ctx.interface::<dyn LaunchOpInterface>(op) {
                 launch.kernel(ctx, op)
             } else if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
                 call.callee(ctx, op)
             } else {
-                continue;
+                return;
             };
             // A name the module's own table lacks may be in a nested table: the general lookup.
-            let Some(target) = name.and_then(|n| table.lookup(n)).or_else(|| resolve(ctx, op)) else { continue };
+            let Some(target) = name.and_then(|n| table.lookup(n)).or_else(|| resolve(ctx, op)) else { return };
             kernels.callees.insert(op, target);
             if ctx.interface::<dyn LaunchOpInterface>(op).is_some() && !kernels.effects.contains_key(&target) {
                 let effects = effects_of(target);
                 kernels.effects.insert(target, effects);
             }
-        }
+        });
         kernels
     }
 

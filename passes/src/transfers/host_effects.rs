@@ -66,17 +66,6 @@ pub fn summarize_with_roots(ctx: &Context, module: Op, kernels: &Kernels) -> (Su
     // Who calls whom, among these functions.
     let mut callees: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
     let mut callers: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
-    for (caller, body) in bodies.iter().enumerate() {
-        for &op in &body[1..] {
-            if ctx.interface::<dyn CallOpInterface>(op).is_none() {
-                continue;
-            }
-            if let Some(&callee) = kernels.callee(ctx, op).and_then(|c| number.get(&c)) {
-                callees[caller].push(callee);
-                callers[callee].push(caller);
-            }
-        }
-    }
     // Parameters that some call passes one buffer to may alias: each function's roots say so,
     // found by a fixpoint (a caller's aliased parameters make its callee's alias in turn).
     let mut calls: Vec<(usize, usize, Vec<Value>)> = Vec::new();
@@ -84,6 +73,8 @@ pub fn summarize_with_roots(ctx: &Context, module: Op, kernels: &Kernels) -> (Su
         for &op in &body[1..] {
             let Some(call) = ctx.interface::<dyn CallOpInterface>(op) else { continue };
             if let Some(&callee) = kernels.callee(ctx, op).and_then(|c| number.get(&c)) {
+                callees[caller].push(callee);
+                callers[callee].push(caller);
                 calls.push((caller, callee, ctx.operands(op)[call.arguments(ctx, op)].to_vec()));
             }
         }
@@ -94,7 +85,8 @@ pub fn summarize_with_roots(ctx: &Context, module: Op, kernels: &Kernels) -> (Su
         let roots: Vec<BufferRoots> = functions
             .iter()
             .zip(&aliased)
-            .map(|(&f, groups)| BufferRoots::with_aliased_parameters(ctx, f, groups))
+            .zip(&bodies)
+            .map(|((&f, groups), body)| BufferRoots::with_aliased_parameters_in(ctx, f, groups, body))
             .collect();
         let found = parameter_aliasing(ctx, &counts, &calls, &roots);
         if found == aliased {
@@ -235,9 +227,7 @@ impl Touches<'_> {
     /// What `op` and the ops nested in it do to `buffer`.
     pub fn touch(&self, op: Op, buffer: Value) -> Touch {
         let mut touch = Touch::default();
-        for nested in self.ctx.walk(op) {
-            touch.add(self.own_touch(nested, buffer));
-        }
+        self.ctx.walk_with(op, |nested| touch.add(self.own_touch(nested, buffer)));
         touch
     }
 
