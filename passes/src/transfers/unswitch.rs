@@ -38,7 +38,7 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
     if execution_space(ctx, function) != Some(ExecutionSpace::Host) {
         return 0;
     }
-    selects_for_trivial_ifs(ctx, function);
+    let made = selects_for_trivial_ifs(ctx, function);
     let mut worklist: Vec<(Op, usize)> = ctx
         .walk(function)
         .into_iter()
@@ -89,7 +89,22 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
         ctx.erase_op(op);
         unswitched += 1;
     }
+    erase_unused(ctx, function, &made);
     unswitched
+}
+
+/// Erases those of `selects` (made here) whose result nothing under `function` uses any more.
+fn erase_unused(ctx: &mut Context, function: Op, selects: &[Op]) {
+    if selects.is_empty() {
+        return;
+    }
+    let used: rustc_hash::FxHashSet<Value> =
+        ctx.walk(function).into_iter().flat_map(|op| ctx.operands(op).to_vec()).collect();
+    for &select in selects {
+        if !used.contains(&ctx.result(select, 0)) {
+            ctx.erase_op(select);
+        }
+    }
 }
 
 /// The condition of the first buffer operand of `op` that an `arith.select` chooses.
@@ -101,8 +116,8 @@ fn first_condition(ctx: &Context, op: Op) -> Option<Value> {
 }
 
 /// Replaces each `scf.if` under `function` whose regions hold nothing but their yields, and one
-/// of whose results is a buffer, by an `arith.select` per result; returns how many.
-pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> usize {
+/// of whose results is a buffer, by an `arith.select` per result; returns the selects made.
+pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> Vec<Op> {
     let if_name = ctx.op_name("scf.if");
     let select_name = ctx.op_name("arith.select");
     let trivial: Vec<(Op, Vec<Value>, Vec<Value>)> = ctx
@@ -120,6 +135,7 @@ pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> usize {
         })
         .collect();
     let mut replaced: FxHashMap<Value, Value> = FxHashMap::default();
+    let mut made = Vec::new();
     for (branch, then_values, else_values) in &trivial {
         let condition = ctx.operand(*branch, 0);
         let location = ctx.location(*branch);
@@ -131,10 +147,11 @@ pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> usize {
             let select = ctx.create_op(state);
             ctx.insert_op_before(*branch, select);
             replaced.insert(result, ctx.result(select, 0));
+            made.push(select);
         }
     }
     if replaced.is_empty() {
-        return 0;
+        return made;
     }
     for op in ctx.walk(function) {
         for index in 0..ctx.operands(op).len() {
@@ -146,5 +163,5 @@ pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> usize {
     for (branch, _, _) in &trivial {
         ctx.erase_op(*branch);
     }
-    trivial.len()
+    made
 }
