@@ -152,9 +152,9 @@ impl BufferRoots {
     /// through the op's results: one state per root cannot say which copy of which of them is
     /// current, nor can a transfer name the older ones. Where only dispatches touch them (the
     /// intermediates of an image pipeline), every device copy is current and nothing is ever
-    /// copied, so those are followed. Returns the allocating op.
-    pub fn outliving_allocation(&self, ctx: &Context, function: Op) -> Option<Op> {
-        let outliving = self.outliving_roots(ctx, function);
+    /// copied, so those are followed. `outliving`: [`BufferRoots::outliving_roots`] of
+    /// `function`. Returns the allocating op.
+    pub fn outliving_allocation(&self, ctx: &Context, function: Op, outliving: &FxHashMap<Value, Op>) -> Option<Op> {
         if outliving.is_empty() {
             return None;
         }

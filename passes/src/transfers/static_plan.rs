@@ -334,14 +334,15 @@ pub fn plan(
     let roots = roots.unwrap_or_else(|| BufferRoots::of(ctx, function));
     // The state has one entry per root: a root that stands for several live buffers at once
     // cannot be followed.
-    if let Some(made) = roots.outliving_allocation(ctx, function) {
+    let outliving = roots.outliving_roots(ctx, function);
+    if let Some(made) = roots.outliving_allocation(ctx, function, &outliving) {
         return Err(Unsupported {
             what: "a buffer made inside a loop or branch that outlives it and that the host touches".into(),
             location: ctx.location(made),
         });
     }
     let uses = UseIndex::new(ctx, function, &roots);
-    let device_only = roots.outliving_roots(ctx, function).into_keys().collect();
+    let device_only = outliving.into_keys().collect();
     let mut planner = Planner {
         ctx,
         function,
