@@ -286,34 +286,20 @@ fn oracle_ratios() {
          {:<10} {:>32}   {:>32}   {}\n",
         "strategy", "bytes/oracle: median  p95   max  at", "copies/oracle: median  p95   max  at", "broken below"
     );
-    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
-    let summary = |s: &RatioSummary| {
-        serde_json::json!({
-            "median": s.median, "p95": s.p95, "max": s.max, "at_oracle": s.at_oracle,
-            "share_at_oracle": s.share_at_oracle(), "below_oracle": s.below_oracle,
-            "above_zero_oracle": s.above_zero_oracle, "runs": s.runs,
-        })
-    };
     let mut json = serde_json::Map::new();
     let mut all_below = Vec::new();
     for ((name, _, _), (bytes, copies, below, broken)) in STRATEGIES.iter().zip(tally(&cases)) {
         let (b, c) = (RatioSummary::of(&bytes), RatioSummary::of(&copies));
         text.push_str(&format!(
-            "{name:<10} {:>20} {:>5} {:>5} {:>5.1}%   {:>20} {:>5} {:>5} {:>5.1}%   {:>6} {:>5}\n",
-            fmt(b.median),
-            fmt(b.p95),
-            fmt(b.max),
-            100.0 * b.share_at_oracle(),
-            fmt(c.median),
-            fmt(c.p95),
-            fmt(c.max),
-            100.0 * c.share_at_oracle(),
+            "{name:<10} {}   {}   {:>6} {:>5}\n",
+            b.columns(3),
+            c.columns(3),
             broken.len(),
             below.len()
         ));
         json.insert(
             name.to_string(),
-            serde_json::json!({ "bytes": summary(&b), "copies": summary(&c), "broken": broken, "below_oracle": below }),
+            serde_json::json!({ "bytes": b.to_json(), "copies": c.to_json(), "broken": broken, "below_oracle": below }),
         );
         all_below.extend(below.into_iter().map(|b| format!("{name}: {b}")));
     }

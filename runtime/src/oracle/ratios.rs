@@ -59,6 +59,33 @@ impl RatioSummary {
             self.at_oracle as f64 / self.runs as f64
         }
     }
+
+    /// The columns of a report's row: median, 95th percentile and maximum with `decimals`
+    /// digits ("-" where there is no ratio), then the share at the oracle in percent.
+    pub fn columns(&self, decimals: usize) -> String {
+        let ratio = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.decimals$}"));
+        format!(
+            "{:>20} {:>5} {:>5} {:>5.1}%",
+            ratio(self.median),
+            ratio(self.p95),
+            ratio(self.max),
+            100.0 * self.share_at_oracle()
+        )
+    }
+
+    /// Every figure, and the share at the oracle, as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "median": self.median,
+            "p95": self.p95,
+            "max": self.max,
+            "at_oracle": self.at_oracle,
+            "share_at_oracle": self.share_at_oracle(),
+            "below_oracle": self.below_oracle,
+            "above_zero_oracle": self.above_zero_oracle,
+            "runs": self.runs,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -78,5 +105,15 @@ mod tests {
         assert_eq!((s.median, s.p95, s.max), (Some(1.10), Some(1.19), Some(1.20)));
         assert_eq!(RatioSummary::of(&[(3, 4)]).below_oracle, 1);
         assert_eq!(RatioSummary::of(&[]).median, None);
+    }
+
+    #[test]
+    fn a_report_row_and_its_json() {
+        let s = RatioSummary::of(&[(10, 10), (4, 4), (6, 4), (8, 4), (0, 0), (5, 0)]);
+        assert_eq!(s.columns(2), format!("{:>20} {:>5} {:>5} {:>5.1}%", "1.00", "2.00", "2.00", 50.0));
+        assert_eq!(RatioSummary::of(&[]).columns(3), format!("{:>20} {:>5} {:>5} {:>5.1}%", "-", "-", "-", 0.0));
+        let json = s.to_json();
+        assert_eq!((json["median"].as_f64(), json["runs"].as_u64()), (Some(1.0), Some(6)));
+        assert_eq!(json["share_at_oracle"].as_f64(), Some(0.5));
     }
 }

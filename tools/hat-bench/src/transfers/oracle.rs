@@ -151,19 +151,6 @@ pub fn scenarios(strategies: &[Strategy], dir: &Path, counts: &[i64]) -> Result<
     Ok(runs)
 }
 
-fn summary_json(s: &RatioSummary) -> Value {
-    json!({
-        "median": s.median,
-        "p95": s.p95,
-        "max": s.max,
-        "at_oracle": s.at_oracle,
-        "share_at_oracle": s.share_at_oracle(),
-        "below_oracle": s.below_oracle,
-        "above_zero_oracle": s.above_zero_oracle,
-        "runs": s.runs,
-    })
-}
-
 /// Per strategy: (bytes, oracle bytes) and (copies, oracle copies) over the runs where it was
 /// right; the seeds (or labels) where it was wrong, failed, or below the oracle in bytes.
 struct PerStrategy {
@@ -250,22 +237,15 @@ pub fn report(
         "copies/oracle: median  p95   max  at",
         "wrong failed below"
     );
-    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     let mut strategies_json = serde_json::Map::new();
     for (strategy, p) in strategies.iter().zip(&per) {
         let (b, c) = (RatioSummary::of(&p.bytes), RatioSummary::of(&p.copies));
         ok &= p.below.is_empty() && p.below_copy_bound.is_empty();
         table.push_str(&format!(
-            "{:<10} {:>20} {:>5} {:>5} {:>5.1}%   {:>20} {:>5} {:>5} {:>5.1}%   {:>5} {:>6} {:>5}\n",
+            "{:<10} {}   {}   {:>5} {:>6} {:>5}\n",
             strategy.name,
-            fmt(b.median),
-            fmt(b.p95),
-            fmt(b.max),
-            100.0 * b.share_at_oracle(),
-            fmt(c.median),
-            fmt(c.p95),
-            fmt(c.max),
-            100.0 * c.share_at_oracle(),
+            b.columns(2),
+            c.columns(2),
             p.wrong.len(),
             p.failed.len(),
             p.below.len()
@@ -273,8 +253,8 @@ pub fn report(
         strategies_json.insert(
             strategy.name.to_string(),
             json!({
-                "bytes": summary_json(&b),
-                "copies": summary_json(&c),
+                "bytes": b.to_json(),
+                "copies": c.to_json(),
                 "total_bytes": p.bytes.iter().map(|(v, _)| v).sum::<u64>(),
                 "total_copies": p.copies.iter().map(|(v, _)| v).sum::<u64>(),
                 "wrong": p.wrong,
