@@ -9,18 +9,7 @@ mod program_gen;
 
 use hat_ir::parse_source;
 use hat_ir::pass::PassManager;
-use program_gen::ast::Case;
-use program_gen::rng::Rng;
-use program_gen::{generate_case, render, Config};
-
-/// As `tests/transfer_differential.rs` makes the case for `seed`.
-fn case_for(seed: u64) -> Case {
-    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9));
-    let mut config = Config::sized(rng.between(2, 8) as usize);
-    config.buffers = rng.between(2, 5) as usize;
-    config.helpers = rng.between(0, 2) as usize;
-    generate_case(seed, &config)
-}
+use program_gen::{differential_case, render, Constructs};
 
 #[test]
 fn generated_programs_exercise_resolve_aliases() {
@@ -29,7 +18,7 @@ fn generated_programs_exercise_resolve_aliases() {
     let mut specialised_loops = 0;
     let (mut three, mut four, mut flags, mut andi, mut plus_one, mut swapped_ne) = (0, 0, 0, 0, 0, 0);
     for seed in 0..CASES {
-        let text = render(&case_for(seed).program);
+        let text = render(&differential_case(seed, Constructs::NONE).program);
         three += u64::from(text.contains(":3 = scf.for"));
         four += u64::from(text.contains(":4 = scf.for"));
         flags += u64::from(text.contains("iter_args(%q"));

@@ -35,6 +35,7 @@
 //! get some elements overwritten (not all: a `write` declaration does not promise every
 //! element); `readwrite` and undeclared arguments are recorded and one element is changed.
 
+mod case_arguments;
 mod program_gen;
 
 use hat_ir::pass::{Pass, PassFailed, PassInfo, PassManager, PassManagerOptions, PassOptions, PassRegistry, PassState};
@@ -43,8 +44,7 @@ use hat_runtime::{
     ArgEffect, ArgValue, CpuBackend, Executor, ExecutorOptions, HostBuffer, HostCall, Scalar, TransferMode,
 };
 use program_gen::ast::Case;
-use program_gen::rng::Rng;
-use program_gen::{generate_case, numbered, render, shrink, Config, Construct, Constructs, Effect};
+use program_gen::{differential_case, numbered, render, shrink, Construct, Constructs, Effect};
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -205,24 +205,6 @@ struct Failure {
     message: String,
 }
 
-fn arguments(case: &Case) -> Vec<ArgValue> {
-    let program = &case.program;
-    let mut args: Vec<ArgValue> = program
-        .buffers
-        .iter()
-        .zip(&case.args.buffers)
-        .map(|(shape, values)| {
-            let shape: Vec<usize> = shape.0.iter().map(|&d| d as usize).collect();
-            ArgValue::Buffer(HostBuffer::from_i32(&shape, values).expect("the values fit the shape"))
-        })
-        .collect();
-    let index = |v: u64| ArgValue::Scalar(Scalar::Int(v as i64));
-    args.extend(case.args.trips.iter().map(|&t| index(t)));
-    args.extend(case.args.flags.iter().map(|&f| index(f)));
-    args.push(ArgValue::Scalar(Scalar::Int(case.args.seed as i64)));
-    args
-}
-
 /// Binds `@observe` and every `@h{k}` of the program to recording functions.
 fn register_recorders<'a>(executor: &mut Executor<'a>, case: &Case, log: &Rc<RefCell<Vec<Call>>>) {
     let sink = Rc::clone(log);
@@ -327,7 +309,7 @@ fn run(case: &Case, text: &str, pipeline: Option<&str>, mode: TransferMode) -> R
     let output = {
         let mut executor = Executor::new(verified, &mut backend, ExecutorOptions { mode });
         register_recorders(&mut executor, case, &log);
-        executor.run("main", arguments(case)).map_err(|e| fail(FailureKind::Run, e.to_string()))?
+        executor.run("main", case_arguments::arguments(case)).map_err(|e| fail(FailureKind::Run, e.to_string()))?
     };
     let calls = log.borrow().clone();
     let observed =
@@ -430,17 +412,7 @@ fn constructs() -> Constructs {
 
 /// The case for `seed` with this run's constructs.
 fn case_for(seed: u64) -> Case {
-    case_with(seed, constructs())
-}
-
-/// The case for `seed` with `constructs`: 2 to 5 buffers, 2 to 8 dispatches, up to 2 helpers.
-fn case_with(seed: u64, constructs: Constructs) -> Case {
-    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9));
-    let mut config = Config::sized(rng.between(2, 8) as usize);
-    config.buffers = rng.between(2, 5) as usize;
-    config.helpers = rng.between(0, 2) as usize;
-    config.constructs = constructs;
-    generate_case(seed, &config)
+    differential_case(seed, constructs())
 }
 
 /// Shrinks a failing case (for at most a minute) to the smallest that still fails the same way;
@@ -537,7 +509,7 @@ fn run_shard(
     // How the lcm plan compares: (more than kernel, more than static, fewer than static), seeds.
     let mut lcm: [Vec<u64>; 3] = Default::default();
     for &seed in &seeds {
-        let case = case_with(seed, on);
+        let case = differential_case(seed, on);
         let bytes = match check_case(&case, strategies, order) {
             Ok(bytes) => bytes,
             Err(failure) => return Err(report_failure(seed, case, failure, strategies, order)),
@@ -584,7 +556,7 @@ fn run_shard(
             println!("  seed {seed}: bytes moved {bytes:?}");
         }
         if let Some((_, seed, _)) = tracking_wins.first() {
-            let case = case_with(*seed, on);
+            let case = differential_case(*seed, on);
             let shown = if env_number("HAT_DIFF_SHRINK_EXAMPLES").is_some() {
                 let pair = [STATIC, TRACKING];
                 let still_wins = |c: &Case| match check_case(c, &pair, BYTE_ORDER) {
@@ -693,7 +665,7 @@ fn coverage(on: Constructs) {
     known.extend(Construct::ALL.into_iter().flat_map(|c| construct_features(c, Constructs::all())));
     let mut counts: std::collections::BTreeMap<&str, u64> = expected.iter().map(|f| (*f, 0)).collect();
     for seed in 0..cases {
-        for feature in features(&case_with(seed, on)) {
+        for feature in features(&differential_case(seed, on)) {
             *counts.entry(feature).or_default() += 1;
         }
     }

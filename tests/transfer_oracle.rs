@@ -26,6 +26,7 @@
 //! result returns a checksum of what it may read; `@observe` records its scalar. The oracle
 //! takes host functions at their declarations (see `hat_runtime::oracle`).
 
+mod case_arguments;
 #[allow(dead_code, unused_imports)]
 mod program_gen;
 
@@ -34,8 +35,7 @@ use hat_ir::{parse_source, verify_module, Context, Op};
 use hat_runtime::oracle::{check_plan, optimum, Optimum, RatioSummary, Trace};
 use hat_runtime::{ArgValue, CpuBackend, Executor, ExecutorOptions, HostBuffer, HostCall, Scalar, TransferMode};
 use program_gen::ast::Case;
-use program_gen::rng::Rng;
-use program_gen::{generate_case, render, Config, Effect};
+use program_gen::{differential_case, render, Constructs, Effect};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -49,35 +49,6 @@ const STRATEGIES: &[(&str, Option<&str>, TransferMode)] = &[
     ("tracking", Some("track-accesses"), TransferMode::Tracking),
     ("lcm", Some("insert-transfers{strategy=lcm}"), TransferMode::Explicit),
 ];
-
-/// The differential test's case for `seed` (its `case_for`: 2 to 5 buffers, 2 to 8
-/// dispatches, up to 2 helpers).
-fn case_for(seed: u64) -> Case {
-    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9));
-    let mut config = Config::sized(rng.between(2, 8) as usize);
-    config.buffers = rng.between(2, 5) as usize;
-    config.helpers = rng.between(0, 2) as usize;
-    generate_case(seed, &config)
-}
-
-/// The arguments of `@main`: the buffers, then the trip counts, the flags and `%seed`.
-fn arguments(case: &Case) -> Vec<ArgValue> {
-    let mut args: Vec<ArgValue> = case
-        .program
-        .buffers
-        .iter()
-        .zip(&case.args.buffers)
-        .map(|(shape, values)| {
-            let dims: Vec<usize> = shape.0.iter().map(|&d| d as usize).collect();
-            ArgValue::Buffer(HostBuffer::from_i32(&dims, values).expect("the values fit the shape"))
-        })
-        .collect();
-    let int = |v: i64| ArgValue::Scalar(Scalar::Int(v));
-    args.extend(case.args.trips.iter().map(|&t| int(t as i64)));
-    args.extend(case.args.flags.iter().map(|&f| int(f as i64)));
-    args.push(int(case.args.seed as i64));
-    args
-}
 
 /// What a run lets anyone observe: the results, the final host copies, the host calls.
 #[derive(Debug, PartialEq)]
@@ -175,7 +146,7 @@ fn run(
     let mut executor = Executor::new(verified, &mut backend, ExecutorOptions { mode });
     executor.set_trace(trace);
     register(&mut executor, case, &log);
-    let output = executor.run("main", arguments(case)).map_err(|e| e.to_string())?;
+    let output = executor.run("main", case_arguments::arguments(case)).map_err(|e| e.to_string())?;
     let traced = executor.take_trace();
     let report = &output.report;
     let (bytes, copies) = (report.total_bytes(), report.to_device.count + report.from_device.count);
@@ -202,7 +173,7 @@ fn oracle_of(seed: u64, what: &str, trace: Option<Trace>) -> Optimum {
 }
 
 fn compare(seed: u64) -> Compared {
-    let case = case_for(seed);
+    let case = differential_case(seed, Constructs::NONE);
     let text = render(&case.program);
     let program = load(&text, None).unwrap_or_else(|e| panic!("seed {seed}: the program does not load: {e}"));
     let (reference, bytes, copies, trace) = run(&case, &program, TransferMode::Reference, true)

@@ -28,6 +28,7 @@
 //!
 //! `HAT_VULKAN_CASES=n` sets the number of generated programs (default 300; seeds 0..n).
 
+mod case_arguments;
 #[allow(dead_code, unused_imports)]
 mod program_gen;
 mod vulkan_support;
@@ -40,9 +41,7 @@ use hat_runtime::{
     KernelHandle, LoweredModule, ParameterKind, RunOutput, RuntimeError, Scalar, TransferMode,
 };
 use hat_runtime_vulkan::VulkanBackend;
-use program_gen::ast::Case;
-use program_gen::rng::Rng;
-use program_gen::{generate_case, render, Config};
+use program_gen::{differential_case, render, Constructs};
 use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
@@ -384,34 +383,6 @@ fn every_scenario_runs_on_vulkan_as_on_the_cpu() {
 
 // ----- generated programs ----------------------------------------------------------------------
 
-/// The case for `seed`, as the transfer differential test makes them: 2 to 5 buffers, 2 to 8
-/// dispatches, up to 2 helpers.
-fn case_for(seed: u64) -> Case {
-    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9));
-    let mut config = Config::sized(rng.between(2, 8) as usize);
-    config.buffers = rng.between(2, 5) as usize;
-    config.helpers = rng.between(0, 2) as usize;
-    generate_case(seed, &config)
-}
-
-fn case_arguments(case: &Case) -> Vec<ArgValue> {
-    let program = &case.program;
-    let mut args: Vec<ArgValue> = program
-        .buffers
-        .iter()
-        .zip(&case.args.buffers)
-        .map(|(shape, values)| {
-            let shape: Vec<usize> = shape.0.iter().map(|&d| d as usize).collect();
-            ArgValue::Buffer(HostBuffer::from_i32(&shape, values).expect("the values fit the shape"))
-        })
-        .collect();
-    let index = |v: u64| ArgValue::Scalar(Scalar::Int(v as i64));
-    args.extend(case.args.trips.iter().map(|&t| index(t)));
-    args.extend(case.args.flags.iter().map(|&f| index(f)));
-    args.push(ArgValue::Scalar(Scalar::Int(case.args.seed as i64)));
-    args
-}
-
 #[test]
 fn generated_programs_run_on_vulkan_as_on_the_cpu() {
     let Some(mut gpu) = vulkan() else { return };
@@ -420,12 +391,12 @@ fn generated_programs_run_on_vulkan_as_on_the_cpu() {
     let start = Instant::now();
     let (mut failures, mut past_the_grid) = (Vec::new(), Vec::new());
     for seed in 0..cases {
-        let case = case_for(seed);
+        let case = differential_case(seed, Constructs::NONE);
         let text = render(&case.program);
         let (ctx, module) = load("generated.hat", &text, Some("default"));
         let mut host_functions: Vec<String> = vec!["observe".to_string()];
         host_functions.extend((0..case.program.host_funcs.len()).map(|k| format!("h{k}")));
-        let args = case_arguments(&case);
+        let args = case_arguments::arguments(&case);
         let mut cpu = Watched { cpu: CpuBackend::new(), partial: false };
         cpu.cpu.set_parallel(false);
         let outcome = run(&ctx, module, &mut cpu, TransferMode::Explicit, args.clone(), &host_functions)

@@ -64,6 +64,18 @@ const WORKGROUPS_1D: &[u64] = &[1, 4, 8, 64];
 const WORKGROUPS_2D: &[[u64; 2]] = &[[1, 1], [4, 4], [8, 8], [4, 2]];
 const ATOMICS: &[&str] = &["add", "max", "min"];
 
+/// The case for `seed` as the transfer differential test makes them (and the tests and
+/// benchmarks compared with it): 2 to 5 buffers, 2 to 8 dispatches, up to 2 helpers, and
+/// `constructs`.
+pub fn differential_case(seed: u64, constructs: Constructs) -> Case {
+    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9));
+    let mut config = Config::sized(rng.between(2, 8) as usize);
+    config.buffers = rng.between(2, 5) as usize;
+    config.helpers = rng.between(0, 2) as usize;
+    config.constructs = constructs;
+    generate_case(seed, &config)
+}
+
 /// A random case for `seed`, of the size `config` asks for.
 pub fn generate_case(seed: u64, config: &Config) -> Case {
     let mut rng = Rng::new(seed);

@@ -25,7 +25,7 @@ pub mod shrink;
 
 pub use ast::Effect;
 pub use constructs::{Construct, Constructs};
-pub use generate::{generate_case, Config};
+pub use generate::{differential_case, generate_case, Config};
 pub use render::{numbered, render};
 pub use shrink::shrink;
 

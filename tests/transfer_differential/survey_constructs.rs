@@ -48,7 +48,7 @@ fn survey_set(set: Constructs, cases: u64, findings: Option<&str>) {
     let mut classes: Vec<Class> = Vec::new();
     let mut containing = 0;
     for seed in 0..cases {
-        let case = case_with(seed, set);
+        let case = differential_case(seed, set);
         let contains = has_construct(&case, set);
         containing += usize::from(contains);
         let size = render(&case.program).len();
@@ -110,7 +110,7 @@ fn survey_set(set: Constructs, cases: u64, findings: Option<&str>) {
     }
     for class in classes {
         let (_, seed, failure) = class.smallest;
-        let case = case_with(seed, set);
+        let case = differential_case(seed, set);
         let (small, failure) = shrink_failure(case, &failure, STRATEGIES, BYTE_ORDER);
         let text = render(&small.program);
         let contains = has_construct(&small, set);
