@@ -33,8 +33,9 @@ fn branch(ctx: &Context, op: Op, index: usize) -> Option<(hat_ir::Block, Op, Vec
 }
 
 /// `scf.if` whose branches only yield (values defined before it) → `arith.select`s of the yielded
-/// values (the value itself where both branches yield the same).
-struct IfToSelect;
+/// values (the value itself where both branches yield the same). Public: `insert-transfers`
+/// applies it to the `scf.if`s that choose buffers before it unswitches what observes them.
+pub struct IfToSelect;
 
 impl RewritePattern for IfToSelect {
     fn name(&self) -> &str {

@@ -9,6 +9,7 @@
 mod canonicalize;
 mod interfaces;
 
+pub use canonicalize::IfToSelect;
 pub use interfaces::{ConditionOp, ForOp, IfOp, WhileOp, YieldOp};
 
 use crate::checks::{has_parent, is_i1, is_signless_integer_like, operand_type};

@@ -21,14 +21,15 @@
 //!
 //! An `scf.if` that only yields values from outside it (`scf.if %c { yield %a, %b } else { yield
 //! %b, %a }`: a swap through branch results) is a choice on its condition too: it becomes
-//! `arith.select`s first (MLIR's canonicalization of a trivial `scf.if` into selects), so that
-//! what observes its results is unswitched the same way.
+//! `arith.select`s first (`scf`'s own canonicalization `if-to-select`, MLIR's), so that what
+//! observes its results is unswitched the same way.
 
 use super::aliases::is_buffer;
 use hat_dialects::arith_views::SelectOp;
+use hat_dialects::scf::{IfOp, IfToSelect};
 use hat_ir::interfaces::{execution_space, ExecutionSpace};
+use hat_ir::rewrite::{RewritePattern, Rewriter};
 use hat_ir::{Context, Op, OpTraits, OperationState, Value};
-use rustc_hash::FxHashMap;
 
 /// How many conditions deep one op is unswitched at most.
 pub const MAX_DEPTH: usize = 3;
@@ -115,53 +116,36 @@ fn first_condition(ctx: &Context, op: Op) -> Option<Value> {
     })
 }
 
-/// Replaces each `scf.if` under `function` whose regions hold nothing but their yields, and one
-/// of whose results is a buffer, by an `arith.select` per result; returns the selects made.
+/// Applies `scf`'s canonicalization `if-to-select` ([`IfToSelect`]) to each `scf.if` under
+/// `function` one of whose results is a buffer; returns the selects it made.
 pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> Vec<Op> {
-    let if_name = ctx.op_name("scf.if");
-    let select_name = ctx.op_name("arith.select");
-    let trivial: Vec<(Op, Vec<Value>, Vec<Value>)> = ctx
+    let if_name = ctx.op_name(IfOp::NAME);
+    let choices: Vec<Op> = ctx
         .walk(function)
         .into_iter()
         .filter(|&op| ctx.name(op) == if_name && ctx.results(op).any(|r| is_buffer(ctx, r)))
-        .filter_map(|op| {
-            let [then_region, else_region] = ctx.regions(op) else { return None };
-            let yielded = |region| -> Option<Vec<Value>> {
-                let [block] = ctx.region_blocks(region) else { return None };
-                let only = ctx.first_op(*block).filter(|&o| ctx.last_op(*block) == Some(o))?;
-                Some(ctx.operands(only).to_vec())
-            };
-            Some((op, yielded(*then_region)?, yielded(*else_region)?))
-        })
         .collect();
-    let mut replaced: FxHashMap<Value, Value> = FxHashMap::default();
     let mut made = Vec::new();
-    for (branch, then_values, else_values) in &trivial {
-        let condition = ctx.operand(*branch, 0);
-        let location = ctx.location(*branch);
-        for (i, (&a, &b)) in then_values.iter().zip(else_values).enumerate() {
-            let result = ctx.result(*branch, i);
-            let mut state = OperationState::new(select_name, location);
-            state.operands = vec![condition, a, b];
-            state.result_types.push(ctx.value_type(result));
-            let select = ctx.create_op(state);
-            ctx.insert_op_before(*branch, select);
-            replaced.insert(result, ctx.result(select, 0));
-            made.push(select);
-        }
-    }
-    if replaced.is_empty() {
+    if choices.is_empty() {
         return made;
     }
-    for op in ctx.walk(function) {
-        for index in 0..ctx.operands(op).len() {
-            if let Some(&to) = replaced.get(&ctx.operand(op, index)) {
-                ctx.set_operand(op, index, to);
-            }
+    let mut rewriter = Rewriter::new(ctx, function);
+    for branch in choices {
+        let ctx = rewriter.ctx();
+        let (block, before, after) = (ctx.parent_block(branch), ctx.prev_op(branch), ctx.next_op(branch));
+        if !IfToSelect.match_and_rewrite(&mut rewriter, branch) {
+            continue;
         }
-    }
-    for (branch, _, _) in &trivial {
-        ctx.erase_op(*branch);
+        // The selects stand where the `scf.if` stood: after `before`, up to `after`.
+        let ctx = rewriter.ctx();
+        let mut at = match before {
+            Some(op) => ctx.next_op(op),
+            None => block.and_then(|b| ctx.first_op(b)),
+        };
+        while let Some(op) = at.filter(|&op| Some(op) != after) {
+            made.push(op);
+            at = ctx.next_op(op);
+        }
     }
     made
 }
