@@ -123,27 +123,21 @@ impl Accesses {
     pub fn drop_dead_merges(&mut self, live: impl Fn(Op, usize) -> Option<RangeSet>) -> bool {
         let mut changed = false;
         for (&op, access) in self.ops.iter_mut() {
-            if access.tracked.iter().all(|a| a.merge[HOST].is_empty() && a.merge[DEVICE].is_empty()) {
-                continue;
-            }
-            let mut updated = (**access).clone();
-            let mut dropped = false;
-            for a in &mut updated.tracked {
+            for index in 0..access.tracked.len() {
+                let a = &access.tracked[index];
                 if a.merge[HOST].is_empty() && a.merge[DEVICE].is_empty() {
                     continue;
                 }
                 let Some(live) = live(op, a.root) else { continue };
-                for side in [HOST, DEVICE] {
-                    let dead = a.merge[side].minus(&live);
-                    if !dead.is_empty() {
-                        a.need[side] = a.need[side].minus(&dead);
-                        a.merge[side] = a.merge[side].minus(&dead);
-                        dropped = true;
-                    }
+                let dead = [a.merge[HOST].minus(&live), a.merge[DEVICE].minus(&live)];
+                if dead.iter().all(RangeSet::is_empty) {
+                    continue;
                 }
-            }
-            if dropped {
-                *access = Rc::new(updated);
+                let a = &mut Rc::make_mut(access).tracked[index];
+                for side in [HOST, DEVICE] {
+                    a.need[side] = a.need[side].minus(&dead[side]);
+                    a.merge[side] = a.merge[side].minus(&dead[side]);
+                }
                 changed = true;
             }
         }
