@@ -1,5 +1,5 @@
-//! The proof that a dispatch writes every element of a buffer: only then may a transfer plan
-//! skip the buffer's copy in.
+//! The proof that a dispatch writes every element of a buffer (or a range of it without gaps):
+//! only then may a transfer plan skip the copy in of those elements.
 //!
 //! One must-write access has to do it alone (unions of partial writes are not attempted). Under
 //! the dispatch, with the work items that surely run (ids below the grid) and the iterations of
@@ -36,12 +36,6 @@ use super::interval::Environment;
 use super::interval::Interval;
 use super::reduce::reduce;
 use super::summary::{Access, Extent};
-
-/// Whether `access` (a must-write of the parameter) writes every element of a buffer of `shape`
-/// (every size known, `elements` of them in all).
-pub(super) fn writes_everything(query: &Query<'_>, access: &Access, shape: &[u64], elements: u64) -> bool {
-    surely_written(query, access, shape, elements).is_some_and(|r| r.start == 0 && r.end >= elements)
-}
 
 /// The flat elements `access` (a must-write of the parameter) surely writes, one range without
 /// gaps, of a buffer of `shape` (every size known, `elements` of them in all): under guards such

@@ -221,16 +221,7 @@ impl KernelEffects {
         shape: &[Option<u64>],
     ) -> Vec<Range<u64>> {
         let dispatch = Dispatch::new(grid).with_shape(param, shape);
-        let query = self.query(&dispatch);
-        let Some(shape) = query.shape(param).and_then(|s| s.into_iter().collect::<Option<Vec<u64>>>()) else {
-            return Vec::new();
-        };
-        let Some(elements) = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) else { return Vec::new() };
-        self.accesses
-            .iter()
-            .filter(|a| a.write && a.must && a.target == Target::Param(param))
-            .filter_map(|a| coverage::surely_written(&query, a, &shape, elements))
-            .collect()
+        self.surely_written_in(param, &dispatch).map_or_else(Vec::new, |(_, ranges)| ranges)
     }
 
     /// [`writes_every_element`](Self::writes_every_element), knowing more of the dispatch (every
@@ -265,18 +256,27 @@ impl KernelEffects {
     }
 
     fn compute_writes_every_element(&self, param: usize, dispatch: &Dispatch) -> bool {
-        let query = self.query(dispatch);
-        let Some(shape) = query.shape(param).and_then(|s| s.into_iter().collect::<Option<Vec<u64>>>()) else {
-            return false;
-        };
-        let Some(elements) = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) else { return false };
-        if elements == 0 {
-            return true; // nothing to write
+        match self.surely_written_in(param, dispatch) {
+            None => false,
+            Some((0, _)) => true, // nothing to write
+            Some((elements, ranges)) => ranges.iter().any(|r| r.start == 0 && r.end >= elements),
         }
-        self.accesses
+    }
+
+    /// The number of elements of parameter `param` (every size known) and the ranges its
+    /// must-writes each surely write ([`coverage::surely_written`]); `None` where a size is not
+    /// known.
+    fn surely_written_in(&self, param: usize, dispatch: &Dispatch) -> Option<(u64, Vec<Range<u64>>)> {
+        let query = self.query(dispatch);
+        let shape = query.shape(param).and_then(|s| s.into_iter().collect::<Option<Vec<u64>>>())?;
+        let elements = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))?;
+        let ranges = self
+            .accesses
             .iter()
             .filter(|a| a.write && a.must && a.target == Target::Param(param))
-            .any(|a| coverage::writes_everything(&query, a, &shape, elements))
+            .filter_map(|a| coverage::surely_written(&query, a, &shape, elements))
+            .collect();
+        Some((elements, ranges))
     }
 
     fn query<'a>(&'a self, dispatch: &'a Dispatch) -> Query<'a> {
