@@ -17,9 +17,11 @@
 use super::dense_solution::{DenseSolution, Direction};
 use super::flow::{Edge, FlowGraph, Role, Target};
 use super::lattice::Lattice;
+use super::slice::{FlowSlice, Walk};
 use super::worklist::OrderedWorklist;
 use crate::{Block, Context, Op};
 use rustc_hash::FxHashMap;
+use std::rc::Rc;
 
 /// A dense backward analysis.
 pub trait DenseBackwardAnalysis {
@@ -55,23 +57,47 @@ pub fn solve_dense_backward<A: DenseBackwardAnalysis>(
     flow: &FlowGraph,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
+    let work = OrderedWorklist::new(ctx, flow.root(), true);
+    solve(ctx, flow, Walk::Whole, flow.live_blocks(), work, analysis).finish(None)
+}
+
+/// Runs a dense backward analysis over the ops `slice` keeps of `flow` (sparse evaluation: the
+/// analysis must leave its state as it is at every other op; see [`FlowSlice`]).
+pub fn solve_dense_backward_on<A: DenseBackwardAnalysis>(
+    ctx: &Context,
+    flow: &FlowGraph,
+    slice: &Rc<FlowSlice>,
+    analysis: &A,
+) -> DenseSolution<A::Lattice> {
+    let work = OrderedWorklist::over(slice.ops().to_vec(), true);
+    solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
+}
+
+fn solve<'a, A: DenseBackwardAnalysis>(
+    ctx: &'a Context,
+    flow: &'a FlowGraph,
+    walk: Walk<'a>,
+    live: &[Block],
+    work: OrderedWorklist,
+    analysis: &'a A,
+) -> Solver<'a, A> {
     let mut solver = Solver {
         ctx,
         analysis,
         flow,
+        walk,
         before: FxHashMap::default(),
         end: FxHashMap::default(),
         arrived: FxHashMap::default(),
-        work: OrderedWorklist::new(ctx, flow.root(), true),
+        work,
     };
-    for &block in flow.live_blocks().iter().rev() {
-        let last = ctx.last_op(block);
-        let terminator = last.filter(|&l| matches!(flow.role(ctx, l), Role::Exit { .. } | Role::Branch));
+    for &block in live.iter().rev() {
+        let terminator = ctx.last_op(block).filter(|&l| matches!(flow.role(ctx, l), Role::Exit { .. } | Role::Branch));
         // Control leaves to code the solver does not see through an open exit, or by running
         // off the end of a block without terminator.
         let open = terminator.is_none_or(|t| flow.is_open_exit(t));
         let state = if open { analysis.exit_state(ctx, block) } else { A::Lattice::bottom() };
-        match last {
+        match walk.last_op(ctx, block) {
             Some(last) => solver.work.push(last),
             // An empty block starts where it ends.
             None => solver.send_back(Target::Block(block), &state),
@@ -81,13 +107,14 @@ pub fn solve_dense_backward<A: DenseBackwardAnalysis>(
     while let Some(op) = solver.work.pop() {
         solver.visit_op(op);
     }
-    DenseSolution::new(Direction::Backward, solver.before, solver.end)
+    solver
 }
 
 struct Solver<'a, A: DenseBackwardAnalysis> {
     ctx: &'a Context,
     analysis: &'a A,
     flow: &'a FlowGraph,
+    walk: Walk<'a>,
     before: FxHashMap<Op, A::Lattice>,
     end: FxHashMap<Block, A::Lattice>,
     /// For region-branch ops and calls: the join of what came back along their edges.
@@ -96,9 +123,13 @@ struct Solver<'a, A: DenseBackwardAnalysis> {
 }
 
 impl<A: DenseBackwardAnalysis> Solver<'_, A> {
+    fn finish(self, slice: Option<Rc<FlowSlice>>) -> DenseSolution<A::Lattice> {
+        DenseSolution::new(Direction::Backward, self.before, self.end, slice)
+    }
+
     fn after(&self, op: Op) -> A::Lattice {
         let ctx = self.ctx;
-        let state = match ctx.next_op(op) {
+        let state = match self.walk.next_op(ctx, op) {
             Some(next) => self.before.get(&next),
             None => ctx.parent_block(op).and_then(|b| self.end.get(&b)),
         };
@@ -129,7 +160,7 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
     fn visit_op(&mut self, op: Op) {
         let ctx = self.ctx;
         let after = self.after(op);
-        if ctx.next_op(op).is_none() {
+        if self.walk.next_op(ctx, op).is_none() {
             // The block's end is right after its last op (a region-branch op or a call in a block
             // without terminator): the edges to right after it carry it back.
             self.send_back(Target::After(op), &after);
@@ -149,7 +180,7 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
         if self.before.get(&op) == Some(&before) {
             return;
         }
-        match ctx.prev_op(op) {
+        match self.walk.prev_op(ctx, op) {
             Some(previous) => {
                 self.work.push(previous);
                 self.send_back(Target::After(previous), &before);

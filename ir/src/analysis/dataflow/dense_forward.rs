@@ -18,9 +18,11 @@
 use super::dense_solution::{DenseSolution, Direction};
 use super::flow::{Edge, FlowGraph, Role, Target};
 use super::lattice::Lattice;
+use super::slice::{FlowSlice, Walk};
 use super::worklist::OrderedWorklist;
 use crate::{Block, Context, Op};
 use rustc_hash::FxHashMap;
+use std::rc::Rc;
 
 /// A dense forward analysis.
 pub trait DenseForwardAnalysis {
@@ -68,32 +70,58 @@ pub fn solve_dense_forward<A: DenseForwardAnalysis>(
     flow: &FlowGraph,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
+    let work = OrderedWorklist::new(ctx, flow.root(), false);
+    solve(ctx, flow, Walk::Whole, flow.live_blocks(), work, analysis).finish(None)
+}
+
+/// Runs a dense forward analysis over the ops `slice` keeps of `flow` (sparse evaluation: the
+/// analysis must leave its state as it is at every other op; see [`FlowSlice`]).
+pub fn solve_dense_forward_on<A: DenseForwardAnalysis>(
+    ctx: &Context,
+    flow: &FlowGraph,
+    slice: &Rc<FlowSlice>,
+    analysis: &A,
+) -> DenseSolution<A::Lattice> {
+    let work = OrderedWorklist::over(slice.ops().to_vec(), false);
+    solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
+}
+
+fn solve<'a, A: DenseForwardAnalysis>(
+    ctx: &'a Context,
+    flow: &'a FlowGraph,
+    walk: Walk<'a>,
+    live: &[Block],
+    work: OrderedWorklist,
+    analysis: &'a A,
+) -> Solver<'a, A> {
     let mut solver = Solver {
         ctx,
         analysis,
         flow,
+        walk,
         after: FxHashMap::default(),
         start: FxHashMap::default(),
         arrived: FxHashMap::default(),
-        work: OrderedWorklist::new(ctx, flow.root(), false),
+        work,
     };
-    for &block in flow.live_blocks() {
+    for &block in live {
         let state = if flow.is_open_entry(block) { analysis.entry_state(ctx, block) } else { A::Lattice::bottom() };
         solver.start.insert(block, state);
-        if let Some(first) = ctx.first_op(block) {
+        if let Some(first) = walk.first_op(ctx, block) {
             solver.work.push(first);
         }
     }
     while let Some(op) = solver.work.pop() {
         solver.visit_op(op);
     }
-    DenseSolution::new(Direction::Forward, solver.after, solver.start)
+    solver
 }
 
 struct Solver<'a, A: DenseForwardAnalysis> {
     ctx: &'a Context,
     analysis: &'a A,
     flow: &'a FlowGraph,
+    walk: Walk<'a>,
     after: FxHashMap<Op, A::Lattice>,
     start: FxHashMap<Block, A::Lattice>,
     /// For region-branch ops and calls: the join of what arrived along the edges to right after
@@ -103,9 +131,13 @@ struct Solver<'a, A: DenseForwardAnalysis> {
 }
 
 impl<A: DenseForwardAnalysis> Solver<'_, A> {
+    fn finish(self, slice: Option<Rc<FlowSlice>>) -> DenseSolution<A::Lattice> {
+        DenseSolution::new(Direction::Forward, self.after, self.start, slice)
+    }
+
     fn before(&self, op: Op) -> A::Lattice {
         let ctx = self.ctx;
-        let state = match ctx.prev_op(op) {
+        let state = match self.walk.prev_op(ctx, op) {
             Some(previous) => self.after.get(&previous),
             None => ctx.parent_block(op).and_then(|b| self.start.get(&b)),
         };
@@ -120,7 +152,7 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
             Target::Block(block) => {
                 let start = self.start.entry(block).or_insert_with(A::Lattice::bottom);
                 if start.join(&arriving) {
-                    if let Some(first) = self.ctx.first_op(block) {
+                    if let Some(first) = self.walk.first_op(self.ctx, block) {
                         self.work.push(first);
                     }
                 }
@@ -157,7 +189,7 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
         if self.after.get(&op) == Some(&after) {
             return;
         }
-        if let Some(next) = ctx.next_op(op) {
+        if let Some(next) = self.walk.next_op(ctx, op) {
             self.work.push(next);
         }
         let edges: Vec<Edge> = self.flow.edges_from(op).filter(|e| !e.leaves_before()).cloned().collect();

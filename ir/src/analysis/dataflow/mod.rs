@@ -16,7 +16,9 @@
 //!   [`solve_sparse_backward`].
 //! - Dense analyses (a lattice per program point): [`solve_dense_forward`] and
 //!   [`solve_dense_backward`], over a flow graph computed beforehand (by [`FlowGraph::new`], or
-//!   taken from a sparse forward solution so that they skip the code it proved dead).
+//!   taken from a sparse forward solution so that they skip the code it proved dead);
+//!   [`solve_dense_forward_on`] and [`solve_dense_backward_on`] over a [`FlowSlice`] of it, the
+//!   ops an analysis of one variable can change its state at (sparse evaluation).
 //!
 //! Every solver iterates a worklist to a fixpoint: a state only climbs (by `join`), and what
 //! depends on a state that changed is visited again. Loops need no special case: a loop's back
@@ -69,15 +71,17 @@ mod dense_forward;
 mod dense_solution;
 mod flow;
 mod lattice;
+mod slice;
 mod sparse_backward;
 mod sparse_forward;
 mod worklist;
 
-pub use dense_backward::{solve_dense_backward, DenseBackwardAnalysis};
-pub use dense_forward::{solve_dense_forward, DenseForwardAnalysis};
+pub use dense_backward::{solve_dense_backward, solve_dense_backward_on, DenseBackwardAnalysis};
+pub use dense_forward::{solve_dense_forward, solve_dense_forward_on, DenseForwardAnalysis};
 pub use dense_solution::{DenseSolution, Direction};
 pub use flow::{is_exit, target_inputs, Discoveries, Edge, EdgeKind, FlowGraph, Role, Target};
 pub use lattice::{Flat, Lattice, LatticeMap, UnionSet};
+pub use slice::{FlowSlice, ProgramOrder};
 pub use sparse_backward::{solve_sparse_backward, SparseBackwardAnalysis};
 pub use sparse_forward::{solve_sparse_forward, BranchValue, LoopBounds, SparseForwardAnalysis, SparseSolution};
 

@@ -203,3 +203,107 @@ fn a_function_called_from_ten_thousand_sites_costs_each_site_once() {
     // About 1 s in a debug build; re-joining every call site on every change would take minutes.
     assert!(elapsed.as_secs_f64() < 10.0, "four solvers over 10,000 call sites took {elapsed:?}");
 }
+
+/// The `x.touch` ops seen on some path (forward) or ahead on some path (backward): every other
+/// op leaves the state as it is, so a slice around the touches solves it.
+struct Touches;
+
+fn touched(ctx: &Context, op: Op, state: &UnionSet<Op>) -> UnionSet<Op> {
+    let mut state = state.clone();
+    if ctx.name_str(op) == "x.touch" {
+        state.0.insert(op);
+    }
+    state
+}
+
+impl DenseForwardAnalysis for Touches {
+    type Lattice = UnionSet<Op>;
+    fn visit_op(&self, ctx: &Context, op: Op, before: &UnionSet<Op>) -> UnionSet<Op> {
+        touched(ctx, op, before)
+    }
+    fn entry_state(&self, _: &Context, _: Block) -> UnionSet<Op> {
+        UnionSet::default()
+    }
+}
+
+impl DenseBackwardAnalysis for Touches {
+    type Lattice = UnionSet<Op>;
+    fn visit_op(&self, ctx: &Context, op: Op, after: &UnionSet<Op>) -> UnionSet<Op> {
+        touched(ctx, op, after)
+    }
+    fn exit_state(&self, _: &Context, _: Block) -> UnionSet<Op> {
+        UnionSet::default()
+    }
+}
+
+#[test]
+fn a_slice_solves_what_the_whole_graph_solves_at_every_point() {
+    let (ctx, module) = parse(
+        r#"
+"t.func"() ({
+^bb0(%c: i1):
+  "x.other"() : () -> ()
+  "t.loop"() ({
+    "x.other"() : () -> ()
+    "t.loop"() ({
+      "x.other"() : () -> ()
+      "t.yield"() : () -> ()
+    }) : () -> ()
+    "t.if"(%c) ({
+      "x.other"() : () -> ()
+      "x.touch"() {tag = "first"} : () -> ()
+      "x.other"() : () -> ()
+      "t.yield"() : () -> ()
+    }, {
+      "t.yield"() : () -> ()
+    }) : (i1) -> ()
+    "x.other"() : () -> ()
+    "t.yield"() : () -> ()
+  }) : () -> ()
+  "x.other"() : () -> ()
+  "t.if"(%c) ({
+    "t.loop"() ({
+      "x.touch"() {tag = "second"} : () -> ()
+      "t.yield"() : () -> ()
+    }) : () -> ()
+    "t.yield"() : () -> ()
+  }, {
+    "x.other"() : () -> ()
+    "t.yield"() : () -> ()
+  }) : (i1) -> ()
+  "x.other"() : () -> ()
+  "t.return"() : () -> ()
+}) {sym_name = "main"} : () -> ()
+"#,
+    );
+    let main = ops_named(&ctx, module, "t.func")[0];
+    let flow = FlowGraph::intraprocedural(&ctx, main);
+    let order = ProgramOrder::new(&ctx, main);
+    let touches = ops_named(&ctx, main, "x.touch");
+    let slice = std::rc::Rc::new(FlowSlice::new(&ctx, &flow, &order, touches.iter().copied()));
+    let others = ops_named(&ctx, main, "x.other");
+    assert!(others.iter().all(|&o| !slice.contains(o)), "an op that changes nothing is not visited");
+    assert!(slice.ops().len() < ctx.walk(main).len() - others.len(), "a loop without touches is left out");
+    let whole_forward = solve_dense_forward(&ctx, &flow, &Touches);
+    let sliced_forward = solve_dense_forward_on(&ctx, &flow, &slice, &Touches);
+    let whole_backward = solve_dense_backward(&ctx, &flow, &Touches);
+    let sliced_backward = solve_dense_backward_on(&ctx, &flow, &slice, &Touches);
+    let mut compared = 0;
+    for op in ctx.walk(main).into_iter().skip(1) {
+        let in_slice_block = ctx.parent_block(op).is_some_and(|b| slice.has_block(b));
+        if !in_slice_block {
+            continue;
+        }
+        assert_eq!(whole_forward.before(&ctx, op), sliced_forward.before(&ctx, op), "forward, before {op:?}");
+        assert_eq!(whole_forward.after(&ctx, op), sliced_forward.after(&ctx, op), "forward, after {op:?}");
+        assert_eq!(whole_backward.before(&ctx, op), sliced_backward.before(&ctx, op), "backward, before {op:?}");
+        assert_eq!(whole_backward.after(&ctx, op), sliced_backward.after(&ctx, op), "backward, after {op:?}");
+        compared += 1;
+    }
+    assert!(compared > 10, "compared {compared} ops");
+    let [first, second] = ["first", "second"].map(|t| tagged(&ctx, main, t));
+    let end = ctx.last_op(entry(&ctx, main, 0)).unwrap();
+    assert_eq!(sliced_forward.before(&ctx, end).0.iter().copied().collect::<Vec<_>>(), [first, second]);
+    let start = ctx.first_op(entry(&ctx, main, 0)).unwrap();
+    assert_eq!(sliced_backward.before(&ctx, start).0.len(), 2, "both touches ahead: {second:?}");
+}

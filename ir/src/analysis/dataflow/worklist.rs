@@ -46,7 +46,11 @@ pub(crate) struct OrderedWorklist {
 impl OrderedWorklist {
     /// A worklist over the ops under `root`; `backward`: latest first.
     pub(crate) fn new(ctx: &crate::Context, root: crate::Op, backward: bool) -> Self {
-        let ops = ctx.walk(root);
+        Self::over(ctx.walk(root), backward)
+    }
+
+    /// A worklist over `ops`, in that order (latest first when `backward`).
+    pub(crate) fn over(ops: Vec<crate::Op>, backward: bool) -> Self {
         let position = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
         OrderedWorklist { ops, position, heap: Default::default(), queued: FxHashSet::default(), backward }
     }
