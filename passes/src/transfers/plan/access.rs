@@ -43,7 +43,7 @@ pub struct Access {
     pub need: Pair,
     /// The part of `need` there only because the op may write some of those elements and not
     /// others (the rest must be current to merge with): needed only where something may look at
-    /// them afterwards ([`Accesses::drop_dead_merges`]).
+    /// them afterwards ([`RootAccesses::drop_dead_merges`]).
     pub merge: Pair,
     /// Elements the op surely leaves current (it writes them all), per side.
     pub made: Pair,
@@ -102,6 +102,9 @@ pub struct OpAccess {
 /// The accesses of every op of one function that touches a buffer.
 pub struct Accesses {
     ops: FxHashMap<Op, Rc<OpAccess>>,
+    /// The ops that touch each tracked root (a tracked access or a read at a run-time index),
+    /// in no particular order.
+    by_root: Vec<Vec<Op>>,
     none: Rc<OpAccess>,
 }
 
@@ -116,37 +119,89 @@ impl Accesses {
         self.ops.iter().filter_map(|(&op, a)| a.dynamic.as_ref().map(|d| (op, d)))
     }
 
+    /// The ops with direct copies.
+    pub fn direct(&self) -> impl Iterator<Item = (Op, &[Direct])> + '_ {
+        self.ops.iter().filter(|(_, a)| !a.direct.is_empty()).map(|(&op, a)| (op, a.direct.as_slice()))
+    }
+
+    /// What the ops that touch `root` do to it.
+    pub fn of_root(&self, root: usize) -> RootAccesses {
+        let mut ops = FxHashMap::default();
+        let mut dynamic = Vec::new();
+        for &op in self.by_root.get(root).into_iter().flatten() {
+            let access = self.of(op);
+            if let Some(a) = access.tracked.iter().find(|a| a.root == root) {
+                ops.insert(op, a.clone());
+            }
+            if let Some(d) = access.dynamic.as_ref().filter(|d| d.root == root) {
+                dynamic.push((op, d.clone()));
+            }
+        }
+        RootAccesses { ops, dynamic }
+    }
+
+    /// Classifies `op` again (a read at a run-time index became a need of the whole buffer).
+    pub fn reclassify(&mut self, classifier: &Classifier<'_>, op: Op) {
+        let access = classifier.classify(op);
+        for root in access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)) {
+            if !self.by_root[root].contains(&op) {
+                self.by_root[root].push(op);
+            }
+        }
+        self.ops.insert(op, Rc::new(access));
+    }
+}
+
+/// What the ops that touch one root do to it: the planner's input for that root.
+#[derive(Clone)]
+pub struct RootAccesses {
+    ops: FxHashMap<Op, Access>,
+    dynamic: Vec<(Op, DynamicRead)>,
+}
+
+impl RootAccesses {
+    /// What `op` does to the root, if anything.
+    pub fn of(&self, op: Op) -> Option<&Access> {
+        self.ops.get(&op)
+    }
+
+    /// The ops with an access to the root.
+    pub fn ops(&self) -> impl Iterator<Item = (Op, &Access)> + '_ {
+        self.ops.iter().map(|(&op, a)| (op, a))
+    }
+
+    /// The reads of the root at run-time indices.
+    pub fn dynamic(&self) -> &[(Op, DynamicRead)] {
+        &self.dynamic
+    }
+
+    /// Every op that touches the root.
+    pub fn touching(&self) -> impl Iterator<Item = Op> + '_ {
+        self.ops.keys().copied().chain(self.dynamic.iter().map(|(op, _)| *op))
+    }
+
     /// Drops from each op's needs the merges that nothing looks at afterwards: elements an op
     /// may write partly, on no path observed again before a complete write (`live`, what may be
     /// anticipated right after it on either side, says what is looked at). Whether anything
     /// changed (the anticipation before those ops then changes too).
-    pub fn drop_dead_merges(&mut self, live: impl Fn(Op, usize) -> Option<RangeSet>) -> bool {
+    pub fn drop_dead_merges(&mut self, live: impl Fn(Op) -> Option<RangeSet>) -> bool {
         let mut changed = false;
-        for (&op, access) in self.ops.iter_mut() {
-            for index in 0..access.tracked.len() {
-                let a = &access.tracked[index];
-                if a.merge[HOST].is_empty() && a.merge[DEVICE].is_empty() {
-                    continue;
-                }
-                let Some(live) = live(op, a.root) else { continue };
-                let dead = [a.merge[HOST].minus(&live), a.merge[DEVICE].minus(&live)];
-                if dead.iter().all(RangeSet::is_empty) {
-                    continue;
-                }
-                let a = &mut Rc::make_mut(access).tracked[index];
-                for side in [HOST, DEVICE] {
-                    a.need[side] = a.need[side].minus(&dead[side]);
-                    a.merge[side] = a.merge[side].minus(&dead[side]);
-                }
-                changed = true;
+        for (&op, a) in self.ops.iter_mut() {
+            if a.merge[HOST].is_empty() && a.merge[DEVICE].is_empty() {
+                continue;
             }
+            let Some(live) = live(op) else { continue };
+            let dead = [a.merge[HOST].minus(&live), a.merge[DEVICE].minus(&live)];
+            if dead.iter().all(RangeSet::is_empty) {
+                continue;
+            }
+            for side in [HOST, DEVICE] {
+                a.need[side] = a.need[side].minus(&dead[side]);
+                a.merge[side] = a.merge[side].minus(&dead[side]);
+            }
+            changed = true;
         }
         changed
-    }
-
-    /// The ops with direct copies.
-    pub fn direct(&self) -> impl Iterator<Item = (Op, &[Direct])> + '_ {
-        self.ops.iter().filter(|(_, a)| !a.direct.is_empty()).map(|(&op, a)| (op, a.direct.as_slice()))
     }
 }
 
@@ -177,16 +232,24 @@ impl Classifier<'_> {
     /// The table of every op under the function.
     pub fn classify_all(&self) -> Accesses {
         let mut ops = FxHashMap::default();
+        let mut by_root = vec![Vec::new(); self.tracked.len()];
         for op in self.ctx.walk(self.function) {
             if op == self.function {
                 continue;
             }
             let access = self.classify(op);
+            let mut roots: SmallVec<[usize; 4]> =
+                access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)).collect();
+            roots.sort_unstable();
+            roots.dedup();
+            for root in roots {
+                by_root[root].push(op);
+            }
             if !access.tracked.is_empty() || !access.direct.is_empty() || access.dynamic.is_some() {
                 ops.insert(op, Rc::new(access));
             }
         }
-        Accesses { ops, none: Rc::new(OpAccess::default()) }
+        Accesses { ops, by_root, none: Rc::new(OpAccess::default()) }
     }
 
     /// What `op` does.

@@ -1,8 +1,10 @@
 //! The three dataflow analyses of the planner, each a transfer function for hat-ir's dense
 //! solvers (the solvers follow `scf.if`, `scf.for` and `scf.while` through the region-branch
-//! interface, so nothing here knows a loop from a branch):
+//! interface, so nothing here knows a loop from a branch). Each is of one root, solved over the
+//! slice of the function that touches it (`solve_dense_*_on`: every other op leaves its state
+//! as it is):
 //!
-//! - [`Availability`] (forward, must): which elements of each root are current on each side.
+//! - [`Availability`] (forward, must): which elements of the root are current on each side.
 //!   `out = ((in ∪ need) − stale) ∪ made`: a need is met before the op (by a copy placed
 //!   somewhere before it), a write leaves the other side stale and, when it covers its
 //!   elements, its own side current. Copies already decided on edges (the repairs of
@@ -17,15 +19,13 @@
 //!   anticipated at its target and neither available at its source nor anticipated (and
 //!   transparent) there.
 
-use super::super::ranges::RangeSet;
-use super::access::{Access, Accesses};
-use super::facts::{Facts, May, Must, Pair, DEVICE, HOST};
+use super::access::{Access, RootAccesses};
+use super::facts::{is_nothing, minus, nothing, unite, May, Must, Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{
     DenseBackwardAnalysis, DenseForwardAnalysis, DenseSolution, Edge, FlowGraph, Lattice, Target,
 };
 use hat_ir::{Block, Context, Op};
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 use std::cell::RefCell;
 
 /// An edge, by its source op and its target.
@@ -36,17 +36,11 @@ pub fn key(edge: &Edge) -> EdgeKey {
     (edge.from, edge.to)
 }
 
-/// Copies at one place: (root, side, elements).
-pub type Copies = Vec<(usize, usize, RangeSet)>;
+/// Copies of one root decided on edges: the elements to each side.
+pub type EdgeCopies = FxHashMap<EdgeKey, Pair>;
 
-/// Copies decided on edges.
-pub type EdgeCopies = FxHashMap<EdgeKey, Copies>;
-
-/// Copies just before ops.
-pub type OpCopies = FxHashMap<Op, Copies>;
-
-/// What `earliest` gives on one edge: (root, elements per side).
-type Earliest = SmallVec<[(usize, Pair); 2]>;
+/// Copies of one root just before ops.
+pub type OpCopies = FxHashMap<Op, Pair>;
 
 /// What an access leaves current.
 pub fn available_after(pair: &Pair, access: &Access) -> Pair {
@@ -54,25 +48,20 @@ pub fn available_after(pair: &Pair, access: &Access) -> Pair {
     [side(HOST), side(DEVICE)]
 }
 
-/// Adds the copies on `edge` to `facts`.
-pub fn with_edge_copies(facts: &Facts, copies: Option<&Copies>) -> Facts {
-    let mut facts = facts.clone();
-    for (root, side, ranges) in copies.into_iter().flatten() {
-        facts.update(*root, |p| {
-            let mut p = p.clone();
-            p[*side] = p[*side].union(ranges);
-            p
-        });
+/// `pair` with the copies `copies` made.
+pub fn with_copies(pair: &Pair, copies: Option<&Pair>) -> Pair {
+    match copies {
+        Some(copies) => unite(pair, copies),
+        None => pair.clone(),
     }
-    facts
 }
 
-/// Forward, must: the current elements.
+/// Forward, must: the current elements of one root.
 pub struct Availability<'a> {
-    /// The classified ops.
-    pub accesses: &'a Accesses,
+    /// What the ops do to the root.
+    pub accesses: &'a RootAccesses,
     /// The function's entry block and what is current there.
-    pub entry: (Block, Facts),
+    pub entry: (Block, Pair),
     /// Copies on edges.
     pub copies: &'a EdgeCopies,
     /// Copies just before ops (the final check's: they meet the op's needs).
@@ -83,30 +72,30 @@ impl DenseForwardAnalysis for Availability<'_> {
     type Lattice = Must;
 
     fn visit_op(&self, _: &Context, op: Op, before: &Must) -> Must {
-        let Must::At(facts) = before else { return Must::Unreached };
+        let Must::At(pair) = before else { return Must::Unreached };
         let access = self.accesses.of(op);
         let copies = self.before.and_then(|b| b.get(&op));
-        if access.tracked.is_empty() && copies.is_none() {
+        if access.is_none() && copies.is_none() {
             return before.clone();
         }
-        let mut facts = with_edge_copies(facts, copies);
-        for a in &access.tracked {
-            facts.update(a.root, |p| available_after(p, a));
-        }
-        Must::At(facts)
+        let pair = with_copies(pair, copies);
+        Must::At(match access {
+            Some(a) => available_after(&pair, a),
+            None => pair,
+        })
     }
 
     fn entry_state(&self, _: &Context, block: Block) -> Must {
         if block == self.entry.0 {
             Must::At(self.entry.1.clone())
         } else {
-            Must::At(Facts::empty(self.entry.1.len()))
+            Must::At(nothing())
         }
     }
 
     fn visit_edge(&self, _: &Context, edge: &Edge, state: &Must) -> Must {
         match (state, self.copies.get(&key(edge))) {
-            (Must::At(facts), Some(copies)) => Must::At(with_edge_copies(facts, Some(copies))),
+            (Must::At(pair), Some(copies)) => Must::At(unite(pair, copies)),
             _ => state.clone(),
         }
     }
@@ -144,50 +133,44 @@ fn anticipated_before(must: &Pair, may: &Pair, access: &Access) -> (Pair, Pair) 
     ([must_side(HOST), must_side(DEVICE)], [may_side(HOST), may_side(DEVICE)])
 }
 
-/// Backward: the needs ahead.
+/// Backward: the needs of one root ahead.
 pub struct Anticipation<'a> {
-    /// The classified ops.
-    pub accesses: &'a Accesses,
-    /// How many tracked roots.
-    pub roots: usize,
+    /// What the ops do to the root.
+    pub accesses: &'a RootAccesses,
 }
 
 impl DenseBackwardAnalysis for Anticipation<'_> {
     type Lattice = Anticipated;
 
     fn visit_op(&self, _: &Context, op: Op, after: &Anticipated) -> Anticipated {
-        let access = self.accesses.of(op);
-        if access.tracked.is_empty() {
-            return after.clone();
-        }
+        let Some(access) = self.accesses.of(op) else { return after.clone() };
         let (Must::At(must), May::At(may)) = (&after.must, &after.may) else { return after.clone() };
-        let (mut must, mut may) = (must.clone(), may.clone());
-        for a in &access.tracked {
-            let (m, y) = anticipated_before(must.get(a.root), may.get(a.root), a);
-            must.set(a.root, m);
-            may.set(a.root, y);
-        }
+        let (must, may) = anticipated_before(must, may, access);
         Anticipated { must: Must::At(must), may: May::At(may) }
     }
 
     fn exit_state(&self, _: &Context, _: Block) -> Anticipated {
-        Anticipated { must: Must::At(Facts::empty(self.roots)), may: May::At(Facts::empty(self.roots)) }
+        Anticipated { must: Must::At(nothing()), may: May::At(nothing()) }
+    }
+}
+
+/// The anticipation at a target.
+pub fn anticipation_at<'a>(ctx: &Context, ant: &'a DenseSolution<Anticipated>, target: Target) -> &'a Anticipated {
+    match target {
+        Target::Block(block) => ant.block_start(ctx, block),
+        Target::After(op) => ant.after(ctx, op),
     }
 }
 
 /// The must-anticipation at a target (nothing where no path reaches an exit).
-pub fn anticipated_at(ctx: &Context, ant: &DenseSolution<Anticipated>, target: Target, roots: usize) -> Facts {
-    let state = match target {
-        Target::Block(block) => ant.block_start(ctx, block),
-        Target::After(op) => ant.after(ctx, op),
-    };
-    state.must.facts().cloned().unwrap_or_else(|| Facts::empty(roots))
+pub fn anticipated_at(ctx: &Context, ant: &DenseSolution<Anticipated>, target: Target) -> Pair {
+    anticipation_at(ctx, ant, target).must.pair().cloned().unwrap_or_else(nothing)
 }
 
-/// Forward, must: the copies that may still wait (lazy code motion's `later`).
+/// Forward, must: the copies of one root that may still wait (lazy code motion's `later`).
 pub struct Later<'a> {
-    /// The classified ops.
-    pub accesses: &'a Accesses,
+    /// What the ops do to the root.
+    pub accesses: &'a RootAccesses,
     /// The flow graph solved over.
     pub flow: &'a FlowGraph,
     /// Availability, with the repairs.
@@ -197,90 +180,65 @@ pub struct Later<'a> {
     /// The repairs on edges.
     pub copies: &'a EdgeCopies,
     /// The entry block and what is current there.
-    pub entry: (Block, Facts),
+    pub entry: (Block, Pair),
     /// `earliest` of each edge, once computed.
-    earliest: RefCell<FxHashMap<EdgeKey, Earliest>>,
+    earliest: RefCell<FxHashMap<EdgeKey, Pair>>,
 }
 
 impl<'a> Later<'a> {
     /// The analysis over solved availability and anticipation.
     pub fn new(
-        accesses: &'a Accesses,
+        accesses: &'a RootAccesses,
         flow: &'a FlowGraph,
         available: &'a DenseSolution<Must>,
         anticipated: &'a DenseSolution<Anticipated>,
         copies: &'a EdgeCopies,
-        entry: (Block, Facts),
+        entry: (Block, Pair),
     ) -> Self {
         Later { accesses, flow, available, anticipated, copies, entry, earliest: RefCell::default() }
     }
 
-    fn roots(&self) -> usize {
-        self.entry.1.len()
-    }
-
     /// Availability where `edge` arrives (its source's, with the edge's repairs).
-    pub fn available_on(&self, ctx: &Context, edge: &Edge) -> Option<Facts> {
+    pub fn available_on(&self, ctx: &Context, edge: &Edge) -> Option<Pair> {
         let at_source = if edge.leaves_before() {
             self.available.before(ctx, edge.from)
         } else {
             self.available.after(ctx, edge.from)
         };
-        at_source.facts().map(|f| with_edge_copies(f, self.copies.get(&key(edge))))
+        at_source.pair().map(|p| with_copies(p, self.copies.get(&key(edge))))
     }
 
     /// `earliest` of a control-flow edge: anticipated at the target, not anticipated at the
     /// source (the edges out of it do not all need it), not available on the edge.
-    fn earliest(&self, ctx: &Context, edge: &Edge) -> Earliest {
+    fn earliest(&self, ctx: &Context, edge: &Edge) -> Pair {
         if let Some(known) = self.earliest.borrow().get(&key(edge)) {
             return known.clone();
         }
-        let roots = self.roots();
-        let target = anticipated_at(ctx, self.anticipated, edge.to, roots);
-        let mut wanted: FxHashMap<usize, Pair> = FxHashMap::default();
+        let target = anticipated_at(ctx, self.anticipated, edge.to);
+        let mut wanted = nothing();
         for sibling in self.flow.edges_from(edge.from) {
             if sibling.leaves_before() != edge.leaves_before() || sibling.to == edge.to {
                 continue;
             }
-            let there = anticipated_at(ctx, self.anticipated, sibling.to, roots);
-            target.diff(&there, &mut |root, here, there| {
-                let extra = [here[HOST].minus(&there[HOST]), here[DEVICE].minus(&there[DEVICE])];
-                let slot = wanted.entry(root).or_default();
-                *slot = [slot[HOST].union(&extra[HOST]), slot[DEVICE].union(&extra[DEVICE])];
-            });
+            let there = anticipated_at(ctx, self.anticipated, sibling.to);
+            wanted = unite(&wanted, &minus(&target, &there));
         }
-        let available = self.available_on(ctx, edge);
-        let mut out: Earliest = SmallVec::new();
-        let mut wanted: Vec<(usize, Pair)> = wanted.into_iter().collect();
-        wanted.sort_by_key(|(root, _)| *root);
-        for (root, pair) in wanted {
-            let pair = match &available {
-                Some(av) => {
-                    let have = av.get(root);
-                    [pair[HOST].minus(&have[HOST]), pair[DEVICE].minus(&have[DEVICE])]
-                }
-                None => continue,
-            };
-            if !pair[HOST].is_empty() || !pair[DEVICE].is_empty() {
-                out.push((root, pair));
-            }
-        }
+        let out = match self.available_on(ctx, edge) {
+            Some(have) => minus(&wanted, &have),
+            None => nothing(),
+        };
         self.earliest.borrow_mut().insert(key(edge), out.clone());
         out
     }
 
     /// `later` along `edge` from the state at its source.
     pub fn along(&self, ctx: &Context, edge: &Edge, state: &Must) -> Must {
-        let Must::At(facts) = state else { return Must::Unreached };
+        let Must::At(pair) = state else { return Must::Unreached };
         let earliest = self.earliest(ctx, edge);
-        if earliest.is_empty() {
+        if is_nothing(&earliest) {
             return state.clone();
         }
-        let mut facts = facts.clone();
-        for (root, pair) in earliest {
-            facts.update(root, |p| [p[HOST].union(&pair[HOST]), p[DEVICE].union(&pair[DEVICE])]);
-        }
-        Must::At(facts)
+        Must::At(unite(pair, &earliest))
     }
 }
 
@@ -288,46 +246,29 @@ impl DenseForwardAnalysis for Later<'_> {
     type Lattice = Must;
 
     fn visit_op(&self, ctx: &Context, op: Op, before: &Must) -> Must {
-        let Must::At(facts) = before else { return Must::Unreached };
-        let access = self.accesses.of(op);
-        if access.tracked.is_empty() {
-            return before.clone();
-        }
-        let mut facts = facts.clone();
+        let Must::At(pair) = before else { return Must::Unreached };
+        let Some(a) = self.accesses.of(op) else { return before.clone() };
         // What the op needs is placed at it or before it: it waits no further.
-        for a in &access.tracked {
-            facts.update(a.root, |p| [p[HOST].minus(&a.need[HOST]), p[DEVICE].minus(&a.need[DEVICE])]);
-        }
+        let mut pair = minus(pair, &a.need);
         // The edge to the next op: what the op kills and the next op anticipates starts here.
-        if let Some(next) = ctx.next_op(op) {
-            let anticipated = self.anticipated.before(ctx, next);
+        if ctx.next_op(op).is_some() {
+            let anticipated = self.anticipated.after(ctx, op);
             let available = self.available.after(ctx, op);
-            if let (Some(ant), Some(av)) = (anticipated.must.facts(), available.facts()) {
-                for a in &access.tracked {
-                    let (want, have) = (ant.get(a.root), av.get(a.root));
-                    let start = |s: usize| want[s].intersect(&a.kill(s)).minus(&have[s]);
-                    let (h, d) = (start(HOST), start(DEVICE));
-                    if !h.is_empty() || !d.is_empty() {
-                        facts.update(a.root, |p| [p[HOST].union(&h), p[DEVICE].union(&d)]);
-                    }
-                }
+            if let (Some(want), Some(have)) = (anticipated.must.pair(), available.pair()) {
+                let start = |s: usize| want[s].intersect(&a.kill(s)).minus(&have[s]);
+                pair = unite(&pair, &[start(HOST), start(DEVICE)]);
             }
         }
-        Must::At(facts)
+        Must::At(pair)
     }
 
     fn entry_state(&self, ctx: &Context, block: Block) -> Must {
         if block != self.entry.0 {
-            return Must::At(Facts::empty(self.roots()));
+            return Must::At(nothing());
         }
         // The function's entry edge: what is anticipated and not current.
-        let anticipated = anticipated_at(ctx, self.anticipated, Target::Block(block), self.roots());
-        let mut out = Facts::empty(self.roots());
-        anticipated.diff(&out.clone(), &mut |root, want, _| {
-            let have = self.entry.1.get(root);
-            out.set(root, [want[HOST].minus(&have[HOST]), want[DEVICE].minus(&have[DEVICE])]);
-        });
-        Must::At(out)
+        let anticipated = anticipated_at(ctx, self.anticipated, Target::Block(block));
+        Must::At(minus(&anticipated, &self.entry.1))
     }
 
     fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Must) -> Must {

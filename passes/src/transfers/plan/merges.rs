@@ -9,14 +9,13 @@
 //! branch, the side fewer paths lack); an edge current on neither side yet counts as current on
 //! the host; on a tie, the device at a header and the host elsewhere.
 //!
-//! Only roots something inside the joining op accesses can arrive different along its edges, so
-//! a join looks at those roots only.
+//! Only roots something inside the joining op accesses can arrive different along its edges: the
+//! joins of a root are those of the slice that touches it, whose ops enclose its accesses.
 
 use super::super::ranges::RangeSet;
-use super::access::Accesses;
-use super::analyses::Anticipated;
-use super::facts::{Facts, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, Target};
+use super::analyses::{anticipation_at, Anticipated};
+use super::facts::{Pair, DEVICE, HOST};
+use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, FlowSlice, Target};
 use hat_ir::{Context, Op};
 use rustc_hash::FxHashMap;
 
@@ -26,58 +25,39 @@ pub struct Join {
     pub target: Target,
     /// The edges into it.
     pub edges: Vec<Edge>,
-    /// The roots accessed inside the op whose edges join here.
-    pub roots: Vec<usize>,
     /// Whether it is a loop's header (the start of a region entered again).
     pub header: bool,
     /// What is observed next from here (may-anticipation), when some path reaches an exit.
-    live: Option<Facts>,
+    live: Option<Pair>,
     /// What every path from here needs before anything kills it (must-anticipation).
-    pub needed: Option<Facts>,
+    pub needed: Option<Pair>,
 }
 
-/// Every join of a function.
+/// Every join of one root's slice of a function.
 pub struct Merges {
     /// The joins.
     pub joins: Vec<Join>,
 }
 
 impl Merges {
-    /// The joins of `flow`, with what `anticipated` says is observed next from each.
+    /// The joins of `slice` (of `flow`), with what `anticipated` says is observed next from each.
     pub fn new(
         ctx: &Context,
         function: Op,
         flow: &FlowGraph,
-        accesses: &Accesses,
+        slice: &FlowSlice,
         anticipated: &DenseSolution<Anticipated>,
     ) -> Merges {
-        // The roots accessed under each op (each access counted at each enclosing op).
-        let mut inside: FxHashMap<Op, Vec<usize>> = FxHashMap::default();
-        for op in ctx.walk(function) {
-            let access = accesses.of(op);
-            let roots: Vec<usize> =
-                access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)).collect();
-            if roots.is_empty() {
-                continue;
-            }
-            let mut parent = ctx.parent_op(op);
-            while let Some(p) = parent.filter(|&p| p != function) {
-                inside.entry(p).or_default().extend(roots.iter().copied());
-                parent = ctx.parent_op(p);
-            }
-        }
-        for list in inside.values_mut() {
-            list.sort_unstable();
-            list.dedup();
-        }
         let mut by_target: FxHashMap<Target, Vec<Edge>> = FxHashMap::default();
         let mut order = Vec::new();
-        for edge in flow.edges() {
-            let list = by_target.entry(edge.to).or_default();
-            if list.is_empty() {
-                order.push(edge.to);
+        for &op in slice.ops() {
+            for edge in flow.edges_from(op) {
+                let list = by_target.entry(edge.to).or_default();
+                if list.is_empty() {
+                    order.push(edge.to);
+                }
+                list.push(edge.clone());
             }
-            list.push(edge.clone());
         }
         let mut joins = Vec::new();
         for target in order {
@@ -85,39 +65,31 @@ impl Merges {
             if edges.len() < 2 {
                 continue;
             }
-            let (owner, live, header) = match target {
-                Target::Block(block) => {
-                    let owner = ctx.block_parent(block).and_then(|r| ctx.region_parent(r));
-                    (owner, anticipated.block_start(ctx, block), true)
-                }
-                Target::After(op) => (Some(op), anticipated.after(ctx, op), false),
+            let (owner, header) = match target {
+                Target::Block(block) => (ctx.block_parent(block).and_then(|r| ctx.region_parent(r)), true),
+                Target::After(op) => (Some(op), false),
             };
-            let Some(owner) = owner else { continue };
-            let roots = inside.get(&owner).cloned().unwrap_or_default();
+            // Blocks of the function's own body join no region op.
+            if owner.is_none_or(|o| o == function || !slice.contains(o)) {
+                continue;
+            }
+            let live = anticipation_at(ctx, anticipated, target);
             joins.push(Join {
                 target,
                 edges,
-                roots,
                 header,
-                live: live.may.facts().cloned(),
-                needed: live.must.facts().cloned(),
+                live: live.may.pair().cloned(),
+                needed: live.must.pair().cloned(),
             });
         }
         Merges { joins }
     }
 
-    /// The elements join `j` completes, per side, of root `root` arriving with `have` (the meet of
-    /// its edges); `prefer(both)`: the side for elements both sides may observe next.
-    pub fn completed(
-        &self,
-        j: usize,
-        root: usize,
-        have: &[RangeSet; 2],
-        prefer: impl FnOnce(&RangeSet) -> Option<usize>,
-    ) -> [RangeSet; 2] {
+    /// The elements join `j` completes, per side, arriving with `have` (the meet of its edges);
+    /// `prefer(both)`: the side for elements both sides may observe next.
+    pub fn completed(&self, j: usize, have: &[RangeSet; 2], prefer: impl FnOnce(&RangeSet) -> Option<usize>) -> Pair {
         let join = &self.joins[j];
-        let Some(live) = &join.live else { return [RangeSet::empty(), RangeSet::empty()] };
-        let wanted = live.get(root);
+        let Some(wanted) = &join.live else { return [RangeSet::empty(), RangeSet::empty()] };
         let lost = wanted[HOST].union(&wanted[DEVICE]).minus(&have[HOST]).minus(&have[DEVICE]);
         if lost.is_empty() {
             return [RangeSet::empty(), RangeSet::empty()];

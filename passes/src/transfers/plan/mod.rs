@@ -8,9 +8,11 @@
 //!    current on the host, the `kernel` strategy's way;
 //! 2. [`access`]: what each op needs of and does to each tracked root, per side;
 //! 3. [`analyses`]: availability (forward, must), anticipation (backward, must and may) and lazy
-//!    code motion's `later` (forward, must), on hat-ir's dense solvers, over [`facts`] (a
-//!    persistent vector of element sets per root, so that a state per program point stays
-//!    cheap with a thousand roots);
+//!    code motion's `later` (forward, must), on hat-ir's dense solvers, over [`facts`] (a pair of
+//!    element sets). Roots are independent, so each is solved on its own over the slice of the
+//!    function that touches it (hat-ir's `FlowSlice`: its accesses, the region ops around them
+//!    and their terminators): the cost is the sum of the roots' slices, not the roots times the
+//!    function;
 //! 4. [`merges`]: where paths join and disagree, the side completed on the incoming edges;
 //! 5. [`placement`]: those copies, then lazy code motion's insertions, then a check of the
 //!    whole plan;
@@ -31,17 +33,20 @@ use super::dispatch::Kernels;
 use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
-use access::{whole, Accesses, Classifier};
-use analyses::{Anticipation, Availability, EdgeCopies, Later};
+use access::{whole, Accesses, Classifier, DynamicRead, RootAccesses};
+use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, Later, OpCopies};
 use emit::{place_of_edge, Copy, Guard, Order, Place};
-use facts::{Facts, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{solve_dense_backward, solve_dense_forward, FlowGraph};
+use facts::{Pair, DEVICE, HOST};
+use hat_ir::analysis::dataflow::{
+    solve_dense_backward_on, solve_dense_forward_on, DenseSolution, FlowGraph, FlowSlice, ProgramOrder,
+};
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
 use merges::Merges;
 use roots::Tracked;
 use rustc_hash::FxHashSet;
+use std::rc::Rc;
 
 /// A construct the planner does not follow; the pass gives the function the `kernel` strategy.
 #[derive(Clone, Debug)]
@@ -77,133 +82,181 @@ pub fn plan(
         .and_then(|c| c.body(ctx, function))
         .and_then(|r| ctx.region_blocks(r).first().copied())
         .ok_or_else(|| Unsupported { what: "a function without body".into(), location: ctx.location(function) })?;
-    let entry = (body, entry_facts(ctx, function, &tracked));
     let flow = FlowGraph::intraprocedural(ctx, function);
-    let n = tracked.len();
-
-    // Reads at run-time indices copy one element where the other side is current everywhere;
-    // where it is not, they need the whole buffer, and the analyses run again.
+    let order = ProgramOrder::new(ctx, function);
     let mut whole_reads: FxHashSet<Op> = FxHashSet::default();
-    let (accesses, anticipated, merges, available, repairs, element_reads) = loop {
+    let mut classified = {
         let classifier =
             Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
-        let mut accesses = classifier.classify_all();
-        let anticipated = loop {
-            let anticipated = solve_dense_backward(ctx, &flow, &Anticipation { accesses: &accesses, roots: n });
-            let live = |op: Op, root: usize| {
-                let may = anticipated.after(ctx, op).may.facts()?.get(root);
-                Some(may[HOST].union(&may[DEVICE]))
-            };
-            if !accesses.drop_dead_merges(live) {
-                break anticipated;
-            }
-        };
-        let merges = Merges::new(ctx, function, &flow, &accesses, &anticipated);
-        let (available, repairs) = settle_merges(ctx, function, &flow, &accesses, &entry, &merges)?;
-        let mut element_reads = Vec::new();
-        let mut widened = Vec::new();
-        for (op, read) in accesses.dynamic() {
-            let Some(facts) = available.before(ctx, op).facts() else { continue };
-            let all = whole(ctx, read.buffer);
-            let pair = facts.get(read.root);
-            if pair[read.side].contains(&all) {
-                continue;
-            }
-            if pair[1 - read.side].contains(&all) {
-                element_reads.push((op, read.clone()));
-            } else {
-                widened.push(op);
-            }
-        }
-        if widened.is_empty() {
-            break (accesses, anticipated, merges, available, repairs, element_reads);
-        }
-        whole_reads.extend(widened);
+        classifier.classify_all()
     };
-    let later = Later::new(&accesses, &flow, &available, &anticipated, &repairs, entry.clone());
-    let delayed = solve_dense_forward(ctx, &flow, &later);
-    let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
-    let at_ops = placement::at_ops(ctx, function, &accesses, &delayed);
-    let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
-    placement::merge_copies(&mut on_edges, repairs.clone());
-    // Copies of one root and side on one edge, joined.
-    for list in on_edges.values_mut() {
-        list.sort_by_key(|(root, side, _)| (*root, *side));
-        let mut joined: Vec<(usize, usize, super::ranges::RangeSet)> = Vec::new();
-        for (root, side, ranges) in list.drain(..) {
-            match joined.last_mut() {
-                Some(last) if last.0 == root && last.1 == side => last.2 = last.2.union(&ranges),
-                _ => joined.push((root, side, ranges)),
-            }
-        }
-        *list = joined;
-    }
-
-    // The whole plan, checked.
-    let final_available = solve_dense_forward(
-        ctx,
-        &flow,
-        &Availability { accesses: &accesses, entry: entry.clone(), copies: &on_edges, before: Some(&at_ops) },
-    );
-    placement::check(ctx, function, &flow, &accesses, &final_available, &on_edges, &at_ops).map_err(|failure| {
-        Unsupported {
-            what: format!("a plan that fails its check: {}", failure.what),
-            location: ctx.location(failure.op),
-        }
-    })?;
-
     let describer = Describer { ctx, function, kernels, tracked: &tracked, reasons };
     let positions = tracked.roots.iter().any(|&r| ctx.defining_op(r).is_some()).then(|| Positions::of(ctx, function));
     let mut copies = Vec::new();
-    for (edge_key, list) in &on_edges {
-        let edge = placement::edge_of(&flow, edge_key).expect("a copy on an edge of the graph");
-        let place = place_of_edge(ctx, &flow, edge)?;
-        let repaired = repairs.contains_key(edge_key) && !lcm_edges.contains(edge_key);
-        for (root, side, ranges) in list {
-            let buffer = tracked.roots[*root];
+    for root in 0..tracked.len() {
+        let entry = (body, entry_pair(ctx, function, &tracked, root));
+        // Reads at run-time indices copy one element where the other side is current
+        // everywhere; where it is not, they need the whole buffer, and the root is solved again.
+        let planned = loop {
+            let accesses = classified.of_root(root);
+            let widened = {
+                let planned = plan_root(ctx, function, &flow, &order, accesses, &entry)?;
+                let widened: Vec<Op> = planned.widened.clone();
+                if widened.is_empty() {
+                    break planned;
+                }
+                widened
+            };
+            whole_reads.extend(widened.iter().copied());
+            let classifier =
+                Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
+            for op in widened {
+                classified.reclassify(&classifier, op);
+            }
+        };
+        let buffer = tracked.roots[root];
+        for (edge_key, pair) in &planned.on_edges {
+            let edge = placement::edge_of(&flow, edge_key).expect("a copy on an edge of the graph");
+            let place = place_of_edge(ctx, &flow, edge)?;
+            let repaired = planned.repairs.contains_key(edge_key) && !planned.lcm_edges.contains(edge_key);
             if positions.as_ref().is_some_and(|p| !p.in_scope(ctx, buffer, place.anchor)) {
                 return Err(Unsupported {
                     what: "a copy out of its buffer's scope".into(),
                     location: ctx.location(edge.from),
                 });
             }
+            for side in [HOST, DEVICE] {
+                if pair[side].is_empty() {
+                    continue;
+                }
+                copies.push(Copy {
+                    place,
+                    direction: direction(side),
+                    buffer,
+                    ranges: pair[side].clone(),
+                    element: None,
+                    location: ctx.location(edge.from),
+                    reason: describer.on_edge(place, root, side, repaired),
+                });
+            }
+        }
+        for (&op, pair) in &planned.at_ops {
+            for side in [HOST, DEVICE] {
+                if pair[side].is_empty() {
+                    continue;
+                }
+                copies.push(Copy {
+                    place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
+                    direction: direction(side),
+                    buffer,
+                    ranges: pair[side].clone(),
+                    element: None,
+                    location: ctx.location(op),
+                    reason: describer.at_op(op, root, side),
+                });
+            }
+        }
+        for (op, read) in &planned.element_reads {
             copies.push(Copy {
-                place,
-                direction: direction(*side),
-                buffer,
-                ranges: ranges.clone(),
-                element: None,
-                location: ctx.location(edge.from),
-                reason: describer.on_edge(place, *root, *side, repaired),
+                place: Place { anchor: Anchor::Before(*op), order: Order::AtOp, guard: None },
+                direction: direction(read.side),
+                buffer: read.buffer,
+                ranges: super::ranges::RangeSet::empty(),
+                element: Some(read.index),
+                location: ctx.location(*op),
+                reason: describer
+                    .at_op(*op, read.root, read.side)
+                    .map(|r| format!("{r} (the element at a run-time index)")),
             });
         }
     }
-    for (&op, list) in &at_ops {
-        for (root, side, ranges) in list {
-            copies.push(Copy {
-                place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
-                direction: direction(*side),
-                buffer: tracked.roots[*root],
-                ranges: ranges.clone(),
-                element: None,
-                location: ctx.location(op),
-                reason: describer.at_op(op, *root, *side),
-            });
+    direct_copies(ctx, &classified, &describer, &mut copies);
+    Ok(Plan { function, copies: emit::merge_opposite_guards(copies) })
+}
+
+/// The plan of one root.
+struct RootPlan {
+    /// Copies on edges (the repairs and lazy code motion's).
+    on_edges: EdgeCopies,
+    /// The repairs among them.
+    repairs: EdgeCopies,
+    /// The edges lazy code motion put copies on.
+    lcm_edges: Vec<EdgeKey>,
+    /// Copies just before ops.
+    at_ops: OpCopies,
+    /// Reads at run-time indices served by a copy of their element.
+    element_reads: Vec<(Op, DynamicRead)>,
+    /// Reads at run-time indices that need the whole buffer (the root is planned again).
+    widened: Vec<Op>,
+}
+
+/// Plans one root over the slice of the function that touches it.
+fn plan_root(
+    ctx: &Context,
+    function: Op,
+    flow: &FlowGraph,
+    order: &ProgramOrder,
+    mut accesses: RootAccesses,
+    entry: &(hat_ir::Block, Pair),
+) -> Result<RootPlan, Unsupported> {
+    let slice = Rc::new(FlowSlice::new(ctx, flow, order, accesses.touching()));
+    let anticipated = loop {
+        let anticipated = solve_dense_backward_on(ctx, flow, &slice, &Anticipation { accesses: &accesses });
+        let live = |op: Op| {
+            let may = anticipated.after(ctx, op).may.pair()?;
+            Some(may[HOST].union(&may[DEVICE]))
+        };
+        if !accesses.drop_dead_merges(live) {
+            break anticipated;
+        }
+    };
+    let merges = Merges::new(ctx, function, flow, &slice, &anticipated);
+    let (available, repairs) = settle_merges(ctx, function, flow, &slice, &accesses, entry, &merges)?;
+    let mut element_reads = Vec::new();
+    let mut widened = Vec::new();
+    for (op, read) in accesses.dynamic() {
+        let Some(pair) = available.before(ctx, *op).pair() else { continue };
+        let all = whole(ctx, read.buffer);
+        if pair[read.side].contains(&all) {
+            continue;
+        }
+        if pair[1 - read.side].contains(&all) {
+            element_reads.push((*op, read.clone()));
+        } else {
+            widened.push(*op);
         }
     }
-    for (op, read) in element_reads {
-        copies.push(Copy {
-            place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
-            direction: direction(read.side),
-            buffer: read.buffer,
-            ranges: super::ranges::RangeSet::empty(),
-            element: Some(read.index),
-            location: ctx.location(op),
-            reason: describer.at_op(op, read.root, read.side).map(|r| format!("{r} (the element at a run-time index)")),
+    if !widened.is_empty() {
+        return Ok(RootPlan {
+            on_edges: EdgeCopies::default(),
+            repairs,
+            lcm_edges: Vec::new(),
+            at_ops: OpCopies::default(),
+            element_reads,
+            widened,
         });
     }
-    direct_copies(ctx, &accesses, &describer, &mut copies);
-    Ok(Plan { function, copies: emit::merge_opposite_guards(copies) })
+    let later = Later::new(&accesses, flow, &available, &anticipated, &repairs, entry.clone());
+    let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
+    let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
+    let at_ops = placement::at_ops(ctx, &accesses, &delayed);
+    let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
+    placement::merge_copies(&mut on_edges, repairs.clone());
+
+    // The whole plan, checked.
+    let final_available = solve_dense_forward_on(
+        ctx,
+        flow,
+        &slice,
+        &Availability { accesses: &accesses, entry: entry.clone(), copies: &on_edges, before: Some(&at_ops) },
+    );
+    placement::check(ctx, flow, &slice, &accesses, &final_available, &on_edges, &at_ops).map_err(|failure| {
+        Unsupported {
+            what: format!("a plan that fails its check: {}", failure.what),
+            location: ctx.location(failure.op),
+        }
+    })?;
+    Ok(RootPlan { on_edges, repairs, lcm_edges, at_ops, element_reads, widened })
 }
 
 /// How many rounds of repairs, and of pruning, before giving up (programs settle in two or three).
@@ -216,12 +269,13 @@ fn settle_merges(
     ctx: &Context,
     function: Op,
     flow: &FlowGraph,
-    accesses: &Accesses,
-    entry: &(hat_ir::Block, Facts),
+    slice: &Rc<FlowSlice>,
+    accesses: &RootAccesses,
+    entry: &(hat_ir::Block, Pair),
     merges: &Merges,
-) -> Result<(hat_ir::analysis::dataflow::DenseSolution<facts::Must>, EdgeCopies), Unsupported> {
+) -> Result<(DenseSolution<facts::Must>, EdgeCopies), Unsupported> {
     let solve = |copies: &EdgeCopies| {
-        solve_dense_forward(ctx, flow, &Availability { accesses, entry: entry.clone(), copies, before: None })
+        solve_dense_forward_on(ctx, flow, slice, &Availability { accesses, entry: entry.clone(), copies, before: None })
     };
     let fail = || Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) };
     let mut repairs = EdgeCopies::default();
@@ -267,17 +321,15 @@ fn direction(side: usize) -> Direction {
     }
 }
 
-/// At the entry: parameters current on the host only; buffers not made yet count as current on
-/// both sides (no buffer of theirs exists, and the op that makes one makes both copies).
-fn entry_facts(ctx: &Context, function: Op, tracked: &Tracked) -> Facts {
-    let all = super::ranges::RangeSet::whole();
-    let mut facts = Facts::filled(tracked.len(), [all.clone(), all]);
-    for param in parameters(ctx, function) {
-        if let Some(root) = tracked.number(param) {
-            facts.set(root, [whole(ctx, param), super::ranges::RangeSet::empty()]);
-        }
+/// At the entry: a parameter current on the host only; a buffer not made yet counts as current
+/// on both sides (no buffer of its exists, and the op that makes one makes both copies).
+fn entry_pair(ctx: &Context, function: Op, tracked: &Tracked, root: usize) -> Pair {
+    let buffer = tracked.roots[root];
+    if parameters(ctx, function).contains(&buffer) {
+        return [whole(ctx, buffer), super::ranges::RangeSet::empty()];
     }
-    facts
+    let all = super::ranges::RangeSet::whole();
+    [all.clone(), all]
 }
 
 /// Where each op of a function is in its walk (pre-order): an op after another in one block
