@@ -69,7 +69,7 @@ pub fn solve_dense_backward_on<A: DenseBackwardAnalysis>(
     slice: &Rc<FlowSlice>,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
-    let work = OrderedWorklist::over(slice.ops().to_vec(), true);
+    let work = OrderedWorklist::over(slice.order(), true);
     solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
 }
 
@@ -127,20 +127,20 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
         DenseSolution::new(Direction::Backward, self.before, self.end, slice)
     }
 
-    fn after(&self, op: Op) -> A::Lattice {
+    /// The state after `op` (`None`: bottom).
+    fn after(&self, op: Op) -> Option<&A::Lattice> {
         let ctx = self.ctx;
-        let state = match self.walk.next_op(ctx, op) {
+        match self.walk.next_op(ctx, op) {
             Some(next) => self.before.get(&next),
             None => ctx.parent_block(op).and_then(|b| self.end.get(&b)),
-        };
-        state.cloned().unwrap_or_else(A::Lattice::bottom)
+        }
     }
 
     /// The state at `target` changed to `state`: what flows back along each edge into it is
     /// joined into the edge's source.
     fn send_back(&mut self, target: Target, state: &A::Lattice) {
-        let edges: Vec<Edge> = self.flow.edges_into(target).cloned().collect();
-        for edge in &edges {
+        let flow = self.flow;
+        for edge in flow.edges_into(target) {
             let returning = self.analysis.visit_edge(self.ctx, edge, state);
             if edge.leaves_before() {
                 let arrived = self.arrived.entry(edge.from).or_insert_with(A::Lattice::bottom);
@@ -159,23 +159,29 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
 
     fn visit_op(&mut self, op: Op) {
         let ctx = self.ctx;
-        let after = self.after(op);
         if self.walk.next_op(ctx, op).is_none() {
             // The block's end is right after its last op (a region-branch op or a call in a block
             // without terminator): the edges to right after it carry it back.
+            let after = self.after(op).cloned().unwrap_or_else(A::Lattice::bottom);
             self.send_back(Target::After(op), &after);
         }
         let role = self.flow.role(ctx, op);
         let before = match role {
-            Role::Definition => after,
+            Role::Definition => self.after(op).cloned().unwrap_or_else(A::Lattice::bottom),
             Role::RegionBranch(_) | Role::Call { .. } => {
                 let arrived = self.arrived.get(&op).cloned().unwrap_or_else(A::Lattice::bottom);
                 match role {
-                    Role::Call { .. } => self.analysis.visit_call_entry(ctx, op, &after, &arrived),
+                    Role::Call { .. } => {
+                        let after = self.after(op).cloned().unwrap_or_else(A::Lattice::bottom);
+                        self.analysis.visit_call_entry(ctx, op, &after, &arrived)
+                    }
                     _ => arrived,
                 }
             }
-            _ => self.analysis.visit_op(ctx, op, &after),
+            _ => match self.after(op) {
+                Some(after) => self.analysis.visit_op(ctx, op, after),
+                None => self.analysis.visit_op(ctx, op, &A::Lattice::bottom()),
+            },
         };
         if self.before.get(&op) == Some(&before) {
             return;

@@ -82,7 +82,7 @@ pub fn solve_dense_forward_on<A: DenseForwardAnalysis>(
     slice: &Rc<FlowSlice>,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
-    let work = OrderedWorklist::over(slice.ops().to_vec(), false);
+    let work = OrderedWorklist::over(slice.order(), false);
     solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
 }
 
@@ -135,13 +135,13 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
         DenseSolution::new(Direction::Forward, self.after, self.start, slice)
     }
 
-    fn before(&self, op: Op) -> A::Lattice {
+    /// The state before `op` (`None`: bottom).
+    fn before(&self, op: Op) -> Option<&A::Lattice> {
         let ctx = self.ctx;
-        let state = match self.walk.prev_op(ctx, op) {
+        match self.walk.prev_op(ctx, op) {
             Some(previous) => self.after.get(&previous),
             None => ctx.parent_block(op).and_then(|b| self.start.get(&b)),
-        };
-        state.cloned().unwrap_or_else(A::Lattice::bottom)
+        }
     }
 
     /// Joins what goes along `edge` from a source in `state` into its target; the target is
@@ -168,14 +168,14 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
 
     fn visit_op(&mut self, op: Op) {
         let ctx = self.ctx;
-        let before = self.before(op);
         let role = self.flow.role(ctx, op);
         let after = match role {
-            Role::Definition => before,
+            Role::Definition => self.before(op).cloned().unwrap_or_else(A::Lattice::bottom),
             Role::RegionBranch(_) | Role::Call { .. } => {
+                let before = self.before(op).cloned().unwrap_or_else(A::Lattice::bottom);
                 // The state before the op goes into its regions (or callee), or straight past it.
-                let edges: Vec<Edge> = self.flow.edges_from(op).cloned().collect();
-                for edge in &edges {
+                let flow = self.flow;
+                for edge in flow.edges_from(op) {
                     self.send(edge, &before);
                 }
                 let arrived = self.arrived.get(&op).cloned().unwrap_or_else(A::Lattice::bottom);
@@ -184,7 +184,10 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
                     _ => arrived,
                 }
             }
-            _ => self.analysis.visit_op(ctx, op, &before),
+            _ => match self.before(op) {
+                Some(before) => self.analysis.visit_op(ctx, op, before),
+                None => self.analysis.visit_op(ctx, op, &A::Lattice::bottom()),
+            },
         };
         if self.after.get(&op) == Some(&after) {
             return;
@@ -192,8 +195,8 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
         if let Some(next) = self.walk.next_op(ctx, op) {
             self.work.push(next);
         }
-        let edges: Vec<Edge> = self.flow.edges_from(op).filter(|e| !e.leaves_before()).cloned().collect();
-        for edge in &edges {
+        let flow = self.flow;
+        for edge in flow.edges_from(op).filter(|e| !e.leaves_before()) {
             self.send(edge, &after);
         }
         self.after.insert(op, after);

@@ -16,6 +16,7 @@
 //! [`solve_dense_backward_on`]: super::solve_dense_backward_on
 
 use super::flow::{FlowGraph, Role};
+use super::worklist::OpOrder;
 use crate::{Block, Context, Op};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -54,7 +55,7 @@ pub struct FlowSlice {
     /// The blocks of the slice, in the flow graph's order.
     live: Vec<Block>,
     /// The kept ops in program order.
-    order: Vec<Op>,
+    order: std::rc::Rc<OpOrder>,
 }
 
 impl FlowSlice {
@@ -119,7 +120,7 @@ impl FlowSlice {
             ends.entry(block).or_default();
         }
         ops.retain(|op| ctx.parent_block(*op).is_some_and(|b| ends.contains_key(&b)));
-        FlowSlice { links, blocks: ends, live, order: ops }
+        FlowSlice { links, blocks: ends, live, order: std::rc::Rc::new(OpOrder::new(ops)) }
     }
 
     /// Whether `op` is kept.
@@ -134,7 +135,11 @@ impl FlowSlice {
 
     /// The kept ops, in program order.
     pub fn ops(&self) -> &[Op] {
-        &self.order
+        self.order.ops()
+    }
+
+    pub(crate) fn order(&self) -> std::rc::Rc<OpOrder> {
+        self.order.clone()
     }
 
     /// The blocks of the slice (the live blocks of the root's and the kept ops' regions).

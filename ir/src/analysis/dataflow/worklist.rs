@@ -29,6 +29,27 @@ impl<T: Copy + Eq + Hash> Worklist<T> {
     }
 }
 
+/// A fixed order of ops: their positions, computed once and shared by the worklists of every
+/// solve over the same ops.
+#[derive(Debug, Default)]
+pub(crate) struct OpOrder {
+    ops: Vec<crate::Op>,
+    position: rustc_hash::FxHashMap<crate::Op, u32>,
+}
+
+impl OpOrder {
+    /// `ops`, in that order.
+    pub(crate) fn new(ops: Vec<crate::Op>) -> Self {
+        let position = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
+        OpOrder { ops, position }
+    }
+
+    /// The ops, in order.
+    pub(crate) fn ops(&self) -> &[crate::Op] {
+        &self.ops
+    }
+}
+
 /// Ops waiting to be visited, taken in program order (the pre-order of the root's walk) for a
 /// forward analysis and in reverse for a backward one, each at most once in the queue. A loop
 /// then settles before the code after it (before it, going backward) is visited, so a chain of
@@ -36,37 +57,41 @@ impl<T: Copy + Eq + Hash> Worklist<T> {
 /// change downstream (a first-in, first-out queue's quadratic case).
 #[derive(Debug)]
 pub(crate) struct OrderedWorklist {
-    ops: Vec<crate::Op>,
-    position: rustc_hash::FxHashMap<crate::Op, u32>,
+    order: std::rc::Rc<OpOrder>,
+    /// Ops pushed that the order does not have (none should be), after its own.
+    extra: Vec<crate::Op>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<u32>>,
-    queued: FxHashSet<u32>,
+    queued: Vec<bool>,
     backward: bool,
 }
 
 impl OrderedWorklist {
     /// A worklist over the ops under `root`; `backward`: latest first.
     pub(crate) fn new(ctx: &crate::Context, root: crate::Op, backward: bool) -> Self {
-        Self::over(ctx.walk(root), backward)
+        Self::over(std::rc::Rc::new(OpOrder::new(ctx.walk(root))), backward)
     }
 
-    /// A worklist over `ops`, in that order (latest first when `backward`).
-    pub(crate) fn over(ops: Vec<crate::Op>, backward: bool) -> Self {
-        let position = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
-        OrderedWorklist { ops, position, heap: Default::default(), queued: FxHashSet::default(), backward }
+    /// A worklist over the ops of `order` (latest first when `backward`).
+    pub(crate) fn over(order: std::rc::Rc<OpOrder>, backward: bool) -> Self {
+        let queued = vec![false; order.ops.len()];
+        OrderedWorklist { order, extra: Vec::new(), heap: Default::default(), queued, backward }
     }
 
     pub(crate) fn push(&mut self, op: crate::Op) {
-        let index = match self.position.get(&op) {
-            Some(&i) => i,
-            None => {
-                // An op the walk did not see (none should be): appended.
-                let i = self.ops.len() as u32;
-                self.ops.push(op);
-                self.position.insert(op, i);
-                i
-            }
+        let index = match self.order.position.get(&op) {
+            Some(&i) => i as usize,
+            None => match self.extra.iter().position(|&o| o == op) {
+                Some(i) => self.order.ops.len() + i,
+                None => {
+                    self.extra.push(op);
+                    self.queued.push(false);
+                    self.order.ops.len() + self.extra.len() - 1
+                }
+            },
         };
-        if self.queued.insert(index) {
+        if !self.queued[index] {
+            self.queued[index] = true;
+            let index = index as u32;
             let key = if self.backward { u32::MAX - index } else { index };
             self.heap.push(std::cmp::Reverse(key));
         }
@@ -74,8 +99,9 @@ impl OrderedWorklist {
 
     pub(crate) fn pop(&mut self) -> Option<crate::Op> {
         let std::cmp::Reverse(key) = self.heap.pop()?;
-        let index = if self.backward { u32::MAX - key } else { key };
-        self.queued.remove(&index);
-        Some(self.ops[index as usize])
+        let index = (if self.backward { u32::MAX - key } else { key }) as usize;
+        self.queued[index] = false;
+        let known = self.order.ops.len();
+        Some(if index < known { self.order.ops[index] } else { self.extra[index - known] })
     }
 }
