@@ -166,23 +166,17 @@ impl FlowSlice {
     /// The kept op at or before `op` in its block (`None`: the block's start), for an op of a
     /// block of the slice; `Err` for an op elsewhere.
     pub(crate) fn at_or_before(&self, ctx: &Context, op: Op) -> Result<Option<Op>, ()> {
-        let block = ctx.parent_block(op).ok_or(())?;
-        if !self.has_block(block) {
-            return Err(());
-        }
-        let mut at = Some(op);
-        while let Some(o) = at {
-            if self.contains(o) {
-                return Ok(Some(o));
-            }
-            at = ctx.prev_op(o);
-        }
-        Ok(None)
+        self.nearest_kept(ctx, op, Context::prev_op)
     }
 
     /// The kept op at or after `op` in its block (`None`: the block's end), for an op of a
     /// block of the slice; `Err` for an op elsewhere.
     pub(crate) fn at_or_after(&self, ctx: &Context, op: Op) -> Result<Option<Op>, ()> {
+        self.nearest_kept(ctx, op, Context::next_op)
+    }
+
+    /// The first kept op from `op` on, stepping by `step` within its block.
+    fn nearest_kept(&self, ctx: &Context, op: Op, step: fn(&Context, Op) -> Option<Op>) -> Result<Option<Op>, ()> {
         let block = ctx.parent_block(op).ok_or(())?;
         if !self.has_block(block) {
             return Err(());
@@ -192,7 +186,7 @@ impl FlowSlice {
             if self.contains(o) {
                 return Ok(Some(o));
             }
-            at = ctx.next_op(o);
+            at = step(ctx, o);
         }
         Ok(None)
     }
