@@ -259,7 +259,7 @@ fn oracle_ratios() {
     );
     let mut json = serde_json::Map::new();
     let mut all_below = Vec::new();
-    for ((name, _, _), (bytes, copies, below, broken)) in STRATEGIES.iter().zip(tally(&cases)) {
+    for (i, ((name, _, _), (bytes, copies, below, broken))) in STRATEGIES.iter().zip(tally(&cases)).enumerate() {
         let (b, c) = (RatioSummary::of(&bytes), RatioSummary::of(&copies));
         text.push_str(&format!(
             "{name:<10} {}   {}   {:>6} {:>5}\n",
@@ -270,7 +270,17 @@ fn oracle_ratios() {
         ));
         json.insert(
             name.to_string(),
-            serde_json::json!({ "bytes": b.to_json(), "copies": c.to_json(), "broken": broken, "below_oracle": below }),
+            serde_json::json!({
+                "bytes": b.to_json(),
+                "copies": c.to_json(),
+                "broken": broken,
+                "below_oracle": below,
+                // Per case, to compare two versions of a strategy case by case: [seed, bytes, copies].
+                "runs": cases
+                    .iter()
+                    .filter_map(|(seed, c)| c.outcomes[i].as_ref().ok().map(|(b, k, _)| [*seed, *b, *k]))
+                    .collect::<Vec<_>>(),
+            }),
         );
         all_below.extend(below.into_iter().map(|b| format!("{name}: {b}")));
     }

@@ -19,8 +19,9 @@
 //!   anticipated at its target and neither available at its source nor anticipated (and
 //!   transparent) there.
 
+use super::super::ranges::RangeSet;
 use super::access::{Access, RootAccesses};
-use super::facts::{is_nothing, minus, nothing, unite, May, Must, Pair, DEVICE, HOST};
+use super::facts::{is_nothing, minus, nothing, unite, Available, May, Must, Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{
     DenseBackwardAnalysis, DenseForwardAnalysis, DenseSolution, Edge, FlowGraph, Lattice, Target,
 };
@@ -42,6 +43,9 @@ pub type EdgeCopies = FxHashMap<EdgeKey, Pair>;
 /// Copies of one root just before ops.
 pub type OpCopies = FxHashMap<Op, Pair>;
 
+/// Edges on which the root's run-time flag is set, and to which side (after the edge's copies).
+pub type FlagSets = FxHashMap<EdgeKey, usize>;
+
 /// What an access leaves current.
 pub fn available_after(pair: &Pair, access: &Access) -> Pair {
     let side = |s: usize| pair[s].union(&access.need[s]).minus(&access.stale[s]).union(&access.made[s]);
@@ -56,7 +60,16 @@ pub fn with_copies(pair: &Pair, copies: Option<&Pair>) -> Pair {
     }
 }
 
-/// Forward, must: the current elements of one root.
+/// What copies of `copied` leave flagged of `flagged`: a copy makes its elements current.
+fn flagged_after(flagged: &RangeSet, copied: Option<&Pair>) -> RangeSet {
+    match copied {
+        Some(c) => flagged.minus(&c[HOST]).minus(&c[DEVICE]),
+        None => flagged.clone(),
+    }
+}
+
+/// Forward, must: the current elements of one root, and those current on the side its flag
+/// names.
 pub struct Availability<'a> {
     /// What the ops do to the root.
     pub accesses: &'a RootAccesses,
@@ -64,40 +77,57 @@ pub struct Availability<'a> {
     pub entry: (Block, Pair),
     /// Copies on edges.
     pub copies: &'a EdgeCopies,
+    /// Where the flag is set.
+    pub flags: &'a FlagSets,
     /// Copies just before ops (the final check's: they meet the op's needs).
     pub before: Option<&'a OpCopies>,
 }
 
 impl DenseForwardAnalysis for Availability<'_> {
-    type Lattice = Must;
+    type Lattice = Available;
 
-    fn visit_op(&self, _: &Context, op: Op, before: &Must) -> Must {
-        let Must::At(pair) = before else { return Must::Unreached };
+    fn visit_op(&self, _: &Context, op: Op, before: &Available) -> Available {
+        let Available::At { current, flagged } = before else { return Available::Unreached };
         let access = self.accesses.of(op);
         let copies = self.before.and_then(|b| b.get(&op));
         if access.is_none() && copies.is_none() {
             return before.clone();
         }
-        let pair = with_copies(pair, copies);
-        Must::At(match access {
-            Some(a) => available_after(&pair, a),
-            None => pair,
-        })
+        let current = with_copies(current, copies);
+        let flagged = flagged_after(flagged, copies);
+        match access {
+            Some(a) => {
+                // What the op needs, stales or makes is no longer the flag's.
+                let touched = a.need[HOST].union(&a.need[DEVICE]).union(&a.kill(HOST)).union(&a.kill(DEVICE));
+                Available::At { current: available_after(&current, a), flagged: flagged.minus(&touched) }
+            }
+            None => Available::At { current, flagged },
+        }
     }
 
-    fn entry_state(&self, _: &Context, block: Block) -> Must {
+    fn entry_state(&self, _: &Context, block: Block) -> Available {
         if block == self.entry.0 {
-            Must::At(self.entry.1.clone())
+            Available::of(self.entry.1.clone())
         } else {
-            Must::At(nothing())
+            Available::of(nothing())
         }
     }
 
-    fn visit_edge(&self, _: &Context, edge: &Edge, state: &Must) -> Must {
-        match (state, self.copies.get(&key(edge))) {
-            (Must::At(pair), Some(copies)) => Must::At(unite(pair, copies)),
-            _ => state.clone(),
+    fn visit_edge(&self, _: &Context, edge: &Edge, state: &Available) -> Available {
+        let Available::At { current, flagged } = state else { return state.clone() };
+        let edge_key = key(edge);
+        let copies = self.copies.get(&edge_key);
+        let set = self.flags.get(&edge_key);
+        if copies.is_none() && set.is_none() {
+            return state.clone();
         }
+        let current = with_copies(current, copies);
+        let flagged = match set {
+            // The flag now names `side`: what is current there is the flag's.
+            Some(&side) => current[side].clone(),
+            None => flagged_after(flagged, copies),
+        };
+        Available::At { current, flagged }
     }
 }
 
@@ -174,7 +204,7 @@ pub struct Later<'a> {
     /// The flow graph solved over.
     pub flow: &'a FlowGraph,
     /// Availability, with the repairs.
-    pub available: &'a DenseSolution<Must>,
+    pub available: &'a DenseSolution<Available>,
     /// Anticipation.
     pub anticipated: &'a DenseSolution<Anticipated>,
     /// The repairs on edges.
@@ -190,7 +220,7 @@ impl<'a> Later<'a> {
     pub fn new(
         accesses: &'a RootAccesses,
         flow: &'a FlowGraph,
-        available: &'a DenseSolution<Must>,
+        available: &'a DenseSolution<Available>,
         anticipated: &'a DenseSolution<Anticipated>,
         copies: &'a EdgeCopies,
         entry: (Block, Pair),

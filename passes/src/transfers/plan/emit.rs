@@ -15,7 +15,9 @@
 //! At one place, copies come in the order control reaches them: those of edges arriving there
 //! first, then those of edges leaving, then those just before the op.
 
-use super::super::emit::{compare, constant, guard, index_constant, insert, transfer, Anchor, Direction};
+use super::super::emit::{
+    compare, constant, flag_cell, guard, index_constant, insert, load, store, transfer, Anchor, Direction,
+};
 use super::super::ranges::RangeSet;
 use super::Unsupported;
 use hat_dialects::semantics::IntPredicate;
@@ -142,6 +144,11 @@ pub struct Copy {
     pub ranges: RangeSet,
     /// Instead of `ranges`: the one element at this index (a one-dimensional buffer).
     pub element: Option<Value>,
+    /// Made only when the root's run-time flag names this side (the copy's source) as
+    /// current: a copy of elements flagged where paths that disagreed joined.
+    pub when_flag: Option<usize>,
+    /// Instead of a copy: the root's flag set to name this side.
+    pub sets_flag: Option<usize>,
     /// The source location.
     pub location: Location,
     /// Why (when reasons are kept).
@@ -152,10 +159,10 @@ pub struct Copy {
 /// and one that did not) into one unguarded copy.
 pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
     let mut out: Vec<Copy> = Vec::with_capacity(copies.len());
-    let mut by_key: FxHashMap<(Anchor, Value, Direction), Vec<usize>> = FxHashMap::default();
+    let mut by_key: FxHashMap<(Anchor, Value, Direction, Option<usize>), Vec<usize>> = FxHashMap::default();
     for (i, copy) in copies.iter().enumerate() {
-        if matches!(copy.place.guard, Some(Guard::Ran(_) | Guard::NotRan(_))) {
-            by_key.entry((copy.place.anchor, copy.buffer, copy.direction)).or_default().push(i);
+        if matches!(copy.place.guard, Some(Guard::Ran(_) | Guard::NotRan(_))) && copy.sets_flag.is_none() {
+            by_key.entry((copy.place.anchor, copy.buffer, copy.direction, copy.when_flag)).or_default().push(i);
         }
     }
     let mut copies: Vec<Option<Copy>> = copies.into_iter().map(Some).collect();
@@ -179,19 +186,27 @@ pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
         }
         out.push(both);
     }
-    out.extend(copies.into_iter().flatten().filter(|c| !c.ranges.is_empty() || c.element.is_some()));
+    out.extend(
+        copies.into_iter().flatten().filter(|c| !c.ranges.is_empty() || c.element.is_some() || c.sets_flag.is_some()),
+    );
     out
 }
 
-/// Writes `copies` into the IR; returns how many transfers went each way (`[to_device,
-/// from_device]`).
-pub fn emit(ctx: &mut Context, copies: &[Copy]) -> [u64; 2] {
+/// Writes `copies` into `function`; returns how many transfers went each way (`[to_device,
+/// from_device]`). A root with a run-time flag gets a one-element `i1` buffer at the start of
+/// the function (1: the host copy is current), set where the plan says and read by the copies
+/// guarded by it.
+pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy]) -> [u64; 2] {
     let mut counts = [0u64; 2];
     let mut order: Vec<&Copy> = copies.iter().collect();
-    order.sort_by_key(|c| (c.place.order, c.place.guard));
+    // At one place: in the order control reaches them, and a flag set after the copies of its
+    // edge (which may read the flag it overwrites).
+    order.sort_by_key(|c| (c.place.order, c.place.guard, c.sets_flag.is_some()));
     let mut guards: FxHashMap<(Anchor, Guard), Block> = FxHashMap::default();
+    let mut flag_guards: FxHashMap<(Anchor, Value, usize), Block> = FxHashMap::default();
+    let mut cells: FxHashMap<Value, Value> = FxHashMap::default();
     for copy in order {
-        let anchor = match copy.place.guard {
+        let mut anchor = match copy.place.guard {
             None => copy.place.anchor,
             Some(g) => {
                 let block = match guards.get(&(copy.place.anchor, g)) {
@@ -206,6 +221,32 @@ pub fn emit(ctx: &mut Context, copies: &[Copy]) -> [u64; 2] {
                 Anchor::End(block)
             }
         };
+        if let Some(side) = copy.sets_flag {
+            let cell = flag_cell_of(ctx, function, &mut cells, copy.buffer, copy.location);
+            let zero = index_constant(ctx, anchor, 0, copy.location);
+            let i1 = ctx.integer_type(1);
+            let value = constant(ctx, anchor, i64::from(side == 0), i1, copy.location);
+            store(ctx, anchor, value, cell, zero, copy.location);
+            continue;
+        }
+        if let Some(side) = copy.when_flag {
+            let key = (anchor, copy.buffer, side);
+            let block = match flag_guards.get(&key) {
+                Some(&block) => block,
+                None => {
+                    let cell = flag_cell_of(ctx, function, &mut cells, copy.buffer, copy.location);
+                    let zero = index_constant(ctx, anchor, 0, copy.location);
+                    let flag = load(ctx, anchor, cell, zero, copy.location);
+                    let i1 = ctx.integer_type(1);
+                    let wanted = constant(ctx, anchor, i64::from(side == 0), i1, copy.location);
+                    let condition = compare(ctx, anchor, IntPredicate::Eq, flag, wanted, copy.location);
+                    let block = guard(ctx, anchor, condition, copy.location);
+                    flag_guards.insert(key, block);
+                    block
+                }
+            };
+            anchor = Anchor::End(block);
+        }
         if let Some(index) = copy.element {
             let one = index_constant(ctx, anchor, 1, copy.location);
             let op = transfer(ctx, anchor, copy.direction, copy.buffer, None, copy.location, copy.reason.as_deref());
@@ -219,6 +260,28 @@ pub fn emit(ctx: &mut Context, copies: &[Copy]) -> [u64; 2] {
         }
     }
     counts
+}
+
+/// The flag cell of `buffer`, made at the start of `function` on first use.
+fn flag_cell_of(
+    ctx: &mut Context,
+    function: Op,
+    cells: &mut FxHashMap<Value, Value>,
+    buffer: Value,
+    location: Location,
+) -> Value {
+    if let Some(&cell) = cells.get(&buffer) {
+        return cell;
+    }
+    let first = ctx
+        .regions(function)
+        .first()
+        .and_then(|&r| ctx.region_blocks(r).first().copied())
+        .and_then(|b| ctx.first_op(b))
+        .expect("a planned function has a body");
+    let cell = flag_cell(ctx, Anchor::Before(first), location);
+    cells.insert(buffer, cell);
+    cell
 }
 
 /// The `i1` value of `g`, computed at `anchor`.

@@ -89,6 +89,73 @@ impl Lattice for Must {
     }
 }
 
+/// What is current of one root on every path: elements current on each side, and elements
+/// current on the side the root's run-time flag names (`flagged`: set where paths that
+/// disagree join, read by the copies that guard on it; disjoint from `current`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Available {
+    /// No path has reached the point.
+    #[default]
+    Unreached,
+    /// What holds on every path that has.
+    At {
+        /// Current on each side.
+        current: Pair,
+        /// Current on the side the flag names.
+        flagged: RangeSet,
+    },
+}
+
+impl Available {
+    /// `current` with nothing flagged.
+    pub fn of(current: Pair) -> Available {
+        Available::At { current, flagged: RangeSet::empty() }
+    }
+
+    /// The current elements, when some path reaches the point.
+    pub fn pair(&self) -> Option<&Pair> {
+        match self {
+            Available::Unreached => None,
+            Available::At { current, .. } => Some(current),
+        }
+    }
+
+    /// The flagged elements that are not current on a side anyway (none where no path reaches
+    /// the point).
+    pub fn flagged(&self) -> RangeSet {
+        match self {
+            Available::Unreached => RangeSet::empty(),
+            Available::At { current, flagged } => flagged.minus(&current[HOST]).minus(&current[DEVICE]),
+        }
+    }
+}
+
+impl Lattice for Available {
+    fn bottom() -> Self {
+        Available::Unreached
+    }
+
+    fn join(&mut self, other: &Self) -> bool {
+        match (&*self, other) {
+            (_, Available::Unreached) => false,
+            (Available::Unreached, _) => {
+                *self = other.clone();
+                true
+            }
+            (Available::At { current: a, flagged: f }, Available::At { current: b, flagged: g }) => {
+                // An element current on one side on one path and flagged on the other is flagged
+                // after the join only where the flag names that side on the first path too: not
+                // known here, so it is current on neither (the planner flags it where it joins).
+                let current = meet(a, b);
+                let flagged = f.intersect(g);
+                let changed = current != *a || flagged != *f;
+                *self = Available::At { current, flagged };
+                changed
+            }
+        }
+    }
+}
+
 /// Facts that hold on some path (joined by union); `Unreached` until a path arrives.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub enum May {
@@ -150,5 +217,19 @@ mod tests {
         assert!(may.join(&May::At(pair(5, 20))));
         assert!(!may.join(&May::At(pair(2, 3))));
         assert_eq!(may.pair().unwrap()[HOST], RangeSet::of(0..20));
+    }
+
+    #[test]
+    fn an_element_is_flagged_after_a_join_where_every_path_flags_it() {
+        // Path one: elements 0..8 current on the host, its flag set to the host (all of them
+        // flagged). Path two: 0..4 on the host, 4..8 on the device, its flag set to the device.
+        let one = Available::At { current: pair(0, 8), flagged: RangeSet::of(0..8) };
+        let two = Available::At { current: [RangeSet::of(0..4), RangeSet::of(4..8)], flagged: RangeSet::of(4..8) };
+        let mut joined = Available::Unreached;
+        assert!(joined.join(&one));
+        assert!(joined.join(&two));
+        assert_eq!(joined.pair().unwrap()[HOST], RangeSet::of(0..4), "current on the host on both paths");
+        assert_eq!(joined.flagged(), RangeSet::of(4..8), "the flag says where 4..8 are");
+        assert!(!joined.join(&two), "a fixpoint");
     }
 }

@@ -85,12 +85,25 @@ impl Merges {
         Merges { joins }
     }
 
-    /// The elements join `j` completes, per side, arriving with `have` (the meet of its edges);
-    /// `prefer(both)`: the side for elements both sides may observe next.
-    pub fn completed(&self, j: usize, have: &[RangeSet; 2], prefer: impl FnOnce(&RangeSet) -> Option<usize>) -> Pair {
+    /// What may be observed next from join `j` on either side (nothing where no path reaches an
+    /// exit).
+    pub fn live(&self, j: usize) -> RangeSet {
+        self.joins[j].live.as_ref().map_or_else(RangeSet::empty, |l| l[HOST].union(&l[DEVICE]))
+    }
+
+    /// The elements join `j` completes, per side, arriving with `have` (the meet of its edges)
+    /// and `flagged` (what the root's flag says where it is, on every edge); `prefer(both)`: the
+    /// side for elements both sides may observe next.
+    pub fn completed(
+        &self,
+        j: usize,
+        have: &[RangeSet; 2],
+        flagged: &RangeSet,
+        prefer: impl FnOnce(&RangeSet) -> Option<usize>,
+    ) -> Pair {
         let join = &self.joins[j];
         let Some(wanted) = &join.live else { return [RangeSet::empty(), RangeSet::empty()] };
-        let lost = wanted[HOST].union(&wanted[DEVICE]).minus(&have[HOST]).minus(&have[DEVICE]);
+        let lost = wanted[HOST].union(&wanted[DEVICE]).minus(&have[HOST]).minus(&have[DEVICE]).minus(flagged);
         if lost.is_empty() {
             return [RangeSet::empty(), RangeSet::empty()];
         }

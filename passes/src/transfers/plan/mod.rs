@@ -34,7 +34,7 @@ use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicRead, RootAccesses};
-use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, Later, OpCopies};
+use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, FlagSets, Later, OpCopies};
 use emit::{place_of_edge, Copy, Guard, Order, Place};
 use facts::{Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{
@@ -125,34 +125,50 @@ pub fn plan(
                     location: ctx.location(edge.from),
                 });
             }
-            for side in [HOST, DEVICE] {
-                if pair[side].is_empty() {
-                    continue;
-                }
+            let flagged = planned.flagged_on_edges.get(edge_key);
+            for (side, ranges, when_flag) in split_flagged(pair, flagged) {
                 copies.push(Copy {
                     place,
                     direction: direction(side),
                     buffer,
-                    ranges: pair[side].clone(),
+                    ranges,
                     element: None,
+                    when_flag,
+                    sets_flag: None,
                     location: ctx.location(edge.from),
-                    reason: describer.on_edge(place, root, side, repaired),
+                    reason: describer.on_edge(place, root, side, repaired).map(|r| describer.flagged(r, when_flag)),
                 });
             }
         }
+        // A flag no copy reads is not kept.
+        let flag_read = !planned.flagged_on_edges.is_empty() || !planned.flagged_at_ops.is_empty();
+        for (edge_key, &side) in planned.flags.iter().filter(|_| flag_read) {
+            let edge = placement::edge_of(&flow, edge_key).expect("a flag set on an edge of the graph");
+            let place = place_of_edge(ctx, &flow, edge)?;
+            copies.push(Copy {
+                place,
+                direction: direction(side),
+                buffer,
+                ranges: super::ranges::RangeSet::empty(),
+                element: None,
+                when_flag: None,
+                sets_flag: Some(side),
+                location: ctx.location(edge.from),
+                reason: None,
+            });
+        }
         for (&op, pair) in &planned.at_ops {
-            for side in [HOST, DEVICE] {
-                if pair[side].is_empty() {
-                    continue;
-                }
+            for (side, ranges, when_flag) in split_flagged(pair, planned.flagged_at_ops.get(&op)) {
                 copies.push(Copy {
                     place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
                     direction: direction(side),
                     buffer,
-                    ranges: pair[side].clone(),
+                    ranges,
                     element: None,
+                    when_flag,
+                    sets_flag: None,
                     location: ctx.location(op),
-                    reason: describer.at_op(op, root, side),
+                    reason: describer.at_op(op, root, side).map(|r| describer.flagged(r, when_flag)),
                 });
             }
         }
@@ -163,6 +179,8 @@ pub fn plan(
                 buffer: read.buffer,
                 ranges: super::ranges::RangeSet::empty(),
                 element: Some(read.index),
+                when_flag: None,
+                sets_flag: None,
                 location: ctx.location(*op),
                 reason: describer
                     .at_op(*op, read.root, read.side)
@@ -184,6 +202,12 @@ struct RootPlan {
     lcm_edges: Vec<EdgeKey>,
     /// Copies just before ops.
     at_ops: OpCopies,
+    /// The flagged part of the copies on edges (guarded by the flag).
+    flagged_on_edges: EdgeCopies,
+    /// The flagged part of the copies before ops.
+    flagged_at_ops: OpCopies,
+    /// Where the root's flag is set.
+    flags: FlagSets,
     /// Reads at run-time indices served by a copy of their element.
     element_reads: Vec<(Op, DynamicRead)>,
     /// Reads at run-time indices that need the whole buffer (the root is planned again).
@@ -211,7 +235,7 @@ fn plan_root(
         }
     };
     let merges = Merges::new(ctx, function, flow, &slice, &anticipated);
-    let (available, repairs) = settle_merges(ctx, function, flow, &slice, &accesses, entry, &merges)?;
+    let (available, repairs, flags) = settle_merges(ctx, function, flow, &slice, &accesses, entry, &merges)?;
     let mut element_reads = Vec::new();
     let mut widened = Vec::new();
     for (op, read) in accesses.dynamic() {
@@ -232,6 +256,9 @@ fn plan_root(
             repairs,
             lcm_edges: Vec::new(),
             at_ops: OpCopies::default(),
+            flagged_on_edges: EdgeCopies::default(),
+            flagged_at_ops: OpCopies::default(),
+            flags,
             element_reads,
             widened,
         });
@@ -244,23 +271,61 @@ fn plan_root(
     placement::merge_copies(&mut on_edges, repairs.clone());
 
     // The whole plan, checked.
-    let final_available = solve_dense_forward_on(
-        ctx,
-        flow,
-        &slice,
-        &Availability { accesses: &accesses, entry: entry.clone(), copies: &on_edges, before: Some(&at_ops) },
-    );
-    placement::check(ctx, flow, &slice, &accesses, &final_available, &on_edges, &at_ops).map_err(|failure| {
-        Unsupported {
-            what: format!("a plan that fails its check: {}", failure.what),
-            location: ctx.location(failure.op),
-        }
+    let solve_final = |on_edges: &EdgeCopies, at_ops: &OpCopies| {
+        let availability = Availability {
+            accesses: &accesses,
+            entry: entry.clone(),
+            copies: on_edges,
+            flags: &flags,
+            before: Some(at_ops),
+        };
+        let available = solve_dense_forward_on(ctx, flow, &slice, &availability);
+        let checked = placement::check(ctx, flow, &slice, &accesses, &available, on_edges, at_ops);
+        (available, checked)
+    };
+    // A copy of what is current already where it is made is dropped.
+    let (available, _) = solve_final(&on_edges, &at_ops);
+    let (needless_edges, needless_ops) = placement::without_redundant(ctx, flow, &available, &on_edges, &at_ops);
+    let (on_edges, at_ops) = (needless_edges, needless_ops);
+    let (final_available, checked) = solve_final(&on_edges, &at_ops);
+    checked.map_err(|failure| Unsupported {
+        what: format!("a plan that fails its check: {}", failure.what),
+        location: ctx.location(failure.op),
     })?;
-    Ok(RootPlan { on_edges, repairs, lcm_edges, at_ops, element_reads, widened })
+    // The copies of flagged elements are made when the flag names their source.
+    let flagged_part = |pair: &Pair, flagged: super::ranges::RangeSet| {
+        [pair[HOST].intersect(&flagged), pair[DEVICE].intersect(&flagged)]
+    };
+    let mut flagged_on_edges = EdgeCopies::default();
+    for (edge_key, pair) in &on_edges {
+        let Some(edge) = placement::edge_of(flow, edge_key) else { continue };
+        let part = flagged_part(pair, placement::flagged_at_source(ctx, &final_available, edge));
+        if !facts::is_nothing(&part) {
+            flagged_on_edges.insert(*edge_key, part);
+        }
+    }
+    let mut flagged_at_ops = OpCopies::default();
+    for (&op, pair) in &at_ops {
+        let part = flagged_part(pair, final_available.before(ctx, op).flagged());
+        if !facts::is_nothing(&part) {
+            flagged_at_ops.insert(op, part);
+        }
+    }
+    Ok(RootPlan {
+        on_edges,
+        repairs,
+        lcm_edges,
+        at_ops,
+        flagged_on_edges,
+        flagged_at_ops,
+        flags,
+        element_reads,
+        widened,
+    })
 }
 
 /// How many rounds of repairs, and of pruning, before giving up (programs settle in two or three).
-const ROUNDS: usize = 8;
+const ROUNDS: usize = 12;
 
 /// Availability with copies on the edges into joins where paths disagree: repairs are added until
 /// no merge loses an element still observed, then narrowed to what is still missing (a repair
@@ -273,22 +338,35 @@ fn settle_merges(
     accesses: &RootAccesses,
     entry: &(hat_ir::Block, Pair),
     merges: &Merges,
-) -> Result<(DenseSolution<facts::Must>, EdgeCopies), Unsupported> {
-    let solve = |copies: &EdgeCopies| {
-        solve_dense_forward_on(ctx, flow, slice, &Availability { accesses, entry: entry.clone(), copies, before: None })
+) -> Result<(DenseSolution<facts::Available>, EdgeCopies, FlagSets), Unsupported> {
+    let mut flags = FlagSets::default();
+    let solve = |copies: &EdgeCopies, flags: &FlagSets| {
+        solve_dense_forward_on(
+            ctx,
+            flow,
+            slice,
+            &Availability { accesses, entry: entry.clone(), copies, flags, before: None },
+        )
     };
     let fail = || Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) };
     let mut repairs = EdgeCopies::default();
-    let mut solved = solve(&repairs);
+    let mut solved = solve(&repairs, &flags);
     let mut settled = false;
     for _ in 0..ROUNDS {
-        let more = placement::repairs(ctx, merges, &solved, &repairs);
-        if more.is_empty() {
-            settled = true;
-            break;
+        let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags);
+        let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
+        if decided.copies.is_empty() && !new_sets {
+            if decided.deferred.is_empty() {
+                settled = true;
+                break;
+            }
+            // Nothing upstream changes any more: the joins that waited are repaired.
+            placement::merge_copies(&mut repairs, decided.deferred);
+        } else {
+            placement::merge_copies(&mut repairs, decided.copies);
+            flags.extend(decided.sets);
         }
-        placement::merge_copies(&mut repairs, more);
-        solved = solve(&repairs);
+        solved = solve(&repairs, &flags);
     }
     if !settled {
         return Err(fail());
@@ -297,20 +375,39 @@ fn settle_merges(
         let pruned = placement::prune(ctx, flow, &solved, &repairs);
         if pruned == repairs {
             // Pruning must not open a merge again.
-            if !placement::repairs(ctx, merges, &solved, &repairs).is_empty() {
+            let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags);
+            let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
+            if !decided.copies.is_empty() || !decided.deferred.is_empty() || new_sets {
                 return Err(fail());
             }
-            return Ok((solved, repairs));
+            return Ok((solved, repairs, flags));
         }
         repairs = pruned;
-        solved = solve(&repairs);
+        solved = solve(&repairs, &flags);
     }
     Err(fail())
 }
 
+/// The parts of a root's copies to each side: what the source holds (unguarded), and what the
+/// flag holds (made when the flag names the source side).
+fn split_flagged(pair: &Pair, flagged: Option<&Pair>) -> Vec<(usize, super::ranges::RangeSet, Option<usize>)> {
+    let mut out = Vec::new();
+    for side in [HOST, DEVICE] {
+        let guarded = flagged.map_or_else(super::ranges::RangeSet::empty, |f| f[side].clone());
+        let plain = pair[side].minus(&guarded);
+        if !plain.is_empty() {
+            out.push((side, plain, None));
+        }
+        if !guarded.is_empty() {
+            out.push((side, guarded, Some(1 - side)));
+        }
+    }
+    out
+}
+
 /// Writes a plan into its function; `[to_device, from_device]` counts.
 pub fn emit_plan(ctx: &mut Context, plan: &Plan) -> [u64; 2] {
-    emit::emit(ctx, &plan.copies)
+    emit::emit(ctx, plan.function, &plan.copies)
 }
 
 fn direction(side: usize) -> Direction {
@@ -386,6 +483,8 @@ fn direct_copies(ctx: &Context, accesses: &Accesses, describer: &Describer<'_>, 
                 buffer: direct.value,
                 ranges: direct.ranges.clone(),
                 element: None,
+                when_flag: None,
+                sets_flag: None,
                 location: ctx.location(op),
                 reason: describer.direct(op, direct),
             });
@@ -454,6 +553,17 @@ impl Describer<'_> {
         } else {
             format!("every path from here needs {} on the {side_name} ({edge}; lazy code motion)", self.name(root))
         })
+    }
+
+    /// `reason`, said of a copy guarded by the flag.
+    fn flagged(&self, reason: String, when_flag: Option<usize>) -> String {
+        match when_flag {
+            Some(side) => {
+                let side = if side == HOST { "host" } else { "device" };
+                format!("{reason}; made when the buffer's flag says the {side} copy is current (paths joined with it current on different sides)")
+            }
+            None => reason,
+        }
     }
 
     fn direct(&self, op: Op, direct: &access::Direct) -> Option<String> {

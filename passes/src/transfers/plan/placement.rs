@@ -11,37 +11,79 @@
 //! 3. **The check** ([`check`]): availability solved once more with every copy placed, and every
 //!    need and every copy's source verified current. A plan that fails it is not used.
 
+use super::super::ranges::RangeSet;
 use super::access::RootAccesses;
-use super::analyses::{key, with_copies, EdgeCopies, EdgeKey, OpCopies};
-use super::facts::{is_nothing, minus, unite, Must, Pair, DEVICE, HOST};
+use super::analyses::{key, with_copies, EdgeCopies, EdgeKey, FlagSets, OpCopies};
+use super::facts::{is_nothing, minus, unite, Available, Must, Pair, DEVICE, HOST};
 use super::merges::{Join, Merges};
 use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, FlowSlice, Target};
 use hat_ir::{Context, Op};
 
 /// Availability at the source of `edge` (before the copies on it).
-fn at_source(ctx: &Context, available: &DenseSolution<Must>, edge: &Edge) -> Option<Pair> {
-    let state = if edge.leaves_before() { available.before(ctx, edge.from) } else { available.after(ctx, edge.from) };
-    state.pair().cloned()
+fn state_at_source<'a>(ctx: &Context, available: &'a DenseSolution<Available>, edge: &Edge) -> &'a Available {
+    if edge.leaves_before() {
+        available.before(ctx, edge.from)
+    } else {
+        available.after(ctx, edge.from)
+    }
 }
 
-/// More copies on the edges into joins that still lose an element ([`Merges`]): on each edge,
-/// the completed elements it lacks on that side (`copies`: those decided already, which
-/// `available` counts).
-pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, copies: &EdgeCopies) -> EdgeCopies {
+/// The current elements at the source of `edge` (before the copies on it).
+fn at_source(ctx: &Context, available: &DenseSolution<Available>, edge: &Edge) -> Option<Pair> {
+    state_at_source(ctx, available, edge).pair().cloned()
+}
+
+/// The flagged elements at the source of `edge` (before the copies on it).
+pub fn flagged_at_source(ctx: &Context, available: &DenseSolution<Available>, edge: &Edge) -> RangeSet {
+    state_at_source(ctx, available, edge).flagged()
+}
+
+/// What the merges still lose is completed on the incoming edges ([`Merges`]): the elements
+/// some path from the join surely needs on a side are copied there on each edge that lacks
+/// them (a *repair*); the others, observed next on some paths only, are left to the root's
+/// run-time flag where every edge has them on one side (or flagged already): each edge sets
+/// the flag to its side, and the copies that serve the later observers are guarded by it.
+/// `copies` and `flags`: those decided already, which `available` counts.
+pub fn repairs(
+    ctx: &Context,
+    merges: &Merges,
+    available: &DenseSolution<Available>,
+    copies: &EdgeCopies,
+    flags: &FlagSets,
+) -> Decisions {
     let mut out = EdgeCopies::default();
+    let mut sets = FlagSets::default();
+    let mut deferred = EdgeCopies::default();
     for (j, join) in merges.joins.iter().enumerate() {
-        let reached: Vec<(usize, Pair)> = join
+        // Per edge that some path reaches: what is current on it, and what is flagged on it
+        // before a flag set of its own.
+        let reached: Vec<(usize, Pair, RangeSet)> = join
             .edges
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| at_source(ctx, available, e).map(|p| (i, with_copies(&p, copies.get(&key(e))))))
+            .filter_map(|(i, e)| {
+                let state = state_at_source(ctx, available, e);
+                let edge_copies = copies.get(&key(e));
+                let pair = with_copies(state.pair()?, edge_copies);
+                let flagged = state.flagged().minus(&pair[HOST]).minus(&pair[DEVICE]);
+                Some((i, pair, flagged))
+            })
             .collect();
         if reached.len() < 2 {
             continue;
         }
         let meet = |side: usize| {
-            reached.iter().skip(1).fold(reached[0].1[side].clone(), |acc, (_, p)| acc.intersect(&p[side]))
+            reached.iter().skip(1).fold(reached[0].1[side].clone(), |acc, (_, p, _)| acc.intersect(&p[side]))
         };
+        // Flagged after the join: on every edge, flagged or current on the side its set names.
+        let flagged_after = reached.iter().fold(None::<RangeSet>, |acc, (i, pair, flagged)| {
+            let here = match flags.get(&key(&join.edges[*i])) {
+                Some(&side) => pair[side].clone(),
+                None => flagged.clone(),
+            };
+            Some(acc.map_or(here.clone(), |a| a.intersect(&here)))
+        });
+        let flagged_after = flagged_after.unwrap_or_default();
         // The side whose copies on the edges that lack it cost less, an edge's copy weighed
         // by how often it runs (its loop depth): at a loop's header, the side its back edge
         // brings (the entry edge copies once); after a branch, the side fewer paths lack.
@@ -66,7 +108,11 @@ pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, 
                 (true, true) => {}
             }
             let cost = |side: usize| -> u64 {
-                reached.iter().filter(|(_, p)| lacks(p, side)).map(|(i, _)| edge_weight(ctx, &join.edges[*i])).sum()
+                reached
+                    .iter()
+                    .filter(|(_, p, _)| lacks(p, side))
+                    .map(|(i, _, _)| edge_weight(ctx, &join.edges[*i]))
+                    .sum()
             };
             match cost(HOST).cmp(&cost(DEVICE)) {
                 std::cmp::Ordering::Less => Some(HOST),
@@ -74,15 +120,92 @@ pub fn repairs(ctx: &Context, merges: &Merges, available: &DenseSolution<Must>, 
                 std::cmp::Ordering::Equal => None,
             }
         };
-        let want = merges.completed(j, &[meet(HOST), meet(DEVICE)], prefer);
-        for (i, pair) in &reached {
+        let mut want = merges.completed(j, &[meet(HOST), meet(DEVICE)], &flagged_after, prefer);
+        // What no path surely needs on the side it would be completed to: to the flag, where
+        // every edge can say where it is.
+        let needed = |side: usize| join.needed.as_ref().map_or_else(RangeSet::empty, |n| n[side].clone());
+        let optional = want[HOST].minus(&needed(HOST)).union(&want[DEVICE].minus(&needed(DEVICE)));
+        // An edge on which some of it is lost already (current on neither side, not flagged)
+        // waits for the join upstream that loses it: that join may still flag it.
+        let mut deferring = false;
+        // A repair that only extends what lazy code motion copies on its edge anyway (what every
+        // path from the join needs there and the edge lacks) adds no transfer: it is kept.
+        let rides_along = [HOST, DEVICE].into_iter().all(|side| {
+            let part = want[side].intersect(&optional);
+            reached.iter().all(|(_, pair, _)| {
+                let lack = part.minus(&pair[side]);
+                let copied = needed(side).minus(&pair[side]);
+                lack.is_empty()
+                    || (!copied.is_empty() && copied.union(&lack).ranges().count() <= copied.ranges().count())
+            })
+        });
+        if !optional.is_empty() && !rides_along {
+            let live = merges.live(j);
+            let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
+            if let Some(edge_sets) = flag_sets(&reached, &optional, &live, decided) {
+                for (i, side, guarded) in edge_sets {
+                    sets.insert(key(&join.edges[i]), side);
+                    if !guarded.is_empty() {
+                        let mut copy = super::facts::nothing();
+                        copy[side] = guarded;
+                        add(&mut out, key(&join.edges[i]), &copy);
+                    }
+                }
+                want = [want[HOST].minus(&optional), want[DEVICE].minus(&optional)];
+            } else if reached
+                .iter()
+                .any(|(_, pair, flagged)| !optional.minus(&pair[HOST]).minus(&pair[DEVICE]).minus(flagged).is_empty())
+            {
+                deferring = true;
+            }
+        }
+        for (i, pair, _) in &reached {
             let missing = minus(&want, pair);
             if !is_nothing(&missing) {
-                add(&mut out, key(&join.edges[*i]), &missing);
+                add(if deferring { &mut deferred } else { &mut out }, key(&join.edges[*i]), &missing);
             }
         }
     }
-    out
+    Decisions { copies: out, sets, deferred }
+}
+
+/// What [`repairs`] decides in one round.
+pub struct Decisions {
+    /// Repairs.
+    pub copies: EdgeCopies,
+    /// Flag sets.
+    pub sets: FlagSets,
+    /// Repairs of joins that wait for a join upstream (made when nothing else changes).
+    pub deferred: EdgeCopies,
+}
+
+/// The flag sets that make `optional` flagged after a join: per edge, nothing where it is
+/// flagged already (and the edge sets no flag, or sets it to a side that holds it); else the
+/// side that holds it, or holds what is not flagged of it (the flagged part is copied there
+/// first, guarded by the flag, before the flag is set anew): `(edge, side, that part)`. An edge
+/// cannot set the flag where other flagged elements may still be observed (they would lose
+/// their meaning). `None` where some edge cannot.
+fn flag_sets(
+    reached: &[(usize, Pair, RangeSet)],
+    optional: &RangeSet,
+    live: &RangeSet,
+    decided: impl Fn(usize) -> Option<usize>,
+) -> Option<Vec<(usize, usize, RangeSet)>> {
+    let mut sets = Vec::new();
+    for (i, pair, flagged) in reached {
+        match decided(*i) {
+            Some(side) if pair[side].contains(optional) => continue,
+            Some(_) => return None,
+            None if flagged.contains(optional) => continue,
+            None => {}
+        }
+        if !optional.contains(&flagged.intersect(live)) {
+            return None;
+        }
+        let side = [HOST, DEVICE].into_iter().find(|&s| pair[s].union(flagged).contains(optional))?;
+        sets.push((*i, side, optional.intersect(flagged)));
+    }
+    Some(sets)
 }
 
 /// Adds `pair` to the copies on `edge`.
@@ -91,17 +214,20 @@ fn add(copies: &mut EdgeCopies, edge: EdgeKey, pair: &Pair) {
     *slot = unite(slot, pair);
 }
 
-/// The repairs narrowed to what their edges still lack, without those whose source is not
-/// current (a repair made for an earlier state of a merge that later repairs complete).
-pub fn prune(ctx: &Context, flow: &FlowGraph, available: &DenseSolution<Must>, copies: &EdgeCopies) -> EdgeCopies {
+/// The repairs narrowed to what their edges still lack, without those whose source is neither
+/// current nor flagged (a repair made for an earlier state of a merge that later repairs
+/// complete).
+pub fn prune(ctx: &Context, flow: &FlowGraph, available: &DenseSolution<Available>, copies: &EdgeCopies) -> EdgeCopies {
     let mut out = EdgeCopies::default();
     for (edge_key, pair) in copies {
         let Some(edge) = edge_of(flow, edge_key) else { continue };
-        let Some(have) = at_source(ctx, available, edge) else { continue };
+        let state = state_at_source(ctx, available, edge);
+        let Some(have) = state.pair() else { continue };
+        let flagged = state.flagged();
         let mut kept = super::facts::nothing();
         for side in [HOST, DEVICE] {
             let missing = pair[side].minus(&have[side]);
-            if !missing.is_empty() && have[1 - side].contains(&missing) {
+            if !missing.is_empty() && have[1 - side].union(&flagged).contains(&missing) {
                 kept[side] = missing;
             }
         }
@@ -110,6 +236,40 @@ pub fn prune(ctx: &Context, flow: &FlowGraph, available: &DenseSolution<Must>, c
         }
     }
     out
+}
+
+/// The copies less what is current on their side already where they are made (before the
+/// other copies of their place), per `available`, the availability with all of them. Such a
+/// copy is never needed, and its source may be stale (lazy code motion can place a copy at a
+/// join for the paths that lack it, downstream of a repair or of a copy on one branch's edge
+/// that made it current on the others).
+pub fn without_redundant(
+    ctx: &Context,
+    flow: &FlowGraph,
+    available: &DenseSolution<Available>,
+    edges: &EdgeCopies,
+    ops: &OpCopies,
+) -> (EdgeCopies, OpCopies) {
+    let needed = |pair: &Pair, have: Option<&Pair>| match have {
+        Some(have) => minus(pair, have),
+        None => pair.clone(),
+    };
+    let mut on_edges = EdgeCopies::default();
+    for (edge_key, pair) in edges {
+        let have = edge_of(flow, edge_key).and_then(|e| at_source(ctx, available, e));
+        let left = needed(pair, have.as_ref());
+        if !is_nothing(&left) {
+            on_edges.insert(*edge_key, left);
+        }
+    }
+    let mut at_ops = OpCopies::default();
+    for (&op, pair) in ops {
+        let left = needed(pair, available.before(ctx, op).pair());
+        if !is_nothing(&left) {
+            at_ops.insert(op, left);
+        }
+    }
+    (on_edges, at_ops)
 }
 
 /// How often an edge runs, roughly: 8 to the power of the loops around it (those around both
@@ -191,41 +351,43 @@ pub struct CheckFailure {
 }
 
 /// Verifies the plan of one root: with every copy in place, each need is met and each copy's
-/// source is current (`available` is availability solved with `edges` and `ops` as copies).
+/// source is current, or flagged (such a copy is guarded by the flag) (`available` is
+/// availability solved with `edges` and `ops` as copies).
 pub fn check(
     ctx: &Context,
     flow: &FlowGraph,
     slice: &FlowSlice,
     accesses: &RootAccesses,
-    available: &DenseSolution<Must>,
+    available: &DenseSolution<Available>,
     edges: &EdgeCopies,
     ops: &OpCopies,
 ) -> Result<(), CheckFailure> {
     let fail = |op: Op, what: String| Err(CheckFailure { op, what });
+    let sourced = |state: &Available, copies: &Pair| {
+        let (Some(have), flagged) = (state.pair(), state.flagged()) else { return true };
+        [HOST, DEVICE].into_iter().all(|side| have[1 - side].contains(&copies[side].minus(&flagged)))
+    };
     for &op in slice.ops() {
         for edge in flow.edges_from(op) {
             let Some(copies) = edges.get(&key(edge)) else { continue };
-            let Some(have) = at_source(ctx, available, edge) else { continue };
-            for side in [HOST, DEVICE] {
-                if !have[1 - side].contains(&copies[side]) {
-                    return fail(
-                        edge.from,
-                        format!(
-                            "a copy on an edge from a stale source (to side {side}, {:?}, source has {:?})",
-                            copies[side], have
-                        ),
-                    );
-                }
+            if !sourced(state_at_source(ctx, available, edge), copies) {
+                return fail(edge.from, format!("a copy on an edge from a stale source ({copies:?})"));
             }
         }
     }
     for &op in slice.ops() {
-        let Some(have) = available.before(ctx, op).pair() else { continue };
+        let state = available.before(ctx, op);
+        let Some(have) = state.pair() else { continue };
         if let Some(copies) = ops.get(&op) {
-            for side in [HOST, DEVICE] {
-                if !have[1 - side].contains(&copies[side]) {
-                    return fail(op, "a copy before an op from a stale source".to_string());
-                }
+            if !sourced(state, copies) {
+                return fail(
+                    op,
+                    format!(
+                        "a copy before an op from a stale source ({copies:?}, source has {:?}, flagged {:?})",
+                        state.pair(),
+                        state.flagged()
+                    ),
+                );
             }
         }
         let have = with_copies(have, ops.get(&op));
