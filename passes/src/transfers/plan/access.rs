@@ -264,6 +264,16 @@ impl Classifier<'_> {
         };
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
             for arg in self.kernels.args(ctx, op).iter() {
+                let either = self.tracked.candidates_of(self.roots, arg.value);
+                if !either.is_empty() {
+                    // Which of them it is is known at run time only: each is read, and may be
+                    // written (what it writes must be current on the device before).
+                    for &root in &either {
+                        out.read(root, DEVICE, &arg.read);
+                        out.may_write(root, DEVICE, &arg.written);
+                    }
+                    continue;
+                }
                 match self.tracked.root_of(self.roots, arg.value) {
                     Some(root) => {
                         // What it may write and does not surely write merges with the rest.
@@ -348,6 +358,10 @@ impl Classifier<'_> {
                 }
                 (EffectKind::Read, EffectTarget::Operand(i)) => {
                     let value = ctx.operand(op, i);
+                    for root in self.tracked.candidates_of(self.roots, value) {
+                        let ranges = extent(ctx, op, value, effect.extent).unwrap_or_else(|| whole(ctx, value));
+                        out.read(root, side, &ranges);
+                    }
                     if let Some(root) = self.tracked.root_of(self.roots, value) {
                         let known = extent(ctx, op, value, effect.extent);
                         if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
@@ -363,13 +377,20 @@ impl Classifier<'_> {
                 }
                 (EffectKind::Write, EffectTarget::Operand(i)) => {
                     let value = ctx.operand(op, i);
-                    let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
                     let known = extent(ctx, op, value, effect.extent);
                     let ranges = known.clone().unwrap_or_else(|| whole(ctx, value));
                     // A transfer-like op writes one copy from the other: the other stays current.
                     let copies_other = effects
                         .iter()
                         .any(|e| e.kind == EffectKind::Read && e.target == effect.target && e.space != effect.space);
+                    let either = self.tracked.candidates_of(self.roots, value);
+                    if !either.is_empty() && !copies_other {
+                        for root in either {
+                            out.may_write(root, side, &ranges);
+                        }
+                        continue;
+                    }
+                    let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
                     let access = out.entry(root);
                     if effect.must && known.is_some() {
                         access.made[side] = access.made[side].union(&ranges);
@@ -417,6 +438,12 @@ impl Classifier<'_> {
                 continue;
             }
             let (reads, must_write, writes) = declared_parameter_access(&declared, index);
+            if !self.tracked.candidates_of(self.roots, value).is_empty() {
+                if reads || writes {
+                    out.host_needs(value, None, writes);
+                }
+                continue;
+            }
             let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
             let all = whole(ctx, value);
             let access = out.entry(root);
@@ -474,21 +501,41 @@ impl Builder<'_> {
         if !is_buffer(self.ctx, value) {
             return;
         }
-        let Some(root) = self.tracked.root_of(self.roots, value) else {
-            // Untracked roots are current on the host at all times; a merged value's roots are
-            // all untracked (see `roots`).
-            debug_assert!(match self.roots.roots_ref(value) {
-                Roots::Known(set) => set.iter().all(|r| self.tracked.number(*r).is_none()),
-                Roots::Unknown => true,
-            });
-            return;
+        let either = self.tracked.candidates_of(self.roots, value);
+        let roots: SmallVec<[usize; 4]> = match self.tracked.root_of(self.roots, value) {
+            Some(root) => SmallVec::from_slice(&[root]),
+            None if !either.is_empty() => either,
+            None => {
+                // Untracked roots are current on the host at all times; a merged value's roots
+                // are all tracked or all untracked (see `roots`).
+                debug_assert!(match self.roots.roots_ref(value) {
+                    Roots::Known(set) => set.iter().all(|r| self.tracked.number(*r).is_none()),
+                    Roots::Unknown => true,
+                });
+                return;
+            }
         };
         let ranges = ranges.unwrap_or_else(|| whole(self.ctx, value));
-        let access = self.entry(root);
-        access.need[HOST] = access.need[HOST].union(&ranges);
-        if writes {
-            access.stale[DEVICE] = access.stale[DEVICE].union(&ranges);
+        for root in roots {
+            let access = self.entry(root);
+            access.need[HOST] = access.need[HOST].union(&ranges);
+            if writes {
+                access.stale[DEVICE] = access.stale[DEVICE].union(&ranges);
+            }
         }
+    }
+
+    /// The op may write `ranges` of `root` on `side` (through a value that may be it or another
+    /// root): what it writes must be current there before (a merge: whichever it writes, that
+    /// side is current afterwards), it makes nothing, and the other side may be stale.
+    fn may_write(&mut self, root: usize, side: usize, ranges: &RangeSet) {
+        if ranges.is_empty() {
+            return;
+        }
+        let access = self.entry(root);
+        access.need[side] = access.need[side].union(ranges);
+        access.merge[side] = access.merge[side].union(ranges);
+        access.stale[1 - side] = access.stale[1 - side].union(ranges);
     }
 
     fn finish(mut self) -> OpAccess {

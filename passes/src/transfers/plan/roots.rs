@@ -3,18 +3,18 @@
 //! A root (see [`super::super::aliases`]) is a buffer parameter of the function or what an
 //! allocating op makes. Every buffer value of host code may be one of a set of roots, followed
 //! through selects, branch and loop results and carried values. The planner tracks a root `r`
-//! when every access to it is known to be an access to it alone:
-//! - no value that something reads or writes through may be `r` *or* another root (a select, a
-//!   branch result or a carried value that merges them): an access through such a value is an
-//!   access to an unknown one of them (a merged value nothing accesses, such as a select left
-//!   behind by unswitching, is harmless);
-//! - `r` is not allocated inside a loop (or branch) whose carried values or results may hold it
-//!   where something accesses them:
-//!   then several buffers made by the one op may be alive at once, and a fact about "`r`" would
-//!   be a fact about all of them;
-//! - when `r` is a parameter: no call site of the function passes a buffer that may also be
-//!   passed for another of its parameters (DESIGN.md's aliasing pitfall: the parameters of a
-//!   function may alias unless every call proves otherwise).
+//! unless:
+//! - a value that something reads or writes through may be `r` *or* another root that is not
+//!   tracked (a select, a branch result or a carried value that merges them). Where all the
+//!   roots such a value may be are tracked, an access through it is a *may* access to each of
+//!   them (it reads each; it may write each, so what it writes must be current beforehand and
+//!   is made by none);
+//! - `r` is allocated inside a loop (or branch) whose carried values or results may hold it
+//!   where something accesses them: then several buffers made by the one op may be alive at
+//!   once, and a fact about "`r`" would be a fact about all of them;
+//! - `r` is a parameter and some call site of the function passes a buffer that it may also pass
+//!   for another of its parameters (DESIGN.md's aliasing pitfall: the parameters of a function
+//!   may alias unless every call proves otherwise).
 //!
 //! A root that is not tracked is kept current on the host at all times, the `kernel`
 //! strategy's way: what a dispatch needs goes in before it, what it writes comes back after it.
@@ -103,14 +103,30 @@ impl Tracked {
                 }
             }
         }
+        // A value that may be one of several roots: an access through it is a *may* access to
+        // each (see `access`), so they stay tracked — all of them, or none (a direct copy
+        // through the value would act on whichever it is at run time).
+        let mut merged: Vec<&std::collections::BTreeSet<Value>> = Vec::new();
         for &value in &accessed {
             match roots.roots_ref(value) {
                 Roots::Unknown => {
                     let at = ctx.defining_op(value).unwrap_or(function);
                     return Err(unsupported(at, "a buffer of unknown origin"));
                 }
-                Roots::Known(set) if set.len() > 1 => untracked.extend(set.iter().copied()),
+                Roots::Known(set) if set.len() > 1 => merged.push(set),
                 Roots::Known(_) => {}
+            }
+        }
+        let candidate_set: FxHashSet<Value> = candidates.iter().copied().collect();
+        loop {
+            let before = untracked.len();
+            for set in &merged {
+                if set.iter().any(|r| untracked.contains(r) || !candidate_set.contains(r)) {
+                    untracked.extend(set.iter().copied());
+                }
+            }
+            if untracked.len() == before {
+                break;
             }
         }
         candidates.retain(|r| !untracked.contains(r));
@@ -124,6 +140,25 @@ impl Tracked {
         match roots.roots_ref(value) {
             Roots::Known(set) if set.len() == 1 => set.iter().next().and_then(|r| self.number.get(r)).copied(),
             _ => None,
+        }
+    }
+
+    /// The tracked roots `value` may be, when it may be several and all are tracked (an access
+    /// through it is a may access to each); empty otherwise.
+    pub fn candidates_of(&self, roots: &BufferRoots, value: Value) -> smallvec::SmallVec<[usize; 4]> {
+        match roots.roots_ref(value) {
+            Roots::Known(set) if set.len() > 1 => {
+                let numbers: smallvec::SmallVec<[usize; 4]> =
+                    set.iter().filter_map(|r| self.number.get(r).copied()).collect();
+                if numbers.len() == set.len() {
+                    let mut numbers = numbers;
+                    numbers.sort_unstable();
+                    numbers
+                } else {
+                    smallvec::SmallVec::new()
+                }
+            }
+            _ => smallvec::SmallVec::new(),
         }
     }
 
