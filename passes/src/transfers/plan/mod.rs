@@ -284,10 +284,14 @@ fn plan_root(
         (available, checked)
     };
     // A copy of what is current already where it is made is dropped.
-    let (available, _) = solve_final(&on_edges, &at_ops);
-    let (needless_edges, needless_ops) = placement::without_redundant(ctx, flow, &available, &on_edges, &at_ops);
-    let (on_edges, at_ops) = (needless_edges, needless_ops);
-    let (final_available, checked) = solve_final(&on_edges, &at_ops);
+    let (mut final_available, mut checked) = solve_final(&on_edges, &at_ops);
+    let (needed_edges, needed_ops) = placement::without_redundant(ctx, flow, &final_available, &on_edges, &at_ops);
+    let (on_edges, at_ops) = if needed_edges != on_edges || needed_ops != at_ops {
+        (final_available, checked) = solve_final(&needed_edges, &needed_ops);
+        (needed_edges, needed_ops)
+    } else {
+        (on_edges, at_ops)
+    };
     checked.map_err(|failure| Unsupported {
         what: format!("a plan that fails its check: {}", failure.what),
         location: ctx.location(failure.op),
@@ -327,6 +331,9 @@ fn plan_root(
 /// How many rounds of repairs, and of pruning, before giving up (programs settle in two or three).
 const ROUNDS: usize = 12;
 
+/// The rounds in which a join may wait for the one upstream of it to flag what it loses.
+const WAITING_ROUNDS: usize = 4;
+
 /// Availability with copies on the edges into joins where paths disagree: repairs are added until
 /// no merge loses an element still observed, then narrowed to what is still missing (a repair
 /// made for an early state of a loop may be made needless by a later one).
@@ -352,20 +359,21 @@ fn settle_merges(
     let mut repairs = EdgeCopies::default();
     let mut solved = solve(&repairs, &flags);
     let mut settled = false;
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
         let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags);
         let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
-        if decided.copies.is_empty() && !new_sets {
-            if decided.deferred.is_empty() {
-                settled = true;
-                break;
-            }
-            // Nothing upstream changes any more: the joins that waited are repaired.
-            placement::merge_copies(&mut repairs, decided.deferred);
-        } else {
-            placement::merge_copies(&mut repairs, decided.copies);
-            flags.extend(decided.sets);
+        // A join that waits for the one upstream of it settles a round after it; a chain of
+        // them waits a few rounds at most, then is repaired at once.
+        let wait = round < WAITING_ROUNDS;
+        if decided.copies.is_empty() && !new_sets && decided.deferred.is_empty() {
+            settled = true;
+            break;
         }
+        if decided.copies.is_empty() && !new_sets || !wait {
+            placement::merge_copies(&mut repairs, decided.deferred);
+        }
+        placement::merge_copies(&mut repairs, decided.copies);
+        flags.extend(decided.sets);
         solved = solve(&repairs, &flags);
     }
     if !settled {
