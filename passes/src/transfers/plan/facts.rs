@@ -120,12 +120,13 @@ impl Available {
         }
     }
 
-    /// The flagged elements that are not current on a side anyway (none where no path reaches
-    /// the point).
+    /// The flagged elements that are not current on both sides anyway (none where no path
+    /// reaches the point): each is current on the side the flag names — on one side only, or
+    /// on neither that is known without the flag.
     pub fn flagged(&self) -> RangeSet {
         match self {
             Available::Unreached => RangeSet::empty(),
-            Available::At { current, flagged } => flagged.minus(&current[HOST]).minus(&current[DEVICE]),
+            Available::At { current, flagged } => flagged.minus(&current[HOST].intersect(&current[DEVICE])),
         }
     }
 }

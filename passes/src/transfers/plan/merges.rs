@@ -91,6 +91,11 @@ impl Merges {
         self.joins[j].live.as_ref().map_or_else(RangeSet::empty, |l| l[HOST].union(&l[DEVICE]))
     }
 
+    /// What may be observed next from join `j` on `side`.
+    pub fn live_on(&self, j: usize, side: usize) -> RangeSet {
+        self.joins[j].live.as_ref().map_or_else(RangeSet::empty, |l| l[side].clone())
+    }
+
     /// The elements join `j` completes, per side, arriving with `have` (the meet of its edges)
     /// and `flagged` (what the root's flag says where it is, on every edge); `prefer(both)`: the
     /// side for elements both sides may observe next.

@@ -65,7 +65,7 @@ pub fn repairs(
                 let state = state_at_source(ctx, available, e);
                 let edge_copies = copies.get(&key(e));
                 let pair = with_copies(state.pair()?, edge_copies);
-                let flagged = state.flagged().minus(&pair[HOST]).minus(&pair[DEVICE]);
+                let flagged = state.flagged().minus(&pair[HOST].intersect(&pair[DEVICE]));
                 Some((i, pair, flagged))
             })
             .collect();
@@ -142,7 +142,7 @@ pub fn repairs(
         if !optional.is_empty() && !rides_along {
             let live = merges.live(j);
             let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
-            if let Some(edge_sets) = flag_sets(&reached, &optional, &live, decided) {
+            if let Some(edge_sets) = flag_sets(&reached, &optional, &live, decided, HOST) {
                 for (i, side, guarded) in edge_sets {
                     sets.insert(key(&join.edges[i]), side);
                     if !guarded.is_empty() {
@@ -157,6 +157,34 @@ pub fn repairs(
                 .any(|(_, pair, flagged)| !optional.minus(&pair[HOST]).minus(&pair[DEVICE]).minus(flagged).is_empty())
             {
                 deferring = true;
+            }
+        }
+        // Current on one side on every path and on the other on some: where the other side is
+        // observed next, the flag says on which paths it is current, so that its copy is made
+        // on the others only (a loop that may run no iteration, a branch that writes).
+        if !sets.keys().any(|k| join.edges.iter().any(|e| key(e) == *k)) {
+            for side in [HOST, DEVICE] {
+                let some = reached.iter().fold(RangeSet::empty(), |acc, (_, p, _)| acc.union(&p[side]));
+                let partial = some
+                    .minus(&meet(side))
+                    .intersect(&meet(1 - side))
+                    .intersect(&merges.live_on(j, side))
+                    .minus(&flagged_after);
+                if partial.is_empty() {
+                    continue;
+                }
+                let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
+                if let Some(edge_sets) = flag_sets(&reached, &partial, &merges.live(j), decided, side) {
+                    for (i, set, guarded) in edge_sets {
+                        sets.insert(key(&join.edges[i]), set);
+                        if !guarded.is_empty() {
+                            let mut copy = super::facts::nothing();
+                            copy[set] = guarded;
+                            add(&mut out, key(&join.edges[i]), &copy);
+                        }
+                    }
+                    break;
+                }
             }
         }
         for (i, pair, _) in &reached {
@@ -190,6 +218,7 @@ fn flag_sets(
     optional: &RangeSet,
     live: &RangeSet,
     decided: impl Fn(usize) -> Option<usize>,
+    preferred: usize,
 ) -> Option<Vec<(usize, usize, RangeSet)>> {
     let mut sets = Vec::new();
     for (i, pair, flagged) in reached {
@@ -202,7 +231,7 @@ fn flag_sets(
         if !optional.contains(&flagged.intersect(live)) {
             return None;
         }
-        let side = [HOST, DEVICE].into_iter().find(|&s| pair[s].union(flagged).contains(optional))?;
+        let side = [preferred, 1 - preferred].into_iter().find(|&s| pair[s].union(flagged).contains(optional))?;
         sets.push((*i, side, optional.intersect(flagged)));
     }
     Some(sets)
