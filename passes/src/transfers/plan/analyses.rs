@@ -48,7 +48,17 @@ pub type FlagSets = FxHashMap<EdgeKey, usize>;
 
 /// What an access leaves current.
 pub fn available_after(pair: &Pair, access: &Access) -> Pair {
-    let side = |s: usize| pair[s].union(&access.need[s]).minus(&access.stale[s]).union(&access.made[s]);
+    let side = |s: usize| {
+        let mut out = pair[s].union(&access.need[s]);
+        if !access.stale[s].is_empty() {
+            out = out.minus(&access.stale[s]);
+        }
+        if access.made[s].is_empty() {
+            out
+        } else {
+            out.union(&access.made[s])
+        }
+    };
     [side(HOST), side(DEVICE)]
 }
 
@@ -94,12 +104,17 @@ impl DenseForwardAnalysis for Availability<'_> {
             return before.clone();
         }
         let current = with_copies(current, copies);
-        let flagged = flagged_after(flagged, copies);
+        let flagged = if flagged.is_empty() { RangeSet::empty() } else { flagged_after(flagged, copies) };
         match access {
             Some(a) => {
                 // What the op needs, stales or makes is no longer the flag's.
-                let touched = a.need[HOST].union(&a.need[DEVICE]).union(&a.kill(HOST)).union(&a.kill(DEVICE));
-                Available::At { current: available_after(&current, a), flagged: flagged.minus(&touched) }
+                let flagged = if flagged.is_empty() {
+                    flagged
+                } else {
+                    let touched = a.need[HOST].union(&a.need[DEVICE]).union(&a.kill(HOST)).union(&a.kill(DEVICE));
+                    flagged.minus(&touched)
+                };
+                Available::At { current: available_after(&current, a), flagged }
             }
             None => Available::At { current, flagged },
         }
