@@ -155,6 +155,23 @@ pub struct Copy {
     pub reason: Option<String>,
 }
 
+impl Copy {
+    /// A copy of `ranges` of a tracked root toward `side` (`when_flag`: made only when the
+    /// root's flag names that side).
+    pub fn of(
+        place: Place,
+        side: usize,
+        buffer: Value,
+        ranges: RangeSet,
+        when_flag: Option<usize>,
+        location: Location,
+        reason: Option<String>,
+    ) -> Copy {
+        let direction = if side == super::facts::DEVICE { Direction::ToDevice } else { Direction::FromDevice };
+        Copy { place, direction, buffer, ranges, element: None, when_flag, sets_flag: None, location, reason }
+    }
+}
+
 /// Joins the copies at one anchor that a guard and its opposite both make (a loop that ran
 /// and one that did not) into one unguarded copy.
 pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {

@@ -127,17 +127,8 @@ pub fn plan(
             }
             let flagged = planned.flagged_on_edges.get(edge_key);
             for (side, ranges, when_flag) in split_flagged(pair, flagged) {
-                copies.push(Copy {
-                    place,
-                    direction: direction(side),
-                    buffer,
-                    ranges,
-                    element: None,
-                    when_flag,
-                    sets_flag: None,
-                    location: ctx.location(edge.from),
-                    reason: describer.on_edge(place, root, side, repaired).map(|r| describer.flagged(r, when_flag)),
-                });
+                let reason = describer.on_edge(place, root, side, repaired).map(|r| describer.flagged(r, when_flag));
+                copies.push(Copy::of(place, side, buffer, ranges, when_flag, ctx.location(edge.from), reason));
             }
         }
         // A flag no copy reads is not kept.
@@ -159,17 +150,9 @@ pub fn plan(
         }
         for (&op, pair) in &planned.at_ops {
             for (side, ranges, when_flag) in split_flagged(pair, planned.flagged_at_ops.get(&op)) {
-                copies.push(Copy {
-                    place: Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None },
-                    direction: direction(side),
-                    buffer,
-                    ranges,
-                    element: None,
-                    when_flag,
-                    sets_flag: None,
-                    location: ctx.location(op),
-                    reason: describer.at_op(op, root, side).map(|r| describer.flagged(r, when_flag)),
-                });
+                let place = Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None };
+                let reason = describer.at_op(op, root, side).map(|r| describer.flagged(r, when_flag));
+                copies.push(Copy::of(place, side, buffer, ranges, when_flag, ctx.location(op), reason));
             }
         }
         for (op, read) in &planned.element_reads {

@@ -143,14 +143,7 @@ pub fn repairs(
             let live = merges.live(j);
             let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
             if let Some(edge_sets) = flag_sets(&reached, &optional, &live, decided, HOST) {
-                for (i, side, guarded) in edge_sets {
-                    sets.insert(key(&join.edges[i]), side);
-                    if !guarded.is_empty() {
-                        let mut copy = super::facts::nothing();
-                        copy[side] = guarded;
-                        add(&mut out, key(&join.edges[i]), &copy);
-                    }
-                }
+                apply_flag_sets(join, edge_sets, &mut sets, &mut out);
                 want = [want[HOST].minus(&optional), want[DEVICE].minus(&optional)];
             } else if reached
                 .iter()
@@ -175,14 +168,7 @@ pub fn repairs(
                 }
                 let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
                 if let Some(edge_sets) = flag_sets(&reached, &partial, &merges.live(j), decided, side) {
-                    for (i, set, guarded) in edge_sets {
-                        sets.insert(key(&join.edges[i]), set);
-                        if !guarded.is_empty() {
-                            let mut copy = super::facts::nothing();
-                            copy[set] = guarded;
-                            add(&mut out, key(&join.edges[i]), &copy);
-                        }
-                    }
+                    apply_flag_sets(join, edge_sets, &mut sets, &mut out);
                     break;
                 }
             }
@@ -205,6 +191,18 @@ pub struct Decisions {
     pub sets: FlagSets,
     /// Repairs of joins that wait for a join upstream (made when nothing else changes).
     pub deferred: EdgeCopies,
+}
+
+/// Records the flag sets of a join, and the guarded copies that come before them on their edges.
+fn apply_flag_sets(join: &Join, edge_sets: Vec<(usize, usize, RangeSet)>, sets: &mut FlagSets, out: &mut EdgeCopies) {
+    for (i, side, guarded) in edge_sets {
+        sets.insert(key(&join.edges[i]), side);
+        if !guarded.is_empty() {
+            let mut copy = super::facts::nothing();
+            copy[side] = guarded;
+            add(out, key(&join.edges[i]), &copy);
+        }
+    }
 }
 
 /// The flag sets that make `optional` flagged after a join: per edge, nothing where it is
