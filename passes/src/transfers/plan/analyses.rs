@@ -19,7 +19,6 @@
 //!   anticipated at its target and neither available at its source nor anticipated (and
 //!   transparent) there.
 
-use super::super::ranges::RangeSet;
 use super::access::{Access, RootAccesses};
 use super::facts::{is_nothing, minus, nothing, unite, Available, May, Must, Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{
@@ -70,14 +69,6 @@ pub fn with_copies(pair: &Pair, copies: Option<&Pair>) -> Pair {
     }
 }
 
-/// What copies of `copied` leave flagged of `flagged`: a copy makes its elements current.
-fn flagged_after(flagged: &RangeSet, copied: Option<&Pair>) -> RangeSet {
-    match copied {
-        Some(c) => flagged.minus(&c[HOST]).minus(&c[DEVICE]),
-        None => flagged.clone(),
-    }
-}
-
 /// Forward, must: the current elements of one root, and those current on the side its flag
 /// names.
 pub struct Availability<'a> {
@@ -104,16 +95,14 @@ impl DenseForwardAnalysis for Availability<'_> {
             return before.clone();
         }
         let current = with_copies(current, copies);
-        let flagged = if flagged.is_empty() { RangeSet::empty() } else { flagged_after(flagged, copies) };
+        let flagged = flagged.clone();
         match access {
             Some(a) => {
-                // What the op needs, stales or makes is no longer the flag's.
-                let flagged = if flagged.is_empty() {
-                    flagged
-                } else {
-                    let touched = a.need[HOST].union(&a.need[DEVICE]).union(&a.kill(HOST)).union(&a.kill(DEVICE));
-                    flagged.minus(&touched)
-                };
+                // What the op writes (stales or makes) is no longer the flag's; what it only
+                // reads still is (the side the flag names stays current, whatever was copied to
+                // the other before it).
+                let flagged =
+                    if flagged.is_empty() { flagged } else { flagged.minus(&a.kill(HOST).union(&a.kill(DEVICE))) };
                 Available::At { current: available_after(&current, a), flagged }
             }
             None => Available::At { current, flagged },
@@ -140,7 +129,8 @@ impl DenseForwardAnalysis for Availability<'_> {
         let flagged = match set {
             // The flag now names `side`: what is current there is the flag's.
             Some(&side) => current[side].clone(),
-            None => flagged_after(flagged, copies),
+            // A copy leaves the side the flag names current.
+            None => flagged.clone(),
         };
         Available::At { current, flagged }
     }

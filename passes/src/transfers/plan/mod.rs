@@ -317,6 +317,9 @@ const ROUNDS: usize = 12;
 /// The rounds in which a join may wait for the one upstream of it to flag what it loses.
 const WAITING_ROUNDS: usize = 4;
 
+/// The rounds in which joins may set flags.
+const FLAGGING_ROUNDS: usize = 8;
+
 /// Availability with copies on the edges into joins where paths disagree: repairs are added until
 /// no merge loses an element still observed, then narrowed to what is still missing (a repair
 /// made for an early state of a loop may be made needless by a later one).
@@ -343,7 +346,10 @@ fn settle_merges(
     let mut solved = solve(&repairs, &flags);
     let mut settled = false;
     for round in 0..ROUNDS {
-        let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags);
+        // Flags are decided in the first rounds only: each decision can open another round
+        // downstream, and a chain of thousands of loops would not settle; after them, what a
+        // join loses is repaired.
+        let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags, round < FLAGGING_ROUNDS);
         let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
         // A join that waits for the one upstream of it settles a round after it; a chain of
         // them waits a few rounds at most, then is repaired at once.
@@ -366,7 +372,7 @@ fn settle_merges(
         let pruned = placement::prune(ctx, flow, &solved, &repairs);
         if pruned == repairs {
             // Pruning must not open a merge again.
-            let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags);
+            let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags, false);
             let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
             if !decided.copies.is_empty() || !decided.deferred.is_empty() || new_sets {
                 return Err(fail());

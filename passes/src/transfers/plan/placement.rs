@@ -50,6 +50,7 @@ pub fn repairs(
     available: &DenseSolution<Available>,
     copies: &EdgeCopies,
     flags: &FlagSets,
+    flagging: bool,
 ) -> Decisions {
     let mut out = EdgeCopies::default();
     let mut sets = FlagSets::default();
@@ -139,7 +140,7 @@ pub fn repairs(
                     || (!copied.is_empty() && copied.union(&lack).ranges().count() <= copied.ranges().count())
             })
         });
-        if !optional.is_empty() && !rides_along {
+        if flagging && !optional.is_empty() && !rides_along {
             let live = merges.live(j);
             let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
             if let Some(edge_sets) = flag_sets(&reached, &optional, &live, decided, HOST) {
@@ -154,8 +155,23 @@ pub fn repairs(
         }
         // Current on one side on every path and on the other on some: where the other side is
         // observed next, the flag says on which paths it is current, so that its copy is made
-        // on the others only (a loop that may run no iteration, a branch that writes).
-        if !sets.keys().any(|k| join.edges.iter().any(|e| key(e) == *k)) {
+        // on the others only (a loop that may run no iteration, a branch that writes). And what
+        // is flagged on some paths and current on one side on the others stays flagged: the
+        // others set the flag to that side.
+        if flagging && !sets.keys().any(|k| join.edges.iter().any(|e| key(e) == *k)) {
+            let carried = reached
+                .iter()
+                .fold(RangeSet::empty(), |acc, (_, _, f)| acc.union(f))
+                .minus(&flagged_after)
+                .intersect(&merges.live(j));
+            let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
+            if !carried.is_empty() {
+                if let Some(edge_sets) = flag_sets(&reached, &carried, &merges.live(j), decided, HOST) {
+                    apply_flag_sets(join, edge_sets, &mut sets, &mut out);
+                }
+            }
+        }
+        if flagging && !sets.keys().any(|k| join.edges.iter().any(|e| key(e) == *k)) {
             for side in [HOST, DEVICE] {
                 let some = reached.iter().fold(RangeSet::empty(), |acc, (_, p, _)| acc.union(&p[side]));
                 let partial = some
