@@ -87,3 +87,40 @@ fn buffers_allocated_in_a_loop_and_carried_are_kept_current_on_the_host() {
     assert!(lines[dispatch + 1].starts_with("buffer.from_device"), "{printed}");
     assert_eq!(count(&lines, "buffer.to_device") + count(&lines, "buffer.from_device"), 2, "{printed}");
 }
+
+/// A chain of `n` loops that may run no iteration, each writing the buffer on the device and
+/// followed by a host read on some runs: every loop's exit and every branch is a join where the
+/// plan depends on run-time history (the flag decides).
+fn chain_of_loops(n: usize) -> String {
+    let mut body = String::new();
+    for i in 0..n {
+        body.push_str(&format!(
+            "  scf.for %i{i} = %c0 to %n step %c1 {{\n    compute.dispatch @inc[%c16](%data) : (memref<16xi32>)\n  }}\n  \
+             %p{i} = arith.cmpi eq, %n, %c{m} : index\n  scf.if %p{i} {{\n    %v{i} = buffer.load %data[%c0] : memref<16xi32>\n    \
+             buffer.store %v{i}, %out[%c0] : memref<4xi32>\n  }}\n",
+            m = i % 2
+        ));
+    }
+    format!(
+        "kernel.func @inc(%x: memref<16xi32>) workgroup(16) {{\n  %i = kernel.global_id x\n  %v = buffer.load %x[%i] : memref<16xi32>\n  \
+         %one = arith.constant 1 : i32\n  %w = arith.addi %v, %one : i32\n  buffer.store %w, %x[%i] : memref<16xi32>\n  kernel.return\n}}\n\n\
+         compute.func @main(%data: memref<16xi32>, %out: memref<4xi32>, %n: index) {{\n  %c0 = arith.constant 0 : index\n  \
+         %c1 = arith.constant 1 : index\n  %c16 = arith.constant 16 : index\n{body}  compute.return\n}}\n"
+    )
+}
+
+#[test]
+fn a_chain_of_forty_loops_that_may_not_run_keeps_the_buffer_on_the_device() {
+    // The kernel strategy copies the buffer in right before each of the 40 dispatches (in the
+    // loops); the plan copies it in before a loop, guarded (it ran, and the flag says the host
+    // copy is the current one), never in a loop body.
+    let printed = run_pipeline("builtin.module(insert-transfers{strategy=lcm})", &chain_of_loops(40));
+    let lines = body(&printed, "main");
+    let dispatches: Vec<usize> =
+        lines.iter().enumerate().filter(|(_, l)| l.starts_with("compute.dispatch")).map(|(i, _)| i).collect();
+    assert_eq!(dispatches.len(), 40, "{printed}");
+    for &d in &dispatches {
+        assert!(lines[d - 1].starts_with("scf.for"), "a copy in a loop body: the kernel strategy's plan\n{printed}");
+    }
+    assert!(count(&lines, "buffer.to_device %data") >= 1, "{printed}");
+}
