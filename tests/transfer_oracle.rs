@@ -161,6 +161,14 @@ struct Compared {
     outcomes: Vec<Result<(u64, u64, Optimum), String>>,
 }
 
+/// Whether a kernel of `case` that dispatches writes only where a value it read is positive.
+fn writes_depend_on_data(case: &Case) -> bool {
+    case.program.kernels.iter().any(|k| {
+        matches!(k.guard, program_gen::ast::Guard::Positive(_))
+            && k.params.iter().any(|p| !matches!(p.role, program_gen::ast::Role::Unused | program_gen::ast::Role::Read | program_gen::ast::Role::ReadShifted(_)))
+    })
+}
+
 /// The oracle of a traced run, its plan checked on the trace (then dropped).
 fn oracle_of(seed: u64, what: &str, trace: Option<Trace>) -> Optimum {
     let trace = trace.expect("a traced run leaves its trace");
@@ -275,10 +283,13 @@ fn oracle_ratios() {
                 "copies": c.to_json(),
                 "broken": broken,
                 "below_oracle": below,
-                // Per case, to compare two versions of a strategy case by case: [seed, bytes, copies].
+                // Per case, to compare two versions of a strategy case by case:
+                // [seed, bytes, copies, the oracle's bytes, the oracle's copies].
                 "runs": cases
                     .iter()
-                    .filter_map(|(seed, c)| c.outcomes[i].as_ref().ok().map(|(b, k, _)| [*seed, *b, *k]))
+                    .filter_map(|(seed, c)| {
+                        c.outcomes[i].as_ref().ok().map(|(b, k, o)| [*seed, *b, *k, o.bytes(), o.copies()])
+                    })
                     .collect::<Vec<_>>(),
             }),
         );
@@ -295,8 +306,36 @@ fn oracle_ratios() {
                 "copies_proven_fewest": exact,
             },
             "strategies": json,
+            // The cases whose kernels write depending on data (a guard on a value read): no plan
+            // knows which elements such a dispatch writes, the oracle does.
+            "data_dependent_writes": (0..count).filter(|&seed| writes_depend_on_data(&differential_case(seed, Constructs::NONE))).collect::<Vec<_>>(),
         });
         std::fs::write(&path, serde_json::to_string_pretty(&report).expect("json")).expect("writable");
     }
     assert!(all_below.is_empty(), "below the oracle: {all_below:?}");
+}
+
+#[test]
+#[ignore = "a tool: one case (HAT_ORACLE_SEED) — its program, the oracle's plan, each strategy's bytes"]
+fn oracle_case() {
+    let seed: u64 = std::env::var("HAT_ORACLE_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let case = differential_case(seed, Constructs::NONE);
+    let text = render(&case.program);
+    println!("{text}");
+    let program = load(&text, None).expect("the program loads");
+    let (_, _, _, trace) = run(&case, &program, TransferMode::Reference, true).expect("the reference run");
+    let trace = trace.expect("a trace");
+    let optimum = optimum(&trace);
+    for copy in &optimum.plan {
+        let name = &trace.buffers[copy.buffer].name;
+        println!("oracle: at {} copy {name}[{:?}] to {:?}", copy.point, copy.elements, copy.to);
+    }
+    println!("oracle: {} bytes, {} copies", optimum.bytes(), optimum.copies());
+    let compared = compare(seed);
+    for ((name, _, _), outcome) in STRATEGIES.iter().zip(&compared.outcomes) {
+        match outcome {
+            Ok((bytes, copies, oracle)) => println!("{name}: {bytes} bytes, {copies} copies (its oracle {})", oracle.bytes()),
+            Err(why) => println!("{name}: {why}"),
+        }
+    }
 }
