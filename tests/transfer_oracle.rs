@@ -165,7 +165,14 @@ struct Compared {
 fn writes_depend_on_data(case: &Case) -> bool {
     case.program.kernels.iter().any(|k| {
         matches!(k.guard, program_gen::ast::Guard::Positive(_))
-            && k.params.iter().any(|p| !matches!(p.role, program_gen::ast::Role::Unused | program_gen::ast::Role::Read | program_gen::ast::Role::ReadShifted(_)))
+            && k.params.iter().any(|p| {
+                !matches!(
+                    p.role,
+                    program_gen::ast::Role::Unused
+                        | program_gen::ast::Role::Read
+                        | program_gen::ast::Role::ReadShifted(_)
+                )
+            })
     })
 }
 
@@ -334,7 +341,9 @@ fn oracle_case() {
     let compared = compare(seed);
     for ((name, _, _), outcome) in STRATEGIES.iter().zip(&compared.outcomes) {
         match outcome {
-            Ok((bytes, copies, oracle)) => println!("{name}: {bytes} bytes, {copies} copies (its oracle {})", oracle.bytes()),
+            Ok((bytes, copies, oracle)) => {
+                println!("{name}: {bytes} bytes, {copies} copies (its oracle {})", oracle.bytes())
+            }
             Err(why) => println!("{name}: {why}"),
         }
     }

@@ -184,6 +184,14 @@ impl Pass for InsertTransfers {
                     match super::plan::plan(ctx, function, &function_roots, &effects, &summaries, &flags, self.reasons)
                     {
                         Ok(plan) => {
+                            for (name, cell) in [
+                                ("num-lcm-roots", &plan.work.roots),
+                                ("num-lcm-slice-ops", &plan.work.slice_ops),
+                                ("num-lcm-settle-rounds", &plan.work.settle_rounds),
+                                ("num-lcm-solves", &plan.work.solves),
+                            ] {
+                                state.add_statistic(name, cell.get());
+                            }
                             let emitted = super::plan::emit_plan(ctx, &plan);
                             counts[0] += emitted[0];
                             counts[1] += emitted[1];

@@ -63,6 +63,28 @@ pub struct Plan {
     pub function: Op,
     /// The copies.
     pub copies: Vec<Copy>,
+    /// What planning it took.
+    pub work: Work,
+}
+
+/// What planning a function took: the pass reports it as statistics (`--mlir-pass-statistics`),
+/// so that the cost of a program can be read without a profiler.
+#[derive(Clone, Debug, Default)]
+pub struct Work {
+    /// Roots planned (a root planned again after a read at a run-time index widened counts again).
+    pub roots: std::cell::Cell<u64>,
+    /// Ops of their slices, summed.
+    pub slice_ops: std::cell::Cell<u64>,
+    /// Rounds of repairs and flags at joins, summed over the roots.
+    pub settle_rounds: std::cell::Cell<u64>,
+    /// Dataflow solves over a slice, summed.
+    pub solves: std::cell::Cell<u64>,
+}
+
+impl Work {
+    fn count(cell: &std::cell::Cell<u64>, by: u64) {
+        cell.set(cell.get() + by);
+    }
 }
 
 /// Plans `function`. `aliased[i]`: whether a call site may pass parameter `i` a buffer it also
@@ -93,6 +115,7 @@ pub fn plan(
     let describer = Describer { ctx, function, kernels, tracked: &tracked, reasons };
     let positions = tracked.roots.iter().any(|&r| ctx.defining_op(r).is_some()).then(|| Positions::of(ctx, function));
     let mut copies = Vec::new();
+    let work = Work::default();
     for root in 0..tracked.len() {
         let entry = (body, entry_pair(ctx, function, &tracked, root));
         // Reads at run-time indices copy one element where the other side is current
@@ -100,7 +123,7 @@ pub fn plan(
         let planned = loop {
             let accesses = classified.of_root(root);
             let widened = {
-                let planned = plan_root(ctx, function, &flow, &order, accesses, &entry)?;
+                let planned = plan_root(ctx, function, &flow, &order, accesses, &entry, &work)?;
                 let widened: Vec<Op> = planned.widened.clone();
                 if widened.is_empty() {
                     break planned;
@@ -172,7 +195,7 @@ pub fn plan(
         }
     }
     direct_copies(ctx, &classified, &describer, &mut copies);
-    Ok(Plan { function, copies: emit::merge_opposite_guards(copies) })
+    Ok(Plan { function, copies: emit::merge_opposite_guards(copies), work })
 }
 
 /// The plan of one root.
@@ -205,10 +228,14 @@ fn plan_root(
     order: &ProgramOrder,
     mut accesses: RootAccesses,
     entry: &(hat_ir::Block, Pair),
+    work: &Work,
 ) -> Result<RootPlan, Unsupported> {
     let slice = Rc::new(FlowSlice::new(ctx, flow, order, accesses.touching()));
+    Work::count(&work.roots, 1);
+    Work::count(&work.slice_ops, slice.ops().len() as u64);
     let anticipated = loop {
         let anticipated = solve_dense_backward_on(ctx, flow, &slice, &Anticipation { accesses: &accesses });
+        Work::count(&work.solves, 1);
         let live = |op: Op| {
             let may = anticipated.after(ctx, op).may.pair()?;
             Some(may[HOST].union(&may[DEVICE]))
@@ -218,7 +245,8 @@ fn plan_root(
         }
     };
     let merges = Merges::new(ctx, function, flow, &slice, &anticipated);
-    let (available, repairs, flags) = settle_merges(ctx, function, flow, &slice, &accesses, entry, &merges)?;
+    let (available, repairs, flags) = settle_merges(ctx, flow, &slice, &accesses, entry, &merges, work)
+        .ok_or_else(|| Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) })?;
     let mut element_reads = Vec::new();
     let mut widened = Vec::new();
     for (op, read) in accesses.dynamic() {
@@ -248,6 +276,7 @@ fn plan_root(
     }
     let later = Later::new(&accesses, flow, &available, &anticipated, &repairs, entry.clone());
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
+    Work::count(&work.solves, 1);
     let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
     let at_ops = placement::at_ops(ctx, &accesses, &delayed);
     let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
@@ -263,6 +292,7 @@ fn plan_root(
             before: Some(at_ops),
         };
         let available = solve_dense_forward_on(ctx, flow, &slice, &availability);
+        Work::count(&work.solves, 1);
         let checked = placement::check(ctx, flow, &slice, &accesses, &available, on_edges, at_ops);
         (available, checked)
     };
@@ -322,18 +352,20 @@ const FLAGGING_ROUNDS: usize = 8;
 
 /// Availability with copies on the edges into joins where paths disagree: repairs are added until
 /// no merge loses an element still observed, then narrowed to what is still missing (a repair
-/// made for an early state of a loop may be made needless by a later one).
+/// made for an early state of a loop may be made needless by a later one). `None` where they do
+/// not settle.
 fn settle_merges(
     ctx: &Context,
-    function: Op,
     flow: &FlowGraph,
     slice: &Rc<FlowSlice>,
     accesses: &RootAccesses,
     entry: &(hat_ir::Block, Pair),
     merges: &Merges,
-) -> Result<(DenseSolution<facts::Available>, EdgeCopies, FlagSets), Unsupported> {
+    work: &Work,
+) -> Option<(DenseSolution<facts::Available>, EdgeCopies, FlagSets)> {
     let mut flags = FlagSets::default();
     let solve = |copies: &EdgeCopies, flags: &FlagSets| {
+        Work::count(&work.solves, 1);
         solve_dense_forward_on(
             ctx,
             flow,
@@ -341,11 +373,11 @@ fn settle_merges(
             &Availability { accesses, entry: entry.clone(), copies, flags, before: None },
         )
     };
-    let fail = || Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) };
     let mut repairs = EdgeCopies::default();
     let mut solved = solve(&repairs, &flags);
     let mut settled = false;
     for round in 0..ROUNDS {
+        Work::count(&work.settle_rounds, 1);
         // Flags are decided in the first rounds only: each decision can open another round
         // downstream, and a chain of thousands of loops would not settle; after them, what a
         // join loses is repaired.
@@ -366,7 +398,7 @@ fn settle_merges(
         solved = solve(&repairs, &flags);
     }
     if !settled {
-        return Err(fail());
+        return None;
     }
     for _ in 0..ROUNDS {
         let pruned = placement::prune(ctx, flow, &solved, &repairs);
@@ -375,14 +407,14 @@ fn settle_merges(
             let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags, false);
             let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
             if !decided.copies.is_empty() || !decided.deferred.is_empty() || new_sets {
-                return Err(fail());
+                return None;
             }
-            return Ok((solved, repairs, flags));
+            return Some((solved, repairs, flags));
         }
         repairs = pruned;
         solved = solve(&repairs, &flags);
     }
-    Err(fail())
+    None
 }
 
 /// The parts of a root's copies to each side: what the source holds (unguarded), and what the
