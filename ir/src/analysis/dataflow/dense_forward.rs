@@ -58,6 +58,30 @@ pub trait DenseForwardAnalysis {
         let _ = (ctx, call, before);
         returned.clone()
     }
+
+    /// Whether the state where `target` joins is [`merge`](Self::merge)d from what arrives
+    /// along each of its edges, rather than joined edge by edge. By default: no.
+    fn merges_at(&self, target: Target) -> bool {
+        let _ = target;
+        false
+    }
+
+    /// The state at `target` (a block's start, or right after a region-branch op or call),
+    /// given what arrived so far along each edge that reached it (through
+    /// [`visit_edge`](Self::visit_edge)), when [`merges_at`](Self::merges_at) says so. An
+    /// analysis that decides something where paths meet (a transfer planner placing copies on
+    /// the edges into a join, from what each edge brings) decides it here, once the edges
+    /// upstream have settled, within the one solve; its result need not be a join of what
+    /// arrived, so termination is the analysis' to ensure (decisions that only accumulate, or
+    /// that stop after a bounded number of changes). By default: the join.
+    fn merge(&self, ctx: &Context, target: Target, arriving: &[(&Edge, Self::Lattice)]) -> Self::Lattice {
+        let _ = (ctx, target);
+        let mut state = Self::Lattice::bottom();
+        for (_, arrived) in arriving {
+            state.join(arrived);
+        }
+        state
+    }
 }
 
 /// Runs a dense forward analysis over the live code of `flow` to a fixpoint.
@@ -102,6 +126,7 @@ fn solve<'a, A: DenseForwardAnalysis>(
         after: FxHashMap::default(),
         start: FxHashMap::default(),
         arrived: FxHashMap::default(),
+        merging: FxHashMap::default(),
         work,
     };
     for &block in live {
@@ -127,10 +152,13 @@ struct Solver<'a, A: DenseForwardAnalysis> {
     /// For region-branch ops and calls: the join of what arrived along the edges to right after
     /// them.
     arrived: FxHashMap<Op, A::Lattice>,
+    /// Where the analysis merges ([`DenseForwardAnalysis::merges_at`]): what arrived along each
+    /// edge so far.
+    merging: FxHashMap<Target, Vec<(&'a Edge, A::Lattice)>>,
     work: OrderedWorklist,
 }
 
-impl<A: DenseForwardAnalysis> Solver<'_, A> {
+impl<'a, A: DenseForwardAnalysis> Solver<'a, A> {
     fn finish(self, slice: Option<Rc<FlowSlice>>) -> DenseSolution<A::Lattice> {
         DenseSolution::new(Direction::Forward, self.after, self.start, slice)
     }
@@ -146,8 +174,11 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
 
     /// Joins what goes along `edge` from a source in `state` into its target; the target is
     /// visited again when it changed.
-    fn send(&mut self, edge: &Edge, state: &A::Lattice) {
+    fn send(&mut self, edge: &'a Edge, state: &A::Lattice) {
         let arriving = self.analysis.visit_edge(self.ctx, edge, state);
+        if self.analysis.merges_at(edge.to) {
+            return self.merge_into(edge, arriving);
+        }
         match edge.to {
             Target::Block(block) => {
                 let start = self.start.entry(block).or_insert_with(A::Lattice::bottom);
@@ -163,6 +194,35 @@ impl<A: DenseForwardAnalysis> Solver<'_, A> {
                     self.work.push(op);
                 }
             }
+        }
+    }
+
+    /// Records what arrived along `edge` at a target the analysis merges, merges again, and
+    /// visits the target again when the merged state changed.
+    fn merge_into(&mut self, edge: &'a Edge, arriving: A::Lattice) {
+        let arrivals = self.merging.entry(edge.to).or_default();
+        match arrivals.iter_mut().find(|(e, _)| std::ptr::eq(*e, edge)) {
+            Some((_, state)) if *state == arriving => return,
+            Some((_, state)) => *state = arriving,
+            None => arrivals.push((edge, arriving)),
+        }
+        let merged = self.analysis.merge(self.ctx, edge.to, arrivals);
+        let (slot, first) = match edge.to {
+            Target::Block(block) => (self.start.entry(block).or_insert_with(A::Lattice::bottom), None),
+            Target::After(op) => (self.arrived.entry(op).or_insert_with(A::Lattice::bottom), Some(op)),
+        };
+        if *slot == merged {
+            return;
+        }
+        *slot = merged;
+        match (edge.to, first) {
+            (Target::Block(block), _) => {
+                if let Some(first) = self.walk.first_op(self.ctx, block) {
+                    self.work.push(first);
+                }
+            }
+            (_, Some(op)) => self.work.push(op),
+            _ => {}
         }
     }
 

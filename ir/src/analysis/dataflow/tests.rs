@@ -307,3 +307,58 @@ fn a_slice_solves_what_the_whole_graph_solves_at_every_point() {
     let start = ctx.first_op(entry(&ctx, main, 0)).unwrap();
     assert_eq!(sliced_backward.before(&ctx, start).0.len(), 2, "both touches ahead: {second:?}");
 }
+
+const DIAMOND: &str = r#"
+"t.func"() ({
+^bb0(%c: i1):
+  "t.cond_br"(%c)[^bb1, ^bb2] : (i1) -> ()
+^bb1:
+  %x = "t.def"() {tag = "clear"} : () -> i32
+  "t.br"()[^bb3] : () -> ()
+^bb2:
+  "t.br"()[^bb3] : () -> ()
+^bb3:
+  "t.return"() {tag = "after-join"} : () -> ()
+}) {sym_name = "main"} : () -> ()
+"#;
+
+/// [`ClearedBy`] whose joins hold only where every arriving edge holds (a merge that is not the
+/// lattice's join), and that counts the arrivals it merged.
+struct MustClearedBy {
+    cleared: Op,
+    merged: std::cell::RefCell<Vec<usize>>,
+}
+
+impl DenseForwardAnalysis for MustClearedBy {
+    type Lattice = bool;
+    fn visit_op(&self, _: &Context, op: Op, before: &bool) -> bool {
+        *before && op != self.cleared
+    }
+    fn entry_state(&self, _: &Context, _: Block) -> bool {
+        true
+    }
+    fn merges_at(&self, target: Target) -> bool {
+        matches!(target, Target::Block(_))
+    }
+    fn merge(&self, _: &Context, _: Target, arriving: &[(&Edge, bool)]) -> bool {
+        self.merged.borrow_mut().push(arriving.len());
+        arriving.iter().all(|(_, reached)| *reached)
+    }
+}
+
+#[test]
+fn a_merge_sees_every_edge_that_arrived_and_gives_the_state_where_they_join() {
+    let (ctx, module) = parse(DIAMOND);
+    let main = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == "t.func").expect("main");
+    let flow = FlowGraph::intraprocedural(&ctx, main);
+    let (clear, after_join) = (tagged(&ctx, module, "clear"), tagged(&ctx, module, "after-join"));
+    // The lattice's join: reached along one edge at least.
+    let joined = solve_dense_forward(&ctx, &flow, &ClearedBy(clear));
+    assert!(*joined.before(&ctx, after_join));
+    // The merge: reached along every edge; the edge through `clear` is not.
+    let analysis = MustClearedBy { cleared: clear, merged: Default::default() };
+    let merged = solve_dense_forward(&ctx, &flow, &analysis);
+    assert!(!*merged.before(&ctx, after_join), "the merge's state, not the join of the arrivals");
+    assert!(*merged.before(&ctx, clear), "a block with one edge is merged from it");
+    assert!(analysis.merged.borrow().contains(&2), "the join block is merged from both edges: {:?}", analysis.merged);
+}

@@ -118,22 +118,26 @@ impl DenseForwardAnalysis for Availability<'_> {
     }
 
     fn visit_edge(&self, _: &Context, edge: &Edge, state: &Available) -> Available {
-        let Available::At { current, flagged } = state else { return state.clone() };
         let edge_key = key(edge);
-        let copies = self.copies.get(&edge_key);
-        let set = self.flags.get(&edge_key);
-        if copies.is_none() && set.is_none() {
-            return state.clone();
-        }
-        let current = with_copies(current, copies);
-        let flagged = match set {
-            // The flag now names `side`: what is current there is the flag's.
-            Some(&side) => current[side].clone(),
-            // A copy leaves the side the flag names current.
-            None => flagged.clone(),
-        };
-        Available::At { current, flagged }
+        along_edge(state, self.copies.get(&edge_key), self.flags.get(&edge_key).copied())
     }
+}
+
+/// What arrives along an edge from a source in `state`, with `copies` made on it and the flag
+/// set to `set` after them.
+pub fn along_edge(state: &Available, copies: Option<&Pair>, set: Option<usize>) -> Available {
+    let Available::At { current, flagged } = state else { return state.clone() };
+    if copies.is_none() && set.is_none() {
+        return state.clone();
+    }
+    let current = with_copies(current, copies);
+    let flagged = match set {
+        // The flag now names `side`: what is current there is the flag's.
+        Some(side) => current[side].clone(),
+        // A copy leaves the side the flag names current.
+        None => flagged.clone(),
+    };
+    Available::At { current, flagged }
 }
 
 /// Both anticipations at a point.

@@ -27,6 +27,7 @@ pub mod facts;
 pub mod merges;
 pub mod placement;
 pub mod roots;
+pub mod settle;
 
 use super::aliases::BufferRoots;
 use super::dispatch::Kernels;
@@ -37,9 +38,7 @@ use access::{whole, Accesses, Classifier, DynamicRead, RootAccesses};
 use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, FlagSets, Later, OpCopies};
 use emit::{place_of_edge, Copy, Guard, Order, Place};
 use facts::{Pair, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{
-    solve_dense_backward_on, solve_dense_forward_on, DenseSolution, FlowGraph, FlowSlice, ProgramOrder,
-};
+use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
@@ -245,7 +244,7 @@ fn plan_root(
         }
     };
     let merges = Merges::new(ctx, function, flow, &slice, &anticipated);
-    let (available, repairs, flags) = settle_merges(ctx, flow, &slice, &accesses, entry, &merges, work)
+    let (available, repairs, flags) = settle::settle_merges(ctx, flow, &slice, &accesses, entry, &merges, work)
         .ok_or_else(|| Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) })?;
     let mut element_reads = Vec::new();
     let mut widened = Vec::new();
@@ -339,82 +338,6 @@ fn plan_root(
         element_reads,
         widened,
     })
-}
-
-/// How many rounds of repairs, and of pruning, before giving up (programs settle in two or three).
-const ROUNDS: usize = 12;
-
-/// The rounds in which a join may wait for the one upstream of it to flag what it loses.
-const WAITING_ROUNDS: usize = 4;
-
-/// The rounds in which joins may set flags.
-const FLAGGING_ROUNDS: usize = 8;
-
-/// Availability with copies on the edges into joins where paths disagree: repairs are added until
-/// no merge loses an element still observed, then narrowed to what is still missing (a repair
-/// made for an early state of a loop may be made needless by a later one). `None` where they do
-/// not settle.
-fn settle_merges(
-    ctx: &Context,
-    flow: &FlowGraph,
-    slice: &Rc<FlowSlice>,
-    accesses: &RootAccesses,
-    entry: &(hat_ir::Block, Pair),
-    merges: &Merges,
-    work: &Work,
-) -> Option<(DenseSolution<facts::Available>, EdgeCopies, FlagSets)> {
-    let mut flags = FlagSets::default();
-    let solve = |copies: &EdgeCopies, flags: &FlagSets| {
-        Work::count(&work.solves, 1);
-        solve_dense_forward_on(
-            ctx,
-            flow,
-            slice,
-            &Availability { accesses, entry: entry.clone(), copies, flags, before: None },
-        )
-    };
-    let mut repairs = EdgeCopies::default();
-    let mut solved = solve(&repairs, &flags);
-    let mut settled = false;
-    for round in 0..ROUNDS {
-        Work::count(&work.settle_rounds, 1);
-        // Flags are decided in the first rounds only: each decision can open another round
-        // downstream, and a chain of thousands of loops would not settle; after them, what a
-        // join loses is repaired.
-        let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags, round < FLAGGING_ROUNDS);
-        let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
-        // A join that waits for the one upstream of it settles a round after it; a chain of
-        // them waits a few rounds at most, then is repaired at once.
-        let wait = round < WAITING_ROUNDS;
-        if decided.copies.is_empty() && !new_sets && decided.deferred.is_empty() {
-            settled = true;
-            break;
-        }
-        if decided.copies.is_empty() && !new_sets || !wait {
-            placement::merge_copies(&mut repairs, decided.deferred);
-        }
-        placement::merge_copies(&mut repairs, decided.copies);
-        flags.extend(decided.sets);
-        solved = solve(&repairs, &flags);
-    }
-    if !settled {
-        return None;
-    }
-    for _ in 0..ROUNDS {
-        let pruned = placement::prune(ctx, flow, &solved, &repairs);
-        if pruned == repairs {
-            // Pruning must not open a merge again.
-            let decided = placement::repairs(ctx, merges, &solved, &repairs, &flags, false);
-            let new_sets = decided.sets.iter().any(|(edge, side)| flags.get(edge) != Some(side));
-            if !decided.copies.is_empty() || !decided.deferred.is_empty() || new_sets {
-                return None;
-            }
-            return Some((solved, repairs, flags));
-        }
-        repairs = pruned;
-        solved = solve(&repairs, &flags);
-    }
-    None
 }
 
 /// The parts of a root's copies to each side: what the source holds (unguarded), and what the

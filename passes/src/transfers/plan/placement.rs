@@ -52,26 +52,47 @@ pub fn repairs(
     flags: &FlagSets,
     flagging: bool,
 ) -> Decisions {
-    let mut out = EdgeCopies::default();
-    let mut sets = FlagSets::default();
-    let mut deferred = EdgeCopies::default();
+    let mut decisions = Decisions::default();
     for (j, join) in merges.joins.iter().enumerate() {
-        // Per edge that some path reaches: what is current on it, and what is flagged on it
-        // before a flag set of its own.
-        let reached: Vec<(usize, Pair, RangeSet)> = join
+        let reached: Vec<Reached> = join
             .edges
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| {
-                let state = state_at_source(ctx, available, e);
-                let edge_copies = copies.get(&key(e));
-                let pair = with_copies(state.pair()?, edge_copies);
-                let flagged = state.flagged().minus(&pair[HOST].intersect(&pair[DEVICE]));
-                Some((i, pair, flagged))
-            })
+            .filter_map(|(i, e)| reached(i, state_at_source(ctx, available, e), copies.get(&key(e))))
             .collect();
+        decide_join(ctx, merges, j, &reached, flags, flagging, &mut decisions);
+    }
+    decisions
+}
+
+/// What reaches a join along one of its edges: the edge's index, what is current on it (with
+/// the copies on it), and what is flagged on it before a flag set of its own.
+pub type Reached = (usize, Pair, RangeSet);
+
+/// What reaches along edge `i` from a source in `state`, with `copies` on the edge (`None`
+/// where no path reaches the source).
+pub fn reached(i: usize, state: &Available, copies: Option<&Pair>) -> Option<Reached> {
+    let pair = with_copies(state.pair()?, copies);
+    let flagged = state.flagged().minus(&pair[HOST].intersect(&pair[DEVICE]));
+    Some((i, pair, flagged))
+}
+
+/// Decides join `j` of `merges` from what reaches it along its edges: the repairs on its edges,
+/// its flag sets, and the repairs that wait for a join upstream, added to `decisions`.
+pub fn decide_join(
+    ctx: &Context,
+    merges: &Merges,
+    j: usize,
+    reached: &[Reached],
+    flags: &FlagSets,
+    flagging: bool,
+    decisions: &mut Decisions,
+) {
+    let Decisions { copies: out, sets, deferred } = decisions;
+    let join = &merges.joins[j];
+    {
         if reached.len() < 2 {
-            continue;
+            return;
         }
         let meet = |side: usize| {
             reached.iter().skip(1).fold(reached[0].1[side].clone(), |acc, (_, p, _)| acc.intersect(&p[side]))
@@ -143,8 +164,8 @@ pub fn repairs(
         if flagging && !optional.is_empty() && !rides_along {
             let live = merges.live(j);
             let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
-            if let Some(edge_sets) = flag_sets(&reached, &optional, &live, decided, HOST) {
-                apply_flag_sets(join, edge_sets, &mut sets, &mut out);
+            if let Some(edge_sets) = flag_sets(reached, &optional, &live, decided, HOST) {
+                apply_flag_sets(join, edge_sets, sets, out);
                 want = [want[HOST].minus(&optional), want[DEVICE].minus(&optional)];
             } else if reached
                 .iter()
@@ -166,8 +187,8 @@ pub fn repairs(
                 .intersect(&merges.live(j));
             let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
             if !carried.is_empty() {
-                if let Some(edge_sets) = flag_sets(&reached, &carried, &merges.live(j), decided, HOST) {
-                    apply_flag_sets(join, edge_sets, &mut sets, &mut out);
+                if let Some(edge_sets) = flag_sets(reached, &carried, &merges.live(j), decided, HOST) {
+                    apply_flag_sets(join, edge_sets, sets, out);
                 }
             }
         }
@@ -183,23 +204,23 @@ pub fn repairs(
                     continue;
                 }
                 let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
-                if let Some(edge_sets) = flag_sets(&reached, &partial, &merges.live(j), decided, side) {
-                    apply_flag_sets(join, edge_sets, &mut sets, &mut out);
+                if let Some(edge_sets) = flag_sets(reached, &partial, &merges.live(j), decided, side) {
+                    apply_flag_sets(join, edge_sets, sets, out);
                     break;
                 }
             }
         }
-        for (i, pair, _) in &reached {
+        for (i, pair, _) in reached {
             let missing = minus(&want, pair);
             if !is_nothing(&missing) {
-                add(if deferring { &mut deferred } else { &mut out }, key(&join.edges[*i]), &missing);
+                add(if deferring { &mut *deferred } else { &mut *out }, key(&join.edges[*i]), &missing);
             }
         }
     }
-    Decisions { copies: out, sets, deferred }
 }
 
 /// What [`repairs`] decides in one round.
+#[derive(Default)]
 pub struct Decisions {
     /// Repairs.
     pub copies: EdgeCopies,
