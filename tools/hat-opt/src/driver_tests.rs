@@ -214,6 +214,40 @@ fn host_func_binds_a_declared_function_to_print_or_ignore() {
 }
 
 #[test]
+fn host_func_bump_writes_element_zero_of_what_the_declaration_lets_it_write() {
+    let registry = test_registry();
+    let program = "compute.host_func @touch(read memref<4xi32>, write memref<4xi32>, memref<2xf32>, index)
+compute.host_func @observe(read memref<4xi32>)
+
+compute.func @main(%seen: memref<4xi32>, %out: memref<4xi32>, %both: memref<2xf32>) {
+  %c3 = arith.constant 3 : index
+  compute.call @touch(%seen, %out, %both, %c3) : (memref<4xi32>, memref<4xi32>, memref<2xf32>, index) -> ()
+  compute.call @observe(%out) : (memref<4xi32>) -> ()
+  compute.return
+}
+";
+    let arguments = ["--arg", "seen=iota", "--arg", "out=iota", "--arg", "both=fill:2.5", "--run-check"];
+    let report = succeed(
+        &registry,
+        program,
+        &[&arguments[..], &["--host-func", "touch=bump", "--host-func", "observe=print"]].concat(),
+    );
+    // The `write` and the undeclared (`readwrite`) arguments are bumped; the `read` one is not,
+    // and bump prints nothing (only @observe's line precedes the summary).
+    assert!(report.starts_with("[1, 1, 2, 3]\nran @main"), "{report}");
+    assert!(report.contains("%seen: memref<4xi32> = [0, 1, 2, 3]"), "{report}");
+    assert!(report.contains("%out:  memref<4xi32> = [1, 1, 2, 3]"), "{report}");
+    assert!(report.contains("%both: memref<2xf32> = [3.5, 2.5]"), "{report}");
+    // Bound to a function that returns a value, it is an error before the run.
+    let (_, error) = fail(
+        &registry,
+        "compute.host_func @measure(memref<4xi32>) -> i32\ncompute.func @main() {\n  compute.return\n}\n",
+        &["--run", "--host-func", "measure=bump"],
+    );
+    assert!(error.contains("print, ignore and bump bind only host functions that return nothing"), "{error}");
+}
+
+#[test]
 fn run_check_compares_what_host_functions_read() {
     let registry = test_registry();
     // The copy in is there, the copy back is not: @checkpoint reads a stale host copy.

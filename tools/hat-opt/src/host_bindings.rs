@@ -1,11 +1,15 @@
 //! The host functions a `--run` provides: the standard `print` and `display`, and those the
-//! command line binds with `--host-func NAME=print|ignore`.
+//! command line binds with `--host-func NAME=print|ignore|bump`.
 //!
 //! - A binding names a host function the module declares (a callable without a body that does
 //!   not run on the device: `compute.host_func`, or a vendor's declaration), once, and binds it
-//!   to `print` (its arguments written as the standard `print` writes them) or `ignore` (nothing
-//!   happens). Both return no value, so a function declared with results cannot be bound: that
-//!   is an error before anything runs, as is a name the module does not declare.
+//!   to `print` (its arguments written as the standard `print` writes them), `ignore` (nothing
+//!   happens) or `bump` (adds 1 to element 0 of every buffer argument the declaration lets it
+//!   write — `write`, `readwrite` or undeclared — and prints nothing: a host function that
+//!   changes data, so that `--run-check` catches a plan that leaves its input stale on the host
+//!   or its output stale on the device). None returns a value, so a function declared with
+//!   results cannot be bound: that is an error before anything runs, as is a name the module
+//!   does not declare.
 //! - A binding replaces a standard function of the same name (`--host-func display=ignore`
 //!   silences a display).
 //! - A declared host function that nothing provides is an error only when a run calls it (the
@@ -17,7 +21,7 @@ use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace};
 use hat_ir::printer::type_to_string;
 use hat_ir::{Context, Op};
 use hat_runtime::executor::host_functions;
-use hat_runtime::HostFunction;
+use hat_runtime::{ElementType, HostCall, HostFunction, Scalar};
 use std::cell::RefCell;
 use std::io::Write;
 
@@ -28,6 +32,8 @@ pub enum Binding {
     Print,
     /// Nothing.
     Ignore,
+    /// Adds 1 to element 0 of every buffer argument it may write (see [`bump`]); prints nothing.
+    Bump,
 }
 
 /// The host functions a run provides, by name: the standard ones, then the bindings (which
@@ -53,12 +59,13 @@ impl HostBindings {
         let declared = declared_host_functions(ctx, module);
         let mut bindings: Vec<(String, Binding)> = Vec::new();
         for assignment in assignments {
-            let usage = || format!("error: --host-func {assignment}: expected NAME=print or NAME=ignore");
+            let usage = || format!("error: --host-func {assignment}: expected NAME=print, NAME=ignore or NAME=bump");
             let (name, action) = assignment.split_once('=').ok_or_else(usage)?;
             let name = name.trim_start_matches('@');
             let binding = match action {
                 "print" => Binding::Print,
                 "ignore" => Binding::Ignore,
+                "bump" => Binding::Bump,
                 _ => return Err(usage()),
             };
             if name.is_empty() {
@@ -80,8 +87,8 @@ impl HostBindings {
             if !results.is_empty() {
                 let types: Vec<String> = results.iter().map(|&t| type_to_string(ctx, t)).collect();
                 return Err(format!(
-                    "error: --host-func {assignment}: '@{name}' returns {}; print and ignore bind only host \
-                     functions that return nothing",
+                    "error: --host-func {assignment}: '@{name}' returns {}; print, ignore and bump bind \
+                     only host functions that return nothing",
                     types.join(", ")
                 ));
             }
@@ -108,6 +115,10 @@ impl HostBindings {
             let function: HostFunction<'a> = match binding {
                 Binding::Print => host_functions::print(SharedOutput(output)),
                 Binding::Ignore => Box::new(|_| Ok(Vec::new())),
+                Binding::Bump => Box::new(|call: &mut HostCall| {
+                    bump(call);
+                    Ok(Vec::new())
+                }),
             };
             functions.retain(|(n, _)| n != name);
             functions.push((name.clone(), function));
@@ -116,6 +127,27 @@ impl HostBindings {
             Some(log) => functions.into_iter().map(|(name, function)| (name, log.recording(function))).collect(),
             None => functions,
         }
+    }
+}
+
+/// What `bump` does: adds 1 to element 0 of every buffer argument whose declared effect lets
+/// the call write it (`write`, `readwrite`, or undeclared, which is `readwrite`); `read`
+/// arguments, scalars and empty buffers are left alone. Integers wrap at their width (an `i1`
+/// flips); floats add 1.0. A buffer passed twice as writable is bumped twice.
+fn bump(call: &mut HostCall) {
+    for index in 0..call.len() {
+        let Ok(buffer) = call.buffer_mut(index) else { continue };
+        let origin = vec![0; buffer.layout.shape.len()];
+        let Some(value) = buffer.get(&origin) else { continue };
+        let element = buffer.layout.element;
+        let bumped = if element.is_float() {
+            Scalar::Float(value.as_f64() + 1.0)
+        } else if element == ElementType::I1 {
+            Scalar::Int((value.as_i64() + 1) & 1)
+        } else {
+            Scalar::Int(value.as_i64().wrapping_add(1))
+        };
+        buffer.set(&origin, bumped);
     }
 }
 
@@ -153,18 +185,25 @@ mod tests {
     }
 
     #[test]
-    fn declared_functions_bind_to_print_or_ignore() {
+    fn declared_functions_bind_to_print_ignore_or_bump() {
         assert_eq!(
             parse(&["checkpoint=print", "@display=ignore"]).unwrap(),
             [("checkpoint".to_string(), Binding::Print), ("display".to_string(), Binding::Ignore)]
         );
+        assert_eq!(parse(&["checkpoint=bump"]).unwrap(), [("checkpoint".to_string(), Binding::Bump)]);
     }
 
     #[test]
     fn bad_bindings_are_errors_before_the_run() {
         let error = |assignments: &[&str]| parse(assignments).unwrap_err();
-        assert_eq!(error(&["checkpoint"]), "error: --host-func checkpoint: expected NAME=print or NAME=ignore");
-        assert_eq!(error(&["checkpoint=log"]), "error: --host-func checkpoint=log: expected NAME=print or NAME=ignore");
+        assert_eq!(
+            error(&["checkpoint"]),
+            "error: --host-func checkpoint: expected NAME=print, NAME=ignore or NAME=bump"
+        );
+        assert_eq!(
+            error(&["checkpoint=log"]),
+            "error: --host-func checkpoint=log: expected NAME=print, NAME=ignore or NAME=bump"
+        );
         assert_eq!(
             error(&["save=print"]),
             "error: --host-func save=print: the module declares no host function '@save' (it declares: @checkpoint, \
@@ -172,8 +211,8 @@ mod tests {
         );
         assert_eq!(
             error(&["measure=ignore"]),
-            "error: --host-func measure=ignore: '@measure' returns f32; print and ignore bind only host functions \
-             that return nothing"
+            "error: --host-func measure=ignore: '@measure' returns f32; print, ignore and bump bind only host \
+             functions that return nothing"
         );
         assert_eq!(
             error(&["checkpoint=print", "checkpoint=ignore"]),

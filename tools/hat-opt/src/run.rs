@@ -15,7 +15,7 @@
 //!   `.npy` files, generators). `--out NAME=PATH.npy` writes a buffer parameter's final host copy
 //!   (what the caller sees when the program returns) to a NumPy file.
 //! - Host functions (see `host_bindings.rs`): the standard `print` and `display` write to
-//!   standard output; `--host-func NAME=print|ignore` binds another declared one. Calling a
+//!   standard output; `--host-func NAME=print|ignore|bump` binds another declared one. Calling a
 //!   host function nothing provides is an error that names the flag.
 //! - What is printed: with `--report=text` (the default) a summary on standard output — what
 //!   compiled the program, the entry's results, each buffer argument's final host copy (type and
@@ -96,8 +96,9 @@ pub struct RunOptions {
     #[arg(long = "run-mode", value_enum, value_name = "MODE", requires = "running")]
     pub mode: Option<RunMode>,
     /// Provide the declared host function NAME (repeatable): print writes its arguments as the
-    /// standard print does; ignore does nothing.
-    #[arg(long = "host-func", value_name = "NAME=print|ignore", requires = "running")]
+    /// standard print does; ignore does nothing; bump adds 1 to element 0 of every buffer
+    /// argument the declaration lets it write (write, readwrite or undeclared) and prints nothing.
+    #[arg(long = "host-func", value_name = "NAME=print|ignore|bump", requires = "running")]
     pub host_funcs: Vec<String>,
     /// `--backend` and `--device` (backend_choice.rs).
     #[command(flatten)]
