@@ -5,10 +5,12 @@
 //! The decisions are made within one availability solve, at each join as the solve reaches it
 //! ([`Settling`], through the solver's `merge`): a join downstream decides after the joins
 //! upstream of it did, so it sees what they flagged. A join decides again when what reaches it
-//! changes (a loop's header, when its back edge arrives), adding to what it decided (decisions
-//! are never taken back within the solve, so it ends). What is left — a join that waits for one
-//! downstream of it, repairs a later decision made needless — is finished in rounds of repairs
-//! over whole solves, then the repairs are narrowed to what their edges still lack.
+//! changes (a loop's header, when its back edge arrives), adding to what it decided; but while
+//! a loop around it settles, what reaches it shrinks (its first iteration saw what the loop's
+//! entry brought), and then it drops what it decided and decides afresh. It decides sixteen
+//! times at most (flags in the first eight), so the solve ends. What is left — a join that waits
+//! for one downstream of it, repairs a later decision made needless — is finished in rounds of
+//! repairs over whole solves, then the repairs are narrowed to what their edges still lack.
 
 use super::access::RootAccesses;
 use super::analyses::{along_edge, key, Availability, EdgeCopies, FlagSets};
@@ -117,6 +119,8 @@ struct Decided {
     flags: FlagSets,
     /// Per join, how many times it decided.
     evaluations: Vec<u32>,
+    /// Per join, what reached it along each edge when it last decided.
+    inputs: Vec<Vec<(usize, Pair)>>,
 }
 
 /// Availability, with each join's repairs and flag sets decided where the solve reaches it.
@@ -137,7 +141,11 @@ static NONE: std::sync::LazyLock<(EdgeCopies, FlagSets)> = std::sync::LazyLock::
 impl<'a> Settling<'a> {
     fn new(merges: &'a Merges, accesses: &'a RootAccesses, entry: &(Block, Pair)) -> Self {
         let joins = merges.joins.iter().enumerate().map(|(j, join)| (join.target, j)).collect();
-        let decided = Decided { evaluations: vec![0; merges.joins.len()], ..Decided::default() };
+        let decided = Decided {
+            evaluations: vec![0; merges.joins.len()],
+            inputs: vec![Vec::new(); merges.joins.len()],
+            ..Decided::default()
+        };
         Settling {
             availability: Availability {
                 accesses,
@@ -187,6 +195,32 @@ impl DenseForwardAnalysis for Settling<'_> {
                         placement::reached(i, state, decided.copies.get(&key(edge)))
                     })
                     .collect();
+                // While a loop around the join settles, what reaches it shrinks (its first
+                // iteration saw what the loop's entry brought): what it decided then may not
+                // hold, and it decides afresh.
+                let shrank = decided.inputs[j].iter().any(|(i, before)| {
+                    reached
+                        .iter()
+                        .any(|(k, now, _)| k == i && (!now[0].contains(&before[0]) || !now[1].contains(&before[1])))
+                });
+                if shrank {
+                    for edge in &join.edges {
+                        decided.copies.remove(&key(edge));
+                        decided.flags.remove(&key(edge));
+                    }
+                }
+                let reached: Vec<placement::Reached> = if shrank {
+                    arriving
+                        .iter()
+                        .filter_map(|(edge, state)| {
+                            let i = join.edges.iter().position(|e| key(e) == key(edge))?;
+                            placement::reached(i, state, None)
+                        })
+                        .collect()
+                } else {
+                    reached
+                };
+                decided.inputs[j] = reached.iter().map(|(i, pair, _)| (*i, pair.clone())).collect();
                 let mut decisions = Decisions::default();
                 let flagging = evaluation <= FLAGGING_EVALUATIONS;
                 placement::decide_join(ctx, self.merges, j, &reached, &decided.flags, flagging, &mut decisions);
