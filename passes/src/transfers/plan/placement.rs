@@ -246,8 +246,9 @@ fn apply_flag_sets(join: &Join, edge_sets: Vec<(usize, usize, RangeSet)>, sets: 
 /// flagged already (and the edge sets no flag, or sets it to a side that holds it); else the
 /// side that holds it, or holds what is not flagged of it (the flagged part is copied there
 /// first, guarded by the flag, before the flag is set anew): `(edge, side, that part)`. An edge
-/// cannot set the flag where other flagged elements may still be observed (they would lose
-/// their meaning). `None` where some edge cannot.
+/// sets the flag only to a side on which the other flagged elements still observed are current
+/// (they stay the flag's; on the other side they would lose their meaning). `None` where some
+/// edge cannot.
 fn flag_sets(
     reached: &[(usize, Pair, RangeSet)],
     optional: &RangeSet,
@@ -263,10 +264,12 @@ fn flag_sets(
             None if flagged.contains(optional) => continue,
             None => {}
         }
-        if !optional.contains(&flagged.intersect(live)) {
-            return None;
-        }
-        let side = [preferred, 1 - preferred].into_iter().find(|&s| pair[s].union(flagged).contains(optional))?;
+        // The other flagged elements still observed stay the flag's only where they are
+        // current on the side it is set to.
+        let others = flagged.intersect(live).minus(optional);
+        let side = [preferred, 1 - preferred]
+            .into_iter()
+            .find(|&s| pair[s].union(flagged).contains(optional) && pair[s].contains(&others))?;
         sets.push((*i, side, optional.intersect(flagged)));
     }
     Some(sets)
@@ -469,4 +472,32 @@ pub fn check(
 /// The edge a key names.
 pub fn edge_of<'f>(flow: &'f FlowGraph, key: &EdgeKey) -> Option<&'f Edge> {
     flow.edges_from(key.0).find(|e| e.to == key.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edge_sets_the_flag_again_to_the_side_its_other_flagged_elements_are_current_on() {
+        // Elements 0..15 are lost on the host along edge 1 (a kernel wrote them); 15..64 are
+        // flagged there (an inner loop that may not have run left them on the host or not) and
+        // current on the device. Edge 0 has everything on both sides.
+        let all = RangeSet::of(0..64);
+        let reached: Vec<Reached> = vec![
+            (0, [all.clone(), all.clone()], RangeSet::empty()),
+            (1, [RangeSet::empty(), all.clone()], RangeSet::of(15..64)),
+        ];
+        let optional = RangeSet::of(0..15);
+        let sets = flag_sets(&reached, &optional, &all, |_| None, HOST).expect("both edges can set the flag");
+        // Edge 1 sets it to the device, where 15..64 are current: they stay the flag's.
+        let sides: Vec<(usize, usize)> = sets.iter().map(|(i, side, _)| (*i, *side)).collect();
+        assert_eq!(sides, vec![(0, HOST), (1, DEVICE)]);
+        // Where the flagged elements are current on no side the edge could set, it cannot.
+        let reached: Vec<Reached> = vec![
+            (0, [all.clone(), all.clone()], RangeSet::empty()),
+            (1, [RangeSet::empty(), RangeSet::of(0..15)], RangeSet::of(15..64)),
+        ];
+        assert!(flag_sets(&reached, &optional, &all, |_| None, HOST).is_none());
+    }
 }
