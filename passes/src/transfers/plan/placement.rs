@@ -66,15 +66,16 @@ pub fn repairs(
 }
 
 /// What reaches a join along one of its edges: the edge's index, what is current on it (with
-/// the copies on it), and what is flagged on it before a flag set of its own.
+/// the copies on it), and what the flag covers on it before a flag set of its own (current on
+/// the side the flag names; an element current on both sides stays covered, so an edge on which
+/// it is needs no flag set for it).
 pub type Reached = (usize, Pair, RangeSet);
 
 /// What reaches along edge `i` from a source in `state`, with `copies` on the edge (`None`
 /// where no path reaches the source).
 pub fn reached(i: usize, state: &Available, copies: Option<&Pair>) -> Option<Reached> {
-    let pair = with_copies(state.pair()?, copies);
-    let flagged = state.flagged().minus(&pair[HOST].intersect(&pair[DEVICE]));
-    Some((i, pair, flagged))
+    let Available::At { current, flagged } = state else { return None };
+    Some((i, with_copies(current, copies), flagged.clone()))
 }
 
 /// Decides join `j` of `merges` from what reaches it along its edges: the repairs on its edges,
