@@ -34,12 +34,16 @@ use hat_ir::{Context, Op, OpTraits, OperationState, Value};
 /// How many conditions deep one op is unswitched at most.
 pub const MAX_DEPTH: usize = 3;
 
+/// How many ops right after one `scf.if` are moved into its branches at most.
+pub const MAX_SUNK: usize = 4;
+
 /// Unswitches the ops under `function` (see the module documentation); returns how many.
 pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
     if execution_space(ctx, function) != Some(ExecutionSpace::Host) {
         return 0;
     }
     let made = selects_for_trivial_ifs(ctx, function);
+    let sunk = sink_into_branches(ctx, function);
     let mut worklist: Vec<(Op, usize)> = ctx
         .walk(function)
         .into_iter()
@@ -91,7 +95,75 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
         unswitched += 1;
     }
     erase_unused(ctx, function, &made);
-    unswitched
+    unswitched + sunk
+}
+
+/// Moves the ops right after an `scf.if` that observe a buffer it yields into the end of each
+/// of its branches, each naming the buffer that branch yields: `%r = scf.if %c { ... yield %a }
+/// else { %n = buffer.alloc ... yield %n }` then `compute.dispatch @k(%r)` becomes a dispatch on
+/// `%a` at the end of the first branch and on `%n` at the end of the second. The program runs
+/// the same ops in the same order (nothing comes between the branch's end and the op); the plan
+/// then knows on each path which buffer the op touches (where the `scf.if` yields a buffer made
+/// inside it, `if-to-select` cannot make the choice a select). Only ops without regions or
+/// results move, [`MAX_SUNK`] at most after one `scf.if`; pure ops between them and the
+/// `scf.if` that do not use its results go before it. Returns how many moved.
+pub fn sink_into_branches(ctx: &mut Context, function: Op) -> usize {
+    let if_name = ctx.op_name(IfOp::NAME);
+    let choices: Vec<Op> = ctx
+        .walk(function)
+        .into_iter()
+        .filter(|&op| ctx.name(op) == if_name && ctx.results(op).any(|r| is_buffer(ctx, r)))
+        .collect();
+    let mut sunk = 0;
+    for branch in choices {
+        let results: Vec<Value> = ctx.results(branch).collect();
+        let yields: Vec<Op> = ctx
+            .regions(branch)
+            .iter()
+            .filter_map(|&region| ctx.region_blocks(region).first().and_then(|&block| ctx.last_op(block)))
+            .collect();
+        if yields.len() != 2 {
+            continue;
+        }
+        for _ in 0..MAX_SUNK {
+            // Pure ops in between that do not use what the `scf.if` yields (the constants of a
+            // dispatch's grid) go before it, so that what observes its results comes right
+            // after it.
+            while let Some(pure) = ctx.next_op(branch).filter(|&op| {
+                ctx.traits(op).contains(OpTraits::PURE)
+                    && ctx.regions(op).is_empty()
+                    && !ctx.operands(op).iter().any(|v| results.contains(v))
+            }) {
+                ctx.detach_op(pure);
+                ctx.insert_op_before(branch, pure);
+            }
+            let Some(next) = ctx.next_op(branch) else { break };
+            let movable = ctx.regions(next).is_empty()
+                && ctx.result_count(next) == 0
+                && !ctx.traits(next).contains(OpTraits::TERMINATOR);
+            let observes = ctx.operands(next).iter().any(|v| results.contains(v) && is_buffer(ctx, *v));
+            if !movable || !observes {
+                break;
+            }
+            let location = ctx.location(next);
+            for &end in &yields {
+                let yielded: Vec<Value> = ctx.operands(end).to_vec();
+                let operands: Vec<Value> = ctx
+                    .operands(next)
+                    .iter()
+                    .map(|v| results.iter().position(|r| r == v).map_or(*v, |i| yielded[i]))
+                    .collect();
+                let mut state = OperationState::new(ctx.name(next), location);
+                state.operands = operands;
+                state.attributes = ctx.attributes(next).to_vec();
+                let copy = ctx.create_op(state);
+                ctx.insert_op_before(end, copy);
+            }
+            ctx.erase_op(next);
+            sunk += 1;
+        }
+    }
+    sunk
 }
 
 /// Erases those of `selects` (made here) whose result nothing under `function` uses any more.
