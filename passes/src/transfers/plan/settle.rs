@@ -108,8 +108,11 @@ pub fn settle_merges(
     None
 }
 
-/// How many times a join decides within the settling solve: with flags, then without.
+/// How many times a join may set flags within the settling solve.
 const FLAGGING_EVALUATIONS: u32 = 8;
+
+/// How many times a join decides within the settling solve (then its decisions stand, and the
+/// solve ends).
 const DECIDING_EVALUATIONS: u32 = 16;
 
 /// What the joins decided within the settling solve.
@@ -119,7 +122,7 @@ struct Decided {
     flags: FlagSets,
     /// Per join, how many times it decided.
     evaluations: Vec<u32>,
-    /// Per join, what reached it along each edge when it last decided.
+    /// Per join, what arrived along each edge when it last decided.
     inputs: Vec<Vec<(usize, Pair)>>,
 }
 
@@ -188,20 +191,17 @@ impl DenseForwardAnalysis for Settling<'_> {
             let evaluation = decided.evaluations[j];
             if evaluation <= DECIDING_EVALUATIONS {
                 let join = &self.merges.joins[j];
-                let reached: Vec<placement::Reached> = arriving
-                    .iter()
-                    .filter_map(|(edge, state)| {
-                        let i = join.edges.iter().position(|e| key(e) == key(edge))?;
-                        placement::reached(i, state, decided.copies.get(&key(edge)))
-                    })
-                    .collect();
-                // While a loop around the join settles, what reaches it shrinks (its first
+                let index = |edge: &Edge| join.edges.iter().position(|e| key(e) == key(edge));
+                // What arrives along each edge (the join's own copies are made here, not on it).
+                let arrived: Vec<(usize, Pair)> =
+                    arriving.iter().filter_map(|(edge, state)| Some((index(edge)?, state.pair()?.clone()))).collect();
+                // While a loop around the join settles, what arrives shrinks (its first
                 // iteration saw what the loop's entry brought): what it decided then may not
                 // hold, and it decides afresh.
                 let shrank = decided.inputs[j].iter().any(|(i, before)| {
-                    reached
+                    arrived
                         .iter()
-                        .any(|(k, now, _)| k == i && (!now[0].contains(&before[0]) || !now[1].contains(&before[1])))
+                        .any(|(k, now)| k == i && !(now[0].contains(&before[0]) && now[1].contains(&before[1])))
                 });
                 if shrank {
                     for edge in &join.edges {
@@ -209,18 +209,11 @@ impl DenseForwardAnalysis for Settling<'_> {
                         decided.flags.remove(&key(edge));
                     }
                 }
-                let reached: Vec<placement::Reached> = if shrank {
-                    arriving
-                        .iter()
-                        .filter_map(|(edge, state)| {
-                            let i = join.edges.iter().position(|e| key(e) == key(edge))?;
-                            placement::reached(i, state, None)
-                        })
-                        .collect()
-                } else {
-                    reached
-                };
-                decided.inputs[j] = reached.iter().map(|(i, pair, _)| (*i, pair.clone())).collect();
+                decided.inputs[j] = arrived;
+                let reached: Vec<placement::Reached> = arriving
+                    .iter()
+                    .filter_map(|(edge, state)| placement::reached(index(edge)?, state, decided.copies.get(&key(edge))))
+                    .collect();
                 let mut decisions = Decisions::default();
                 let flagging = evaluation <= FLAGGING_EVALUATIONS;
                 placement::decide_join(ctx, self.merges, j, &reached, &decided.flags, flagging, &mut decisions);
