@@ -75,10 +75,7 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
             let block = ctx.create_block(&[]);
             ctx.append_block(region, block);
             let operands: Vec<Value> = ctx.operands(op).iter().map(|&v| pick(ctx, v, first).unwrap_or(v)).collect();
-            let mut state = OperationState::new(ctx.name(op), location);
-            state.operands = operands;
-            state.attributes = ctx.attributes(op).to_vec();
-            let copy = ctx.create_op(state);
+            let copy = copy_on(ctx, op, operands);
             ctx.append_op(block, copy);
             let terminator = OperationState::new(ctx.op_name("scf.yield"), location);
             let yield_op = ctx.create_op(terminator);
@@ -108,12 +105,7 @@ pub fn unswitch_selected_buffers(ctx: &mut Context, function: Op) -> usize {
 /// results move, [`MAX_SUNK`] at most after one `scf.if`; pure ops between them and the
 /// `scf.if` that do not use its results go before it. Returns how many moved.
 pub fn sink_into_branches(ctx: &mut Context, function: Op) -> usize {
-    let if_name = ctx.op_name(IfOp::NAME);
-    let choices: Vec<Op> = ctx
-        .walk(function)
-        .into_iter()
-        .filter(|&op| ctx.name(op) == if_name && ctx.results(op).any(|r| is_buffer(ctx, r)))
-        .collect();
+    let choices = ifs_yielding_buffers(ctx, function);
     let mut sunk = 0;
     for branch in choices {
         let results: Vec<Value> = ctx.results(branch).collect();
@@ -145,7 +137,6 @@ pub fn sink_into_branches(ctx: &mut Context, function: Op) -> usize {
             if !movable || !observes {
                 break;
             }
-            let location = ctx.location(next);
             for &end in &yields {
                 let yielded: Vec<Value> = ctx.operands(end).to_vec();
                 let operands: Vec<Value> = ctx
@@ -153,10 +144,7 @@ pub fn sink_into_branches(ctx: &mut Context, function: Op) -> usize {
                     .iter()
                     .map(|v| results.iter().position(|r| r == v).map_or(*v, |i| yielded[i]))
                     .collect();
-                let mut state = OperationState::new(ctx.name(next), location);
-                state.operands = operands;
-                state.attributes = ctx.attributes(next).to_vec();
-                let copy = ctx.create_op(state);
+                let copy = copy_on(ctx, next, operands);
                 ctx.insert_op_before(end, copy);
             }
             ctx.erase_op(next);
@@ -188,15 +176,27 @@ fn first_condition(ctx: &Context, op: Op) -> Option<Value> {
     })
 }
 
+/// The `scf.if`s under `function` one of whose results is a buffer.
+fn ifs_yielding_buffers(ctx: &mut Context, function: Op) -> Vec<Op> {
+    let if_name = ctx.op_name(IfOp::NAME);
+    ctx.walk(function)
+        .into_iter()
+        .filter(|&op| ctx.name(op) == if_name && ctx.results(op).any(|r| is_buffer(ctx, r)))
+        .collect()
+}
+
+/// A copy of `op` (an op without regions or results) on `operands`, not inserted anywhere.
+fn copy_on(ctx: &mut Context, op: Op, operands: Vec<Value>) -> Op {
+    let mut state = OperationState::new(ctx.name(op), ctx.location(op));
+    state.operands = operands;
+    state.attributes = ctx.attributes(op).to_vec();
+    ctx.create_op(state)
+}
+
 /// Applies `scf`'s canonicalization `if-to-select` ([`IfToSelect`]) to each `scf.if` under
 /// `function` one of whose results is a buffer; returns the selects it made.
 pub fn selects_for_trivial_ifs(ctx: &mut Context, function: Op) -> Vec<Op> {
-    let if_name = ctx.op_name(IfOp::NAME);
-    let choices: Vec<Op> = ctx
-        .walk(function)
-        .into_iter()
-        .filter(|&op| ctx.name(op) == if_name && ctx.results(op).any(|r| is_buffer(ctx, r)))
-        .collect();
+    let choices = ifs_yielding_buffers(ctx, function);
     let mut made = Vec::new();
     if choices.is_empty() {
         return made;

@@ -172,58 +172,51 @@ impl<'a, A: DenseForwardAnalysis> Solver<'a, A> {
         }
     }
 
-    /// Joins what goes along `edge` from a source in `state` into its target; the target is
-    /// visited again when it changed.
+    /// Joins what goes along `edge` from a source in `state` into its target (or merges it,
+    /// where the analysis merges); the target is visited again when it changed.
     fn send(&mut self, edge: &'a Edge, state: &A::Lattice) {
         let arriving = self.analysis.visit_edge(self.ctx, edge, state);
-        if self.analysis.merges_at(edge.to) {
-            return self.merge_into(edge, arriving);
-        }
-        match edge.to {
-            Target::Block(block) => {
-                let start = self.start.entry(block).or_insert_with(A::Lattice::bottom);
-                if start.join(&arriving) {
+        let changed = if self.analysis.merges_at(edge.to) {
+            self.merge_into(edge, arriving)
+        } else {
+            self.slot(edge.to).join(&arriving)
+        };
+        if changed {
+            match edge.to {
+                Target::Block(block) => {
                     if let Some(first) = self.walk.first_op(self.ctx, block) {
                         self.work.push(first);
                     }
                 }
-            }
-            Target::After(op) => {
-                let arrived = self.arrived.entry(op).or_insert_with(A::Lattice::bottom);
-                if arrived.join(&arriving) {
-                    self.work.push(op);
-                }
+                Target::After(op) => self.work.push(op),
             }
         }
     }
 
-    /// Records what arrived along `edge` at a target the analysis merges, merges again, and
-    /// visits the target again when the merged state changed.
-    fn merge_into(&mut self, edge: &'a Edge, arriving: A::Lattice) {
+    /// The state where `target` starts: a block's start, or what arrived right after an op.
+    fn slot(&mut self, target: Target) -> &mut A::Lattice {
+        match target {
+            Target::Block(block) => self.start.entry(block).or_insert_with(A::Lattice::bottom),
+            Target::After(op) => self.arrived.entry(op).or_insert_with(A::Lattice::bottom),
+        }
+    }
+
+    /// Records what arrived along `edge` at a target the analysis merges and merges again;
+    /// whether the merged state changed.
+    fn merge_into(&mut self, edge: &'a Edge, arriving: A::Lattice) -> bool {
         let arrivals = self.merging.entry(edge.to).or_default();
         match arrivals.iter_mut().find(|(e, _)| std::ptr::eq(*e, edge)) {
-            Some((_, state)) if *state == arriving => return,
+            Some((_, state)) if *state == arriving => return false,
             Some((_, state)) => *state = arriving,
             None => arrivals.push((edge, arriving)),
         }
         let merged = self.analysis.merge(self.ctx, edge.to, arrivals);
-        let (slot, first) = match edge.to {
-            Target::Block(block) => (self.start.entry(block).or_insert_with(A::Lattice::bottom), None),
-            Target::After(op) => (self.arrived.entry(op).or_insert_with(A::Lattice::bottom), Some(op)),
-        };
+        let slot = self.slot(edge.to);
         if *slot == merged {
-            return;
+            return false;
         }
         *slot = merged;
-        match (edge.to, first) {
-            (Target::Block(block), _) => {
-                if let Some(first) = self.walk.first_op(self.ctx, block) {
-                    self.work.push(first);
-                }
-            }
-            (_, Some(op)) => self.work.push(op),
-            _ => {}
-        }
+        true
     }
 
     fn visit_op(&mut self, op: Op) {

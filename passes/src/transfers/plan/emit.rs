@@ -167,8 +167,26 @@ impl Copy {
         location: Location,
         reason: Option<String>,
     ) -> Copy {
-        let direction = if side == super::facts::DEVICE { Direction::ToDevice } else { Direction::FromDevice };
-        Copy { place, direction, buffer, ranges, element: None, when_flag, sets_flag: None, location, reason }
+        Copy {
+            place,
+            direction: direction(side),
+            buffer,
+            ranges,
+            element: None,
+            when_flag,
+            sets_flag: None,
+            location,
+            reason,
+        }
+    }
+}
+
+/// The direction of a copy toward `side`.
+pub fn direction(side: usize) -> Direction {
+    if side == super::facts::DEVICE {
+        Direction::ToDevice
+    } else {
+        Direction::FromDevice
     }
 }
 

@@ -36,7 +36,7 @@ use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicRead, RootAccesses};
 use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, FlagSets, Later, OpCopies};
-use emit::{place_of_edge, Copy, Guard, Order, Place};
+use emit::{direction, place_of_edge, Copy, Guard, Order, Place};
 use facts::{Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
 use hat_ir::interfaces::CallableOpInterface;
@@ -78,12 +78,6 @@ pub struct Work {
     pub settle_rounds: std::cell::Cell<u64>,
     /// Dataflow solves over a slice, summed.
     pub solves: std::cell::Cell<u64>,
-}
-
-impl Work {
-    fn count(cell: &std::cell::Cell<u64>, by: u64) {
-        cell.set(cell.get() + by);
-    }
 }
 
 /// Plans `function`. `aliased[i]`: whether a call site may pass parameter `i` a buffer it also
@@ -230,11 +224,11 @@ fn plan_root(
     work: &Work,
 ) -> Result<RootPlan, Unsupported> {
     let slice = Rc::new(FlowSlice::new(ctx, flow, order, accesses.touching()));
-    Work::count(&work.roots, 1);
-    Work::count(&work.slice_ops, slice.ops().len() as u64);
+    work.roots.update(|n| n + 1);
+    work.slice_ops.update(|n| n + slice.ops().len() as u64);
     let anticipated = loop {
         let anticipated = solve_dense_backward_on(ctx, flow, &slice, &Anticipation { accesses: &accesses });
-        Work::count(&work.solves, 1);
+        work.solves.update(|n| n + 1);
         let live = |op: Op| {
             let may = anticipated.after(ctx, op).may.pair()?;
             Some(may[HOST].union(&may[DEVICE]))
@@ -275,7 +269,7 @@ fn plan_root(
     }
     let later = Later::new(&accesses, flow, &available, &anticipated, &repairs, entry.clone());
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
-    Work::count(&work.solves, 1);
+    work.solves.update(|n| n + 1);
     let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
     let at_ops = placement::at_ops(ctx, &accesses, &delayed);
     let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
@@ -291,7 +285,7 @@ fn plan_root(
             before: Some(at_ops),
         };
         let available = solve_dense_forward_on(ctx, flow, &slice, &availability);
-        Work::count(&work.solves, 1);
+        work.solves.update(|n| n + 1);
         let checked = placement::check(ctx, flow, &slice, &accesses, &available, on_edges, at_ops);
         (available, checked)
     };
@@ -360,14 +354,6 @@ fn split_flagged(pair: &Pair, flagged: Option<&Pair>) -> Vec<(usize, super::rang
 /// Writes a plan into its function; `[to_device, from_device]` counts.
 pub fn emit_plan(ctx: &mut Context, plan: &Plan) -> [u64; 2] {
     emit::emit(ctx, plan.function, &plan.copies)
-}
-
-fn direction(side: usize) -> Direction {
-    if side == DEVICE {
-        Direction::ToDevice
-    } else {
-        Direction::FromDevice
-    }
 }
 
 /// At the entry: a parameter current on the host only; a buffer not made yet counts as current

@@ -91,131 +91,122 @@ pub fn decide_join(
 ) {
     let Decisions { copies: out, sets, deferred } = decisions;
     let join = &merges.joins[j];
-    {
-        if reached.len() < 2 {
-            return;
+    if reached.len() < 2 {
+        return;
+    }
+    // The flag set decided already on edge `i`; what may be observed next from the join.
+    let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
+    let live = merges.live(j);
+    let meet =
+        |side: usize| reached.iter().skip(1).fold(reached[0].1[side].clone(), |acc, (_, p, _)| acc.intersect(&p[side]));
+    // Flagged after the join: on every edge, flagged or current on the side its set names.
+    let flagged_after = reached.iter().fold(None::<RangeSet>, |acc, (i, pair, flagged)| {
+        let here = match decided(*i) {
+            Some(side) => pair[side].clone(),
+            None => flagged.clone(),
+        };
+        Some(acc.map_or(here.clone(), |a| a.intersect(&here)))
+    });
+    let flagged_after = flagged_after.unwrap_or_default();
+    // The side whose copies on the edges that lack it cost less, an edge's copy weighed
+    // by how often it runs (its loop depth): at a loop's header, the side its back edge
+    // brings (the entry edge copies once); after a branch, the side fewer paths lack.
+    // An edge current on neither side (lost at a join upstream, whose repair is still
+    // to come) counts as current on the host, the buffer's home.
+    let prefer = |both: &super::super::ranges::RangeSet| {
+        let lacks = |pair: &Pair, side: usize| {
+            let missing = both.minus(&pair[side]);
+            if side == HOST {
+                !missing.intersect(&pair[DEVICE]).is_empty()
+            } else {
+                !missing.is_empty()
+            }
+        };
+        // A side no path from here surely needs would be copied in vain on the paths that
+        // leave without looking (a loop that runs no more iterations): the host then,
+        // whose copies are those the `kernel` strategy would make.
+        let needed = |side: usize| join.needed.as_ref().is_some_and(|n| n[side].contains(both));
+        match (needed(HOST), needed(DEVICE)) {
+            (false, false) | (true, false) => return Some(HOST),
+            (false, true) => return Some(DEVICE),
+            (true, true) => {}
         }
-        let meet = |side: usize| {
-            reached.iter().skip(1).fold(reached[0].1[side].clone(), |acc, (_, p, _)| acc.intersect(&p[side]))
+        let cost = |side: usize| -> u64 {
+            reached.iter().filter(|(_, p, _)| lacks(p, side)).map(|(i, _, _)| edge_weight(ctx, &join.edges[*i])).sum()
         };
-        // Flagged after the join: on every edge, flagged or current on the side its set names.
-        let flagged_after = reached.iter().fold(None::<RangeSet>, |acc, (i, pair, flagged)| {
-            let here = match flags.get(&key(&join.edges[*i])) {
-                Some(&side) => pair[side].clone(),
-                None => flagged.clone(),
-            };
-            Some(acc.map_or(here.clone(), |a| a.intersect(&here)))
-        });
-        let flagged_after = flagged_after.unwrap_or_default();
-        // The side whose copies on the edges that lack it cost less, an edge's copy weighed
-        // by how often it runs (its loop depth): at a loop's header, the side its back edge
-        // brings (the entry edge copies once); after a branch, the side fewer paths lack.
-        // An edge current on neither side (lost at a join upstream, whose repair is still
-        // to come) counts as current on the host, the buffer's home.
-        let prefer = |both: &super::super::ranges::RangeSet| {
-            let lacks = |pair: &Pair, side: usize| {
-                let missing = both.minus(&pair[side]);
-                if side == HOST {
-                    !missing.intersect(&pair[DEVICE]).is_empty()
-                } else {
-                    !missing.is_empty()
-                }
-            };
-            // A side no path from here surely needs would be copied in vain on the paths that
-            // leave without looking (a loop that runs no more iterations): the host then,
-            // whose copies are those the `kernel` strategy would make.
-            let needed = |side: usize| join.needed.as_ref().is_some_and(|n| n[side].contains(both));
-            match (needed(HOST), needed(DEVICE)) {
-                (false, false) | (true, false) => return Some(HOST),
-                (false, true) => return Some(DEVICE),
-                (true, true) => {}
-            }
-            let cost = |side: usize| -> u64 {
-                reached
-                    .iter()
-                    .filter(|(_, p, _)| lacks(p, side))
-                    .map(|(i, _, _)| edge_weight(ctx, &join.edges[*i]))
-                    .sum()
-            };
-            match cost(HOST).cmp(&cost(DEVICE)) {
-                std::cmp::Ordering::Less => Some(HOST),
-                std::cmp::Ordering::Greater => Some(DEVICE),
-                std::cmp::Ordering::Equal => None,
-            }
-        };
-        let mut want = merges.completed(j, &[meet(HOST), meet(DEVICE)], &flagged_after, prefer);
-        // What no path surely needs on the side it would be completed to: to the flag, where
-        // every edge can say where it is.
-        let needed = |side: usize| join.needed.as_ref().map_or_else(RangeSet::empty, |n| n[side].clone());
-        let optional = want[HOST].minus(&needed(HOST)).union(&want[DEVICE].minus(&needed(DEVICE)));
-        // An edge on which some of it is lost already (current on neither side, not flagged)
-        // waits for the join upstream that loses it: that join may still flag it.
-        let mut deferring = false;
-        // A repair that only extends what lazy code motion copies on its edge anyway (what every
-        // path from the join needs there and the edge lacks) adds no transfer: it is kept.
-        let rides_along = [HOST, DEVICE].into_iter().all(|side| {
-            let part = want[side].intersect(&optional);
-            reached.iter().all(|(_, pair, _)| {
-                let lack = part.minus(&pair[side]);
-                let copied = needed(side).minus(&pair[side]);
-                lack.is_empty()
-                    || (!copied.is_empty() && copied.union(&lack).ranges().count() <= copied.ranges().count())
-            })
-        });
-        if flagging && !optional.is_empty() && !rides_along {
-            let live = merges.live(j);
-            let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
-            if let Some(edge_sets) = flag_sets(reached, &optional, &live, decided, HOST) {
+        match cost(HOST).cmp(&cost(DEVICE)) {
+            std::cmp::Ordering::Less => Some(HOST),
+            std::cmp::Ordering::Greater => Some(DEVICE),
+            std::cmp::Ordering::Equal => None,
+        }
+    };
+    let mut want = merges.completed(j, &[meet(HOST), meet(DEVICE)], &flagged_after, prefer);
+    // What no path surely needs on the side it would be completed to: to the flag, where
+    // every edge can say where it is.
+    let needed = |side: usize| join.needed.as_ref().map_or_else(RangeSet::empty, |n| n[side].clone());
+    let optional = want[HOST].minus(&needed(HOST)).union(&want[DEVICE].minus(&needed(DEVICE)));
+    // An edge on which some of it is lost already (current on neither side, not flagged)
+    // waits for the join upstream that loses it: that join may still flag it.
+    let mut deferring = false;
+    // A repair that only extends what lazy code motion copies on its edge anyway (what every
+    // path from the join needs there and the edge lacks) adds no transfer: it is kept.
+    let rides_along = [HOST, DEVICE].into_iter().all(|side| {
+        let part = want[side].intersect(&optional);
+        reached.iter().all(|(_, pair, _)| {
+            let lack = part.minus(&pair[side]);
+            let copied = needed(side).minus(&pair[side]);
+            lack.is_empty() || (!copied.is_empty() && copied.union(&lack).ranges().count() <= copied.ranges().count())
+        })
+    });
+    if flagging && !optional.is_empty() && !rides_along {
+        if let Some(edge_sets) = flag_sets(reached, &optional, &live, decided, HOST) {
+            apply_flag_sets(join, edge_sets, sets, out);
+            want = [want[HOST].minus(&optional), want[DEVICE].minus(&optional)];
+        } else if reached
+            .iter()
+            .any(|(_, pair, flagged)| !optional.minus(&pair[HOST]).minus(&pair[DEVICE]).minus(flagged).is_empty())
+        {
+            deferring = true;
+        }
+    }
+    // Current on one side on every path and on the other on some: where the other side is
+    // observed next, the flag says on which paths it is current, so that its copy is made
+    // on the others only (a loop that may run no iteration, a branch that writes). And what
+    // is flagged on some paths and current on one side on the others stays flagged: the
+    // others set the flag to that side.
+    if flagging && !sets_on(join, sets) {
+        let carried = reached
+            .iter()
+            .fold(RangeSet::empty(), |acc, (_, _, f)| acc.union(f))
+            .minus(&flagged_after)
+            .intersect(&live);
+        if !carried.is_empty() {
+            if let Some(edge_sets) = flag_sets(reached, &carried, &live, decided, HOST) {
                 apply_flag_sets(join, edge_sets, sets, out);
-                want = [want[HOST].minus(&optional), want[DEVICE].minus(&optional)];
-            } else if reached
-                .iter()
-                .any(|(_, pair, flagged)| !optional.minus(&pair[HOST]).minus(&pair[DEVICE]).minus(flagged).is_empty())
-            {
-                deferring = true;
             }
         }
-        // Current on one side on every path and on the other on some: where the other side is
-        // observed next, the flag says on which paths it is current, so that its copy is made
-        // on the others only (a loop that may run no iteration, a branch that writes). And what
-        // is flagged on some paths and current on one side on the others stays flagged: the
-        // others set the flag to that side.
-        if flagging && !sets.keys().any(|k| join.edges.iter().any(|e| key(e) == *k)) {
-            let carried = reached
-                .iter()
-                .fold(RangeSet::empty(), |acc, (_, _, f)| acc.union(f))
-                .minus(&flagged_after)
-                .intersect(&merges.live(j));
-            let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
-            if !carried.is_empty() {
-                if let Some(edge_sets) = flag_sets(reached, &carried, &merges.live(j), decided, HOST) {
-                    apply_flag_sets(join, edge_sets, sets, out);
-                }
+    }
+    if flagging && !sets_on(join, sets) {
+        for side in [HOST, DEVICE] {
+            let some = reached.iter().fold(RangeSet::empty(), |acc, (_, p, _)| acc.union(&p[side]));
+            let partial = some
+                .minus(&meet(side))
+                .intersect(&meet(1 - side))
+                .intersect(&merges.live_on(j, side))
+                .minus(&flagged_after);
+            if partial.is_empty() {
+                continue;
+            }
+            if let Some(edge_sets) = flag_sets(reached, &partial, &live, decided, side) {
+                apply_flag_sets(join, edge_sets, sets, out);
+                break;
             }
         }
-        if flagging && !sets.keys().any(|k| join.edges.iter().any(|e| key(e) == *k)) {
-            for side in [HOST, DEVICE] {
-                let some = reached.iter().fold(RangeSet::empty(), |acc, (_, p, _)| acc.union(&p[side]));
-                let partial = some
-                    .minus(&meet(side))
-                    .intersect(&meet(1 - side))
-                    .intersect(&merges.live_on(j, side))
-                    .minus(&flagged_after);
-                if partial.is_empty() {
-                    continue;
-                }
-                let decided = |i: usize| flags.get(&key(&join.edges[i])).copied();
-                if let Some(edge_sets) = flag_sets(reached, &partial, &merges.live(j), decided, side) {
-                    apply_flag_sets(join, edge_sets, sets, out);
-                    break;
-                }
-            }
-        }
-        for (i, pair, _) in reached {
-            let missing = minus(&want, pair);
-            if !is_nothing(&missing) {
-                add(if deferring { &mut *deferred } else { &mut *out }, key(&join.edges[*i]), &missing);
-            }
+    }
+    for (i, pair, _) in reached {
+        let missing = minus(&want, pair);
+        if !is_nothing(&missing) {
+            add(if deferring { &mut *deferred } else { &mut *out }, key(&join.edges[*i]), &missing);
         }
     }
 }
@@ -229,6 +220,11 @@ pub struct Decisions {
     pub sets: FlagSets,
     /// Repairs of joins that wait for a join upstream (made when nothing else changes).
     pub deferred: EdgeCopies,
+}
+
+/// Whether `sets` sets the flag on an edge into `join`.
+fn sets_on(join: &Join, sets: &FlagSets) -> bool {
+    join.edges.iter().any(|e| sets.contains_key(&key(e)))
 }
 
 /// Records the flag sets of a join, and the guarded copies that come before them on their edges.
@@ -251,7 +247,7 @@ fn apply_flag_sets(join: &Join, edge_sets: Vec<(usize, usize, RangeSet)>, sets: 
 /// (they stay the flag's; on the other side they would lose their meaning). `None` where some
 /// edge cannot.
 fn flag_sets(
-    reached: &[(usize, Pair, RangeSet)],
+    reached: &[Reached],
     optional: &RangeSet,
     live: &RangeSet,
     decided: impl Fn(usize) -> Option<usize>,

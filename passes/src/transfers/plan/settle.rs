@@ -49,7 +49,7 @@ pub fn settle_merges(
     work: &Work,
 ) -> Option<(DenseSolution<facts::Available>, EdgeCopies, FlagSets)> {
     let solve = |copies: &EdgeCopies, flags: &FlagSets| {
-        Work::count(&work.solves, 1);
+        work.solves.update(|n| n + 1);
         solve_dense_forward_on(
             ctx,
             flow,
@@ -60,15 +60,16 @@ pub fn settle_merges(
     // Most joins are decided within one solve, as it reaches them; the rounds below finish what
     // waits on a join downstream of it (a loop's header, on its back edge).
     let (mut solved, mut repairs, mut flags) = {
-        let settling = Settling::new(merges, accesses, entry);
-        Work::count(&work.solves, 1);
+        let none = Default::default();
+        let settling = Settling::new(merges, accesses, entry, &none);
+        work.solves.update(|n| n + 1);
         let solved = solve_dense_forward_on(ctx, flow, slice, &settling);
         let decided = settling.decided.into_inner();
         (solved, decided.copies, decided.flags)
     };
     let mut settled = false;
     for round in 0..ROUNDS {
-        Work::count(&work.settle_rounds, 1);
+        work.settle_rounds.update(|n| n + 1);
         // Flags are decided in the first rounds only: each decision can open another round
         // downstream, and a chain of thousands of loops would not settle; after them, what a
         // join loses is repaired.
@@ -137,12 +138,15 @@ struct Settling<'a> {
     decided: RefCell<Decided>,
 }
 
-/// The copies and flag sets nothing decided yet, for the availability the settling solve runs
-/// its ops with (edges are [`Settling`]'s).
-static NONE: std::sync::LazyLock<(EdgeCopies, FlagSets)> = std::sync::LazyLock::new(Default::default);
-
 impl<'a> Settling<'a> {
-    fn new(merges: &'a Merges, accesses: &'a RootAccesses, entry: &(Block, Pair)) -> Self {
+    /// `none`: no copies and no flag sets, for the availability its ops go through (the edges
+    /// are the settling solve's).
+    fn new(
+        merges: &'a Merges,
+        accesses: &'a RootAccesses,
+        entry: &(Block, Pair),
+        none: &'a (EdgeCopies, FlagSets),
+    ) -> Self {
         let joins = merges.joins.iter().enumerate().map(|(j, join)| (join.target, j)).collect();
         let decided = Decided {
             evaluations: vec![0; merges.joins.len()],
@@ -153,8 +157,8 @@ impl<'a> Settling<'a> {
             availability: Availability {
                 accesses,
                 entry: entry.clone(),
-                copies: &NONE.0,
-                flags: &NONE.1,
+                copies: &none.0,
+                flags: &none.1,
                 before: None,
             },
             merges,
