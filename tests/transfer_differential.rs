@@ -79,10 +79,19 @@ const DEFAULT: Strategy = Strategy { name: "default", pipeline: "default", mode:
 /// results; its bytes are compared with `kernel` and `static` and reported, not asserted (yet).
 const LCM: Strategy =
     Strategy { name: "lcm", pipeline: "insert-transfers{strategy=lcm}", mode: TransferMode::Explicit };
+/// The whole job with the lazy-code-motion planner: `default` as it will be once `lcm` replaces
+/// `static` (without `hoist-transfers`: lcm hoists what loops do not need itself).
+const DEFAULT_LCM: Strategy = Strategy {
+    name: "default-lcm",
+    pipeline: "builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=lcm},canonicalize)",
+    mode: TransferMode::Explicit,
+};
+/// The lcm strategies, each with the strategy it is to replace.
+const LCM_PAIRS: &[(Strategy, Strategy)] = &[(LCM, STATIC), (DEFAULT_LCM, DEFAULT)];
 const TRACKING: Strategy = Strategy { name: "tracking", pipeline: "track-accesses", mode: TransferMode::Tracking };
 
 /// Every strategy the test checks.
-const STRATEGIES: &[Strategy] = &[JIC, KERNEL, STATIC, HOISTED, DEFAULT, TRACKING, LCM];
+const STRATEGIES: &[Strategy] = &[JIC, KERNEL, STATIC, HOISTED, DEFAULT, TRACKING, LCM, DEFAULT_LCM];
 
 /// `a <= b` in bytes moved, for each `(a, b)`: the ladder, for every static plan.
 const BYTE_ORDER: &[(&str, &str)] = &[
@@ -506,8 +515,8 @@ fn run_shard(
         }
     };
     let mut tracking_wins: Vec<(usize, u64, Bytes)> = Vec::new();
-    // How the lcm plan compares: (more than kernel, more than static, fewer than static), seeds.
-    let mut lcm: [Vec<u64>; 3] = Default::default();
+    // How each lcm plan compares: (more than kernel, more than the plan it replaces, fewer), seeds.
+    let mut lcm: Vec<[Vec<u64>; 3]> = vec![Default::default(); LCM_PAIRS.len()];
     for &seed in &seeds {
         let case = differential_case(seed, on);
         let bytes = match check_case(&case, strategies, order) {
@@ -515,10 +524,14 @@ fn run_shard(
             Err(failure) => return Err(report_failure(seed, case, failure, strategies, order)),
         };
         let moved = |name: &str| bytes.iter().find(|(n, _)| *n == name).map(|(_, b)| *b);
-        if let (Some(ours), Some(kernel), Some(planned)) = (moved(LCM.name), moved(KERNEL.name), moved(STATIC.name)) {
-            for (list, holds) in lcm.iter_mut().zip([ours > kernel, ours > planned, ours < planned]) {
-                if holds {
-                    list.push(seed);
+        for ((candidate, replaced), counts) in LCM_PAIRS.iter().zip(lcm.iter_mut()) {
+            if let (Some(ours), Some(kernel), Some(planned)) =
+                (moved(candidate.name), moved(KERNEL.name), moved(replaced.name))
+            {
+                for (list, holds) in counts.iter_mut().zip([ours > kernel, ours > planned, ours < planned]) {
+                    if holds {
+                        list.push(seed);
+                    }
                 }
             }
         }
@@ -533,16 +546,22 @@ fn run_shard(
         seeds.len(),
         on.names()
     );
-    if strategies.iter().any(|s| s.name == LCM.name) {
+    for ((candidate, replaced), counts) in LCM_PAIRS.iter().zip(&lcm) {
+        if !strategies.iter().any(|s| s.name == candidate.name) {
+            continue;
+        }
         let show = |list: &[u64]| list.iter().take(12).map(u64::to_string).collect::<Vec<_>>().join(" ");
         println!(
-            "shard {shard}: lcm moved more bytes than kernel in {} of {} cases (seeds {}), more than static in {} (seeds {}), fewer than static in {}",
-            lcm[0].len(),
+            "shard {shard}: {} moved more bytes than kernel in {} of {} cases (seeds {}), more than {} in {} (seeds {}), fewer than {} in {}",
+            candidate.name,
+            counts[0].len(),
             seeds.len(),
-            show(&lcm[0]),
-            lcm[1].len(),
-            show(&lcm[1]),
-            lcm[2].len()
+            show(&counts[0]),
+            replaced.name,
+            counts[1].len(),
+            show(&counts[1]),
+            replaced.name,
+            counts[2].len()
         );
     }
     if strategies.iter().any(|s| s.name == TRACKING.name) && strategies.iter().any(|s| s.name == STATIC.name) {
@@ -854,16 +873,15 @@ fn survey_needed_transfers() {
 
 /// Not a check (yet): the byte ladder with `lcm` on it (`lcm <= kernel`, `lcm <= static`; only
 /// the first with `HAT_DIFF_LCM_KERNEL_ONLY`); the first seed that breaks it, shrunk
-/// (`HAT_DIFF_SEED=n` for one seed).
+/// (`HAT_DIFF_SEED=n` for one seed). `HAT_DIFF_LCM_DEFAULT=1`: the whole pipelines instead
+/// (`default-lcm` against `kernel` and `default`).
 #[test]
 #[ignore]
 fn lcm_bytes() {
-    let order: &[(&str, &str)] = if std::env::var("HAT_DIFF_LCM_KERNEL_ONLY").is_ok() {
-        &[("lcm", "kernel")]
-    } else {
-        &[("lcm", "kernel"), ("lcm", "static")]
-    };
-    if let Err(report) = run_shard(0, 1, 2000, &[KERNEL, STATIC, LCM], order, constructs()) {
+    let (candidate, replaced) = LCM_PAIRS[usize::from(std::env::var("HAT_DIFF_LCM_DEFAULT").is_ok())];
+    let order: &[(&str, &str)] = &[(candidate.name, KERNEL.name), (candidate.name, replaced.name)];
+    let order = if std::env::var("HAT_DIFF_LCM_KERNEL_ONLY").is_ok() { &order[..1] } else { order };
+    if let Err(report) = run_shard(0, 1, 2000, &[KERNEL, replaced, candidate], order, constructs()) {
         panic!("{report}");
     }
 }

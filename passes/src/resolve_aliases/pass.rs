@@ -14,8 +14,10 @@
 
 use super::residues::{defined_at_top, is_buffer, resolve, Bounds, LoopShape, Resolution, Resolved, Unresolved};
 use super::specialise::{dropped, specialise};
+use super::while_rotation::resolve_while;
 use crate::transfers::insert::host_functions;
 use hat_dialects::arith_views::SelectOp;
+use hat_dialects::scf::WhileOp;
 use hat_ir::interfaces::loops_innermost_first;
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::rewrite::Rewriter;
@@ -117,51 +119,21 @@ impl Pass for ResolveAliases {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let mut changed = false;
         for function in host_functions(ctx, op) {
-            let loops = loops_innermost_first(ctx, function);
-            for looped in loops {
+            for looped in loops_innermost_first(ctx, function) {
                 if ctx.is_erased(looped) {
                     continue;
                 }
                 let location = ctx.location(looped);
-                match resolve_loop(ctx, function, looped, &self.bounds) {
-                    Outcome::NothingToGain => {}
-                    Outcome::Specialised { .. } => {
-                        changed = true;
-                        state.add_statistic("num-specialised", 1);
-                    }
-                    Outcome::Left(why @ Unresolved::Bound(_)) => {
-                        state.add_statistic("num-bound-exceeded", 1);
-                        state
-                            .emit(Diagnostic::remark(location, format!("resolve-aliases: loop left as it was: {why}")));
-                    }
-                    Outcome::Left(why) => {
-                        state.add_statistic("num-unresolved", 1);
-                        if self.remarks {
-                            state.emit(Diagnostic::remark(
-                                location,
-                                format!("resolve-aliases: loop left as it was: {why}"),
-                            ));
-                        }
-                    }
-                    Outcome::Unknown(_) => {
-                        state.add_statistic("num-unresolved", 1);
-                        if self.remarks {
-                            state.emit(Diagnostic::remark(
-                                location,
-                                "resolve-aliases: loop left as it was: a buffer operand is not known on every residue",
-                            ));
-                        }
-                    }
-                    Outcome::OnlyUndecidedChoices => {
-                        state.add_statistic("num-unresolved", 1);
-                        if self.remarks {
-                            state.emit(Diagnostic::remark(
-                                location,
-                                "resolve-aliases: loop left as it was: it chooses buffers only on conditions no iteration decides (insert-transfers unswitches them)",
-                            ));
-                        }
-                    }
-                }
+                let outcome = resolve_loop(ctx, function, looped, &self.bounds);
+                changed |= self.record(outcome, location, state);
+            }
+            // `scf.while` carries its residue instead (no induction variable to unroll by);
+            // periods up to what `insert-transfers` unswitches.
+            let longest = self.bounds.max_period.min(crate::transfers::unswitch::MAX_DEPTH + 1);
+            for looped in whiles_innermost_first(ctx, function) {
+                let location = ctx.location(looped);
+                let outcome = resolve_while(ctx, function, looped, longest);
+                changed |= self.record(outcome, location, state);
             }
         }
         if !changed {
@@ -169,6 +141,42 @@ impl Pass for ResolveAliases {
         }
         Ok(())
     }
+}
+
+impl ResolveAliases {
+    /// Counts and remarks on what happened to one loop; whether it changed.
+    fn record(&self, outcome: Outcome, location: hat_ir::Location, state: &mut PassState<'_>) -> bool {
+        let why = match outcome {
+            Outcome::NothingToGain => return false,
+            Outcome::Specialised { .. } => {
+                state.add_statistic("num-specialised", 1);
+                return true;
+            }
+            Outcome::Left(why @ Unresolved::Bound(_)) => {
+                state.add_statistic("num-bound-exceeded", 1);
+                state.emit(Diagnostic::remark(location, format!("resolve-aliases: loop left as it was: {why}")));
+                return false;
+            }
+            Outcome::Left(why) => why.to_string(),
+            Outcome::Unknown(_) => "a buffer operand is not known on every residue".to_string(),
+            Outcome::OnlyUndecidedChoices => {
+                "it chooses buffers only on conditions no iteration decides (insert-transfers unswitches them)"
+                    .to_string()
+            }
+        };
+        state.add_statistic("num-unresolved", 1);
+        if self.remarks {
+            state.emit(Diagnostic::remark(location, format!("resolve-aliases: loop left as it was: {why}")));
+        }
+        false
+    }
+}
+
+/// The `scf.while` ops under `function`, innermost first.
+fn whiles_innermost_first(ctx: &Context, function: Op) -> Vec<Op> {
+    let mut whiles: Vec<Op> = ctx.walk(function).into_iter().filter(|&op| WhileOp::wrap(ctx, op).is_some()).collect();
+    whiles.reverse();
+    whiles
 }
 
 /// Resolves and, where that makes every buffer operand concrete, specialises `looped` (under

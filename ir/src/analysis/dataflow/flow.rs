@@ -209,7 +209,8 @@ pub struct FlowGraph {
     /// Whether calls of callables with bodies are followed into them (see
     /// [`FlowGraph::intraprocedural`]).
     follow_calls: bool,
-    live: FxHashSet<Block>,
+    /// Each live block's position in `live_order`.
+    live: FxHashMap<Block, u32>,
     /// The live blocks in the order they became live.
     live_order: Vec<Block>,
     open_entries: FxHashSet<Block>,
@@ -297,7 +298,7 @@ impl FlowGraph {
             root,
             calls,
             follow_calls: true,
-            live: FxHashSet::default(),
+            live: FxHashMap::default(),
             live_order: Vec::new(),
             open_entries: FxHashSet::default(),
             open_exits: FxHashSet::default(),
@@ -338,7 +339,12 @@ impl FlowGraph {
 
     /// Whether `block` may run.
     pub fn is_live(&self, block: Block) -> bool {
-        self.live.contains(&block)
+        self.live.contains_key(&block)
+    }
+
+    /// Where a live block is in [`live_blocks`](Self::live_blocks) (`None`: not live).
+    pub fn live_position(&self, block: Block) -> Option<u32> {
+        self.live.get(&block).copied()
     }
 
     /// Whether `op` may run (its block is live).
@@ -558,7 +564,8 @@ impl FlowGraph {
 
     fn mark_live(&mut self, block: Block, open: bool, found: &mut Discoveries) {
         let newly_open = open && self.open_entries.insert(block);
-        if self.live.insert(block) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.live.entry(block) {
+            slot.insert(self.live_order.len() as u32);
             self.live_order.push(block);
             found.blocks.push(block);
         } else if newly_open {

@@ -114,8 +114,10 @@ impl FlowSlice {
             end.1 = Some(op);
             links.entry(op).or_default().previous = previous;
         }
-        let in_slice: FxHashSet<Block> = blocks.iter().copied().collect();
-        let live: Vec<Block> = flow.live_blocks().iter().copied().filter(|b| in_slice.contains(b)).collect();
+        // Every block here is live; the slice keeps the flow graph's order.
+        blocks.sort_unstable_by_key(|&b| flow.live_position(b));
+        blocks.dedup();
+        let live = blocks;
         for &block in &live {
             ends.entry(block).or_default();
         }
