@@ -248,7 +248,10 @@ fn plan_root(
         if pair[read.side].contains(&all) {
             continue;
         }
-        if pair[1 - read.side].contains(&all) {
+        // Every path from here needs the whole buffer on this side anyway: one copy of it here
+        // serves the read and those needs (the element alone would be a second copy).
+        let needed_anyway = anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[read.side].contains(&all));
+        if pair[1 - read.side].contains(&all) && !needed_anyway {
             element_reads.push((*op, read.clone()));
         } else {
             widened.push(*op);
@@ -271,7 +274,7 @@ fn plan_root(
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
     work.solves.update(|n| n + 1);
     let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
-    let at_ops = placement::at_ops(ctx, &accesses, &delayed);
+    let at_ops = placement::coalesced(ctx, &anticipated, &available, placement::at_ops(ctx, &accesses, &delayed));
     let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
     placement::merge_copies(&mut on_edges, repairs.clone());
 

@@ -405,6 +405,34 @@ pub fn at_ops(ctx: &Context, accesses: &RootAccesses, delayed: &DenseSolution<Mu
     out
 }
 
+/// The copies before ops, each widened to the elements every path from it needs on its side
+/// anyway (must-anticipated) whose source is current there: the same bytes move on every path,
+/// in one copy rather than one here and more later (the later ones are then current already,
+/// and [`without_redundant`] drops them). Adjacent ranges needed at one point become one copy.
+pub fn coalesced(
+    ctx: &Context,
+    anticipated: &DenseSolution<super::analyses::Anticipated>,
+    available: &DenseSolution<Available>,
+    ops: OpCopies,
+) -> OpCopies {
+    ops.into_iter()
+        .map(|(op, mut pair)| {
+            if let (Some(must), Some(have)) =
+                (anticipated.before(ctx, op).must.pair(), available.before(ctx, op).pair())
+            {
+                for side in [HOST, DEVICE] {
+                    if pair[side].is_empty() {
+                        continue;
+                    }
+                    let more = must[side].intersect(&have[1 - side]).minus(&have[side]);
+                    pair[side] = pair[side].union(&more);
+                }
+            }
+            (op, pair)
+        })
+        .collect()
+}
+
 /// A failed check: what is not current where.
 #[derive(Debug)]
 pub struct CheckFailure {
