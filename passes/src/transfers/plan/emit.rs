@@ -227,6 +227,37 @@ pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
     out
 }
 
+/// Where a copy made always and one made only when the flag names its source meet (same place,
+/// buffer and direction) and their union is fewer ranges than the two: the union when the flag
+/// names the source, the unguarded part alone when it names the other side. The same elements
+/// move on every path, in fewer copies where the flag is set (`[0, 2)` and `[3, 64)` always and
+/// `[2, 3)` when flagged become `[0, 64)` or the two parts).
+pub fn merge_flagged_with_plain(copies: Vec<Copy>) -> Vec<Copy> {
+    type Key = (Anchor, Order, Option<Guard>, Value, Direction);
+    let plain_copy = |c: &Copy| c.element.is_none() && c.sets_flag.is_none() && !c.ranges.is_empty();
+    let key = |c: &Copy| -> Key { (c.place.anchor, c.place.order, c.place.guard, c.buffer, c.direction) };
+    let mut plain: FxHashMap<Key, usize> = FxHashMap::default();
+    for (i, copy) in copies.iter().enumerate() {
+        if plain_copy(copy) && copy.when_flag.is_none() {
+            plain.entry(key(copy)).or_insert(i);
+        }
+    }
+    let mut copies: Vec<Copy> = copies;
+    for i in 0..copies.len() {
+        let Some(flag) = copies[i].when_flag.filter(|_| plain_copy(&copies[i])) else { continue };
+        let Some(&j) = plain.get(&key(&copies[i])) else { continue };
+        let (flagged, always) = (&copies[i].ranges, &copies[j].ranges);
+        let union = always.union(flagged);
+        if union.ranges().count() >= always.ranges().count() + flagged.ranges().count() {
+            continue;
+        }
+        copies[i].ranges = union;
+        copies[j].when_flag = Some(1 - flag);
+        plain.remove(&key(&copies[i]));
+    }
+    copies
+}
+
 /// Writes `copies` into `function`; returns how many transfers went each way (`[to_device,
 /// from_device]`). A root with a run-time flag gets a one-element `i1` buffer at the start of
 /// the function (1: the host copy is current), set where the plan says and read by the copies

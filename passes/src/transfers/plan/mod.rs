@@ -188,7 +188,7 @@ pub fn plan(
         }
     }
     direct_copies(ctx, &classified, &describer, &mut copies);
-    Ok(Plan { function, copies: emit::merge_opposite_guards(copies), work })
+    Ok(Plan { function, copies: emit::merge_flagged_with_plain(emit::merge_opposite_guards(copies)), work })
 }
 
 /// The plan of one root.
@@ -250,6 +250,8 @@ fn plan_root(
         }
         // Every path from here needs the whole buffer on this side anyway: one copy of it here
         // serves the read and those needs (the element alone would be a second copy).
+        // (A need, not a copy: lazy code motion places it, out of a loop where nothing in the
+        // loop changes the buffer.)
         let needed_anyway = anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[read.side].contains(&all));
         if pair[1 - read.side].contains(&all) && !needed_anyway {
             element_reads.push((*op, read.clone()));
@@ -274,7 +276,8 @@ fn plan_root(
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
     work.solves.update(|n| n + 1);
     let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
-    let at_ops = placement::coalesced(ctx, &anticipated, &available, placement::at_ops(ctx, &accesses, &delayed));
+    let at_ops =
+        placement::coalesced_at_ops(ctx, &anticipated, &available, placement::at_ops(ctx, &accesses, &delayed));
     let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
     placement::merge_copies(&mut on_edges, repairs.clone());
 

@@ -13,7 +13,7 @@
 
 use super::super::ranges::RangeSet;
 use super::access::RootAccesses;
-use super::analyses::{key, with_copies, EdgeCopies, EdgeKey, FlagSets, OpCopies};
+use super::analyses::{key, with_copies, Anticipated, EdgeCopies, EdgeKey, FlagSets, OpCopies};
 use super::facts::{is_nothing, minus, unite, Available, Must, Pair, DEVICE, HOST};
 use super::merges::{Join, Merges};
 use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, FlowSlice, Target};
@@ -405,30 +405,52 @@ pub fn at_ops(ctx: &Context, accesses: &RootAccesses, delayed: &DenseSolution<Mu
     out
 }
 
-/// The copies before ops, each widened to the elements every path from it needs on its side
-/// anyway (must-anticipated) whose source is current there: the same bytes move on every path,
-/// in one copy rather than one here and more later (the later ones are then current already,
-/// and [`without_redundant`] drops them). Adjacent ranges needed at one point become one copy.
-pub fn coalesced(
+/// `pair` (copies made where `have` is current and every path on needs `must`) widened to the
+/// elements every path needs on its side anyway whose source is current: the same bytes move
+/// on every path, in one copy rather than one here and more later (the later ones are then
+/// current already, and [`without_redundant`] drops them). Adjacent ranges needed at one point
+/// become one copy. Only at points outside loops: inside one the copy would run every
+/// iteration for a need met once.
+fn widened(mut pair: Pair, must: Option<&Pair>, have: Option<&Pair>) -> Pair {
+    let (Some(must), Some(have)) = (must, have) else { return pair };
+    for side in [HOST, DEVICE] {
+        if !pair[side].is_empty() {
+            let more = must[side].intersect(&have[1 - side]).minus(&have[side]);
+            pair[side] = pair[side].union(&more);
+        }
+    }
+    pair
+}
+
+/// Whether `op` is inside a loop (an `scf.for`, an `scf.while` or any loop-like op) of its
+/// function.
+pub fn in_loop(ctx: &Context, op: Op) -> bool {
+    let mut at = ctx.parent_op(op);
+    while let Some(o) = at {
+        if ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(o).is_some()
+            || hat_dialects::scf::WhileOp::wrap(ctx, o).is_some()
+        {
+            return true;
+        }
+        at = ctx.parent_op(o);
+    }
+    false
+}
+
+/// The copies before ops, each [`widened`].
+pub fn coalesced_at_ops(
     ctx: &Context,
-    anticipated: &DenseSolution<super::analyses::Anticipated>,
+    anticipated: &DenseSolution<Anticipated>,
     available: &DenseSolution<Available>,
     ops: OpCopies,
 ) -> OpCopies {
     ops.into_iter()
-        .map(|(op, mut pair)| {
-            if let (Some(must), Some(have)) =
-                (anticipated.before(ctx, op).must.pair(), available.before(ctx, op).pair())
-            {
-                for side in [HOST, DEVICE] {
-                    if pair[side].is_empty() {
-                        continue;
-                    }
-                    let more = must[side].intersect(&have[1 - side]).minus(&have[side]);
-                    pair[side] = pair[side].union(&more);
-                }
+        .map(|(op, pair)| {
+            if in_loop(ctx, op) {
+                return (op, pair);
             }
-            (op, pair)
+            let must = anticipated.before(ctx, op).must.pair();
+            (op, widened(pair, must, available.before(ctx, op).pair()))
         })
         .collect()
 }
