@@ -815,8 +815,9 @@ fn survey() {
         let shown: Vec<String> = seeds.iter().take(400).map(u64::to_string).collect();
         println!("== {strategy} {kind:?}: {} of {cases} cases; seeds {}", seeds.len(), shown.join(" "));
     }
+    let order: Vec<(&str, &str)> = BYTE_ORDER.iter().chain(LCM_BYTE_ORDER).copied().collect();
     for (_, _, seeds, failure) in classes {
-        println!("{}", report_failure(seeds[0], case_for(seeds[0]), failure, STRATEGIES, BYTE_ORDER));
+        println!("{}", report_failure(seeds[0], case_for(seeds[0]), failure, STRATEGIES, &order));
     }
 }
 
