@@ -343,7 +343,7 @@ fn edge_weight(ctx: &Context, edge: &Edge) -> u64 {
     let loops_around = |mut at: Option<Op>| {
         let mut depth = 0u32;
         while let Some(op) = at {
-            if ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(op).is_some() {
+            if is_loop(ctx, op) {
                 depth += 1;
             }
             at = ctx.parent_op(op);
@@ -422,14 +422,17 @@ fn widened(mut pair: Pair, must: Option<&Pair>, have: Option<&Pair>) -> Pair {
     pair
 }
 
-/// Whether `op` is inside a loop (an `scf.for`, an `scf.while` or any loop-like op) of its
-/// function.
+/// Whether `op` is a loop: an `scf.while` or any loop-like op (`scf.for`).
+fn is_loop(ctx: &Context, op: Op) -> bool {
+    ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(op).is_some()
+        || hat_dialects::scf::WhileOp::wrap(ctx, op).is_some()
+}
+
+/// Whether `op` is inside a loop of its function.
 pub fn in_loop(ctx: &Context, op: Op) -> bool {
     let mut at = ctx.parent_op(op);
     while let Some(o) = at {
-        if ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(o).is_some()
-            || hat_dialects::scf::WhileOp::wrap(ctx, o).is_some()
-        {
+        if is_loop(ctx, o) {
             return true;
         }
         at = ctx.parent_op(o);
