@@ -165,7 +165,7 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
             let after = self.after(op).cloned().unwrap_or_else(A::Lattice::bottom);
             self.send_back(Target::After(op), &after);
         }
-        let role = self.flow.role(ctx, op);
+        let role = self.walk.role(ctx, self.flow, op);
         let before = match role {
             Role::Definition => self.after(op).cloned().unwrap_or_else(A::Lattice::bottom),
             Role::RegionBranch(_) | Role::Call { .. } => {

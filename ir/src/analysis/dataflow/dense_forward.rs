@@ -221,7 +221,7 @@ impl<'a, A: DenseForwardAnalysis> Solver<'a, A> {
 
     fn visit_op(&mut self, op: Op) {
         let ctx = self.ctx;
-        let role = self.flow.role(ctx, op);
+        let role = self.walk.role(ctx, self.flow, op);
         let after = match role {
             Role::Definition => self.before(op).cloned().unwrap_or_else(A::Lattice::bottom),
             Role::RegionBranch(_) | Role::Call { .. } => {

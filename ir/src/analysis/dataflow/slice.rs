@@ -39,11 +39,13 @@ impl ProgramOrder {
     }
 }
 
-/// The neighbours of a kept op in its block, among kept ops.
-#[derive(Copy, Clone, Debug, Default)]
+/// The neighbours of a kept op in its block, among kept ops, and its role (the flow graph's
+/// answer, asked once per slice rather than per visit).
+#[derive(Copy, Clone, Debug)]
 struct Links {
     previous: Option<Op>,
     next: Option<Op>,
+    role: Role,
 }
 
 /// The ops of a flow graph a sparse solve visits (see the module documentation).
@@ -107,12 +109,14 @@ impl FlowSlice {
             let end = ends.entry(block).or_default();
             let previous = end.1;
             if let Some(p) = previous {
-                links.entry(p).or_default().next = Some(op);
+                if let Some(l) = links.get_mut(&p) {
+                    l.next = Some(op);
+                }
             } else {
                 end.0 = Some(op);
             }
             end.1 = Some(op);
-            links.entry(op).or_default().previous = previous;
+            links.insert(op, Links { previous, next: None, role: flow.role(ctx, op) });
         }
         // Every block here is live; the slice keeps the flow graph's order.
         blocks.sort_unstable_by_key(|&b| flow.live_position(b));
@@ -163,6 +167,11 @@ impl FlowSlice {
 
     pub(crate) fn prev_op(&self, op: Op) -> Option<Op> {
         self.links.get(&op).and_then(|l| l.previous)
+    }
+
+    /// The role of a kept op (`None`: not kept).
+    pub(crate) fn role(&self, op: Op) -> Option<Role> {
+        self.links.get(&op).map(|l| l.role)
     }
 
     /// The kept op at or before `op` in its block (`None`: the block's start), for an op of a
@@ -229,6 +238,14 @@ impl Walk<'_> {
         match self {
             Walk::Whole => ctx.prev_op(op),
             Walk::Slice(s) => s.prev_op(op),
+        }
+    }
+
+    /// What `op` does to control flow.
+    pub(crate) fn role(self, ctx: &Context, flow: &FlowGraph, op: Op) -> Role {
+        match self {
+            Walk::Slice(s) => s.role(op).unwrap_or_else(|| flow.role(ctx, op)),
+            Walk::Whole => flow.role(ctx, op),
         }
     }
 }
