@@ -73,15 +73,17 @@ pub struct Direct {
     pub reads: bool,
 }
 
-/// A read of one element of a one-dimensional tracked root at an index known only at run time:
-/// not a need of the whole buffer when the other side is current everywhere (one element is
-/// copied, by that index).
+/// A read or a write of one element of a one-dimensional tracked root at an index known only at
+/// run time: not a need of the whole buffer when the other side is current everywhere (one
+/// element is copied, by that index: before a read, from the other side; after a write, to it).
 #[derive(Clone, Debug)]
 pub struct DynamicRead {
     /// The root's number.
     pub root: usize,
-    /// The side read.
+    /// The side read or written.
     pub side: usize,
+    /// A write (the element goes to the other side after it), not a read.
+    pub writes: bool,
     /// The buffer value the op names.
     pub buffer: Value,
     /// The index.
@@ -367,7 +369,8 @@ impl Classifier<'_> {
                         if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
                             if shape(ctx, value).len() == 1 && effects.len() == 1 && !self.whole_reads.contains(&op) {
                                 let index = ctx.operand(op, first as usize);
-                                out.access.dynamic = Some(DynamicRead { root, side, buffer: value, index });
+                                out.access.dynamic =
+                                    Some(DynamicRead { root, side, writes: false, buffer: value, index });
                                 continue;
                             }
                         }
@@ -391,6 +394,13 @@ impl Classifier<'_> {
                         continue;
                     }
                     let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
+                    if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
+                        if shape(ctx, value).len() == 1 && effects.len() == 1 && !self.whole_reads.contains(&op) {
+                            let index = ctx.operand(op, first as usize);
+                            out.access.dynamic = Some(DynamicRead { root, side, writes: true, buffer: value, index });
+                            continue;
+                        }
+                    }
                     let access = out.entry(root);
                     if effect.must && known.is_some() {
                         access.made[side] = access.made[side].union(&ranges);

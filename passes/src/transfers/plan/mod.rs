@@ -172,18 +172,30 @@ pub fn plan(
             }
         }
         for (op, read) in &planned.element_reads {
+            // Before a read, from the other side; after a write, to it.
+            let (anchor, order, toward) = match (read.writes, ctx.next_op(*op)) {
+                (false, _) => (Anchor::Before(*op), Order::AtOp, read.side),
+                (true, Some(next)) => (Anchor::Before(next), Order::Arriving, 1 - read.side),
+                (true, None) => continue,
+            };
             copies.push(Copy {
-                place: Place { anchor: Anchor::Before(*op), order: Order::AtOp, guard: None },
-                direction: direction(read.side),
+                place: Place { anchor, order, guard: None },
+                direction: direction(toward),
                 buffer: read.buffer,
                 ranges: super::ranges::RangeSet::empty(),
                 element: Some(read.index),
                 when_flag: None,
                 sets_flag: None,
                 location: ctx.location(*op),
-                reason: describer
-                    .at_op(*op, read.root, read.side)
-                    .map(|r| format!("{r} (the element at a run-time index)")),
+                reason: match read.writes {
+                    false => describer.at_op(*op, read.root, read.side).map(|r| format!("{r} (the element at a run-time index)")),
+                    true => describer.reasons.then(|| {
+                        format!(
+                            "written by the host at a run-time index at {}; the device copy is current elsewhere, so the element follows it there",
+                            describer.at(*op)
+                        )
+                    }),
+                },
             });
         }
     }
@@ -245,14 +257,26 @@ fn plan_root(
     for (op, read) in accesses.dynamic() {
         let Some(pair) = available.before(ctx, *op).pair() else { continue };
         let all = whole(ctx, read.buffer);
-        if pair[read.side].contains(&all) {
-            continue;
-        }
         // Every path from here needs the whole buffer on this side anyway: one copy of it here
-        // serves the read and those needs (the element alone would be a second copy).
+        // serves the access and those needs (the element alone would be a second copy).
         // (A need, not a copy: lazy code motion places it, out of a loop where nothing in the
         // loop changes the buffer.)
         let needed_anyway = anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[read.side].contains(&all));
+        if read.writes {
+            // A write where the other side is current everywhere and this one is not, and the
+            // whole buffer is not needed on this side later anyway: the element goes to the
+            // other side right after it (which stays current); otherwise it is a write of the
+            // range the index may reach, which needs that range current first.
+            if pair[1 - read.side].contains(&all) && !pair[read.side].contains(&all) && !needed_anyway {
+                element_reads.push((*op, read.clone()));
+            } else {
+                widened.push(*op);
+            }
+            continue;
+        }
+        if pair[read.side].contains(&all) {
+            continue;
+        }
         if pair[1 - read.side].contains(&all) && !needed_anyway {
             element_reads.push((*op, read.clone()));
         } else {
