@@ -130,6 +130,9 @@ pub enum Unresolved {
     NotPeriodic,
     /// The induction variable's period is longer than the longest period.
     PeriodTooLong(usize),
+    /// The buffers an `scf.while` carries rotate with a period longer than the longest one its
+    /// residue resolves (the unswitching's depth, or `max-period`).
+    RotationTooLong(usize),
 }
 
 impl fmt::Display for Unresolved {
@@ -140,6 +143,9 @@ impl fmt::Display for Unresolved {
                 write!(f, "the carried values are not concrete and periodic within the longest period")
             }
             Unresolved::PeriodTooLong(k) => write!(f, "the induction variable's period ({k}) is too long"),
+            Unresolved::RotationTooLong(k) => {
+                write!(f, "the carried buffers rotate with period {k}, longer than the longest resolved")
+            }
         }
     }
 }

@@ -154,7 +154,7 @@ pub fn resolve_while(ctx: &mut Context, function: Op, op: Op, max_period: usize)
     let Some(shape) = WhileShape::of(ctx, op) else { return Outcome::NothingToGain };
     let Some(rotation) = rotation(ctx, &shape) else { return Outcome::NothingToGain };
     if rotation.period > max_period {
-        return Outcome::Left(Unresolved::NotPeriodic);
+        return Outcome::Left(Unresolved::RotationTooLong(rotation.period));
     }
     let mut rewriter = Rewriter::new(ctx, function);
     rewrite(&mut rewriter, &shape, &rotation);
