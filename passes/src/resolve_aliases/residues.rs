@@ -273,7 +273,8 @@ fn gcd(a: i64, b: i64) -> i64 {
     }
 }
 
-fn lcm(a: usize, b: usize) -> usize {
+/// The least common multiple (of periods).
+pub(super) fn lcm(a: usize, b: usize) -> usize {
     a / gcd(a as i64, b as i64) as usize * b
 }
 

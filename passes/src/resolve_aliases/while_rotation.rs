@@ -33,7 +33,7 @@
 
 use super::build::{At, Builder};
 use super::pass::Outcome;
-use super::residues::{is_buffer, Unresolved};
+use super::residues::{is_buffer, lcm, Unresolved};
 use hat_dialects::scf::{ConditionOp, WhileOp};
 use hat_dialects::semantics::IntPredicate;
 use hat_ir::rewrite::Rewriter;
@@ -136,16 +136,6 @@ fn rotation(ctx: &Context, shape: &WhileShape) -> Option<Rotation> {
         }
     }
     (!next.is_empty()).then_some(Rotation { next, period })
-}
-
-fn lcm(a: usize, b: usize) -> usize {
-    let gcd = |mut x: usize, mut y: usize| {
-        while y != 0 {
-            (x, y) = (y, x % y);
-        }
-        x
-    };
-    a / gcd(a, b) * b
 }
 
 /// Resolves the rotated buffers of the `scf.while` `op` (under `function`) by a carried residue

@@ -118,9 +118,9 @@ impl FlowSlice {
             end.1 = Some(op);
             links.insert(op, Links { previous, next: None, role: flow.role(ctx, op) });
         }
-        // Every block here is live; the slice keeps the flow graph's order.
+        // Every block here is live, and here once (the owners are distinct); the slice keeps
+        // the flow graph's order.
         blocks.sort_unstable_by_key(|&b| flow.live_position(b));
-        blocks.dedup();
         let live = blocks;
         for &block in &live {
             ends.entry(block).or_default();

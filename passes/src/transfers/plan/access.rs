@@ -77,7 +77,7 @@ pub struct Direct {
 /// run time: not a need of the whole buffer when the other side is current everywhere (one
 /// element is copied, by that index: before a read, from the other side; after a write, to it).
 #[derive(Clone, Debug)]
-pub struct DynamicRead {
+pub struct DynamicAccess {
     /// The root's number.
     pub root: usize,
     /// The side read or written.
@@ -97,14 +97,14 @@ pub struct OpAccess {
     pub tracked: SmallVec<[Access; 2]>,
     /// Copies of untracked buffers around it.
     pub direct: Vec<Direct>,
-    /// A read of one element at a run-time index, when not a need of the whole buffer.
-    pub dynamic: Option<DynamicRead>,
+    /// An access to one element at a run-time index, when not one of the whole buffer.
+    pub dynamic: Option<DynamicAccess>,
 }
 
 /// The accesses of every op of one function that touches a buffer.
 pub struct Accesses {
     ops: FxHashMap<Op, Rc<OpAccess>>,
-    /// The ops that touch each tracked root (a tracked access or a read at a run-time index),
+    /// The ops that touch each tracked root (a tracked access or an access at a run-time index),
     /// in no particular order.
     by_root: Vec<Vec<Op>>,
     none: Rc<OpAccess>,
@@ -116,8 +116,8 @@ impl Accesses {
         self.ops.get(&op).unwrap_or(&self.none)
     }
 
-    /// The ops with a read at a run-time index.
-    pub fn dynamic(&self) -> impl Iterator<Item = (Op, &DynamicRead)> + '_ {
+    /// The ops with an access at a run-time index.
+    pub fn dynamic(&self) -> impl Iterator<Item = (Op, &DynamicAccess)> + '_ {
         self.ops.iter().filter_map(|(&op, a)| a.dynamic.as_ref().map(|d| (op, d)))
     }
 
@@ -142,7 +142,7 @@ impl Accesses {
         RootAccesses { ops, dynamic }
     }
 
-    /// Classifies `op` again (a read at a run-time index became a need of the whole buffer).
+    /// Classifies `op` again (an access at a run-time index became one of the whole buffer).
     pub fn reclassify(&mut self, classifier: &Classifier<'_>, op: Op) {
         let access = classifier.classify(op);
         for root in access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)) {
@@ -158,7 +158,7 @@ impl Accesses {
 #[derive(Clone)]
 pub struct RootAccesses {
     ops: FxHashMap<Op, Access>,
-    dynamic: Vec<(Op, DynamicRead)>,
+    dynamic: Vec<(Op, DynamicAccess)>,
 }
 
 impl RootAccesses {
@@ -172,8 +172,8 @@ impl RootAccesses {
         self.ops.iter().map(|(&op, a)| (op, a))
     }
 
-    /// The reads of the root at run-time indices.
-    pub fn dynamic(&self) -> &[(Op, DynamicRead)] {
+    /// The accesses to the root at run-time indices.
+    pub fn dynamic(&self) -> &[(Op, DynamicAccess)] {
         &self.dynamic
     }
 
@@ -221,8 +221,8 @@ pub struct Classifier<'a> {
     pub kernels: &'a Kernels,
     /// Summaries of host functions with bodies.
     pub summaries: &'a Summaries,
-    /// The ops whose read at a run-time index counts as a need of the whole buffer.
-    pub whole_reads: &'a rustc_hash::FxHashSet<Op>,
+    /// The ops whose access at a run-time index counts as one of the whole buffer.
+    pub whole_accesses: &'a rustc_hash::FxHashSet<Op>,
 }
 
 /// A root's every element, clamped to its size.
@@ -366,13 +366,10 @@ impl Classifier<'_> {
                     }
                     if let Some(root) = self.tracked.root_of(self.roots, value) {
                         let known = extent(ctx, op, value, effect.extent);
-                        if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
-                            if shape(ctx, value).len() == 1 && effects.len() == 1 && !self.whole_reads.contains(&op) {
-                                let index = ctx.operand(op, first as usize);
-                                out.access.dynamic =
-                                    Some(DynamicRead { root, side, writes: false, buffer: value, index });
-                                continue;
-                            }
+                        if let Some(index) = self.dynamic_index(op, value, &known, effect.extent, effects.len()) {
+                            out.access.dynamic =
+                                Some(DynamicAccess { root, side, writes: false, buffer: value, index });
+                            continue;
                         }
                         let ranges = known.unwrap_or_else(|| whole(ctx, value));
                         out.read(root, side, &ranges);
@@ -394,12 +391,9 @@ impl Classifier<'_> {
                         continue;
                     }
                     let Some(root) = self.tracked.root_of(self.roots, value) else { continue };
-                    if let (None, Extent::Element { first, count: 1 }) = (&known, effect.extent) {
-                        if shape(ctx, value).len() == 1 && effects.len() == 1 && !self.whole_reads.contains(&op) {
-                            let index = ctx.operand(op, first as usize);
-                            out.access.dynamic = Some(DynamicRead { root, side, writes: true, buffer: value, index });
-                            continue;
-                        }
+                    if let Some(index) = self.dynamic_index(op, value, &known, effect.extent, effects.len()) {
+                        out.access.dynamic = Some(DynamicAccess { root, side, writes: true, buffer: value, index });
+                        continue;
                     }
                     let access = out.entry(root);
                     if effect.must && known.is_some() {
@@ -417,6 +411,23 @@ impl Classifier<'_> {
             }
         }
         out.finish()
+    }
+
+    /// The index of `op`'s access to one element of `value` (a one-dimensional tracked root)
+    /// at an index known only at run time (`known`: the elements the extent names, `None` here),
+    /// when that access is all `op` does (`effects`: how many it has) and the plan has not made
+    /// it one of the whole buffer.
+    fn dynamic_index(
+        &self,
+        op: Op,
+        value: Value,
+        known: &Option<RangeSet>,
+        extent: Extent,
+        effects: usize,
+    ) -> Option<Value> {
+        let (None, Extent::Element { first, count: 1 }) = (known, extent) else { return None };
+        let single = shape(self.ctx, value).len() == 1 && effects == 1 && !self.whole_accesses.contains(&op);
+        single.then(|| self.ctx.operand(op, first as usize))
     }
 
     /// A call: of a function planned on its own (by its summary), of a declared host function

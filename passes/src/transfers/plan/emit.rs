@@ -232,7 +232,7 @@ pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
 /// names the source, the unguarded part alone when it names the other side. The same elements
 /// move on every path, in fewer copies where the flag is set (`[0, 2)` and `[3, 64)` always and
 /// `[2, 3)` when flagged become `[0, 64)` or the two parts).
-pub fn merge_flagged_with_plain(copies: Vec<Copy>) -> Vec<Copy> {
+pub fn merge_flagged_with_plain(mut copies: Vec<Copy>) -> Vec<Copy> {
     type Key = (Anchor, Order, Option<Guard>, Value, Direction);
     let plain_copy = |c: &Copy| c.element.is_none() && c.sets_flag.is_none() && !c.ranges.is_empty();
     let key = |c: &Copy| -> Key { (c.place.anchor, c.place.order, c.place.guard, c.buffer, c.direction) };
@@ -242,7 +242,6 @@ pub fn merge_flagged_with_plain(copies: Vec<Copy>) -> Vec<Copy> {
             plain.entry(key(copy)).or_insert(i);
         }
     }
-    let mut copies: Vec<Copy> = copies;
     for i in 0..copies.len() {
         let Some(flag) = copies[i].when_flag.filter(|_| plain_copy(&copies[i])) else { continue };
         let Some(&j) = plain.get(&key(&copies[i])) else { continue };

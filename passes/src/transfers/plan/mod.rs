@@ -34,7 +34,7 @@ use super::dispatch::Kernels;
 use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
-use access::{whole, Accesses, Classifier, DynamicRead, RootAccesses};
+use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
 use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, FlagSets, Later, OpCopies};
 use emit::{direction, place_of_edge, Copy, Guard, Order, Place};
 use facts::{Pair, DEVICE, HOST};
@@ -70,7 +70,7 @@ pub struct Plan {
 /// so that the cost of a program can be read without a profiler.
 #[derive(Clone, Debug, Default)]
 pub struct Work {
-    /// Roots planned (a root planned again after a read at a run-time index widened counts again).
+    /// Roots planned (a root planned again after an access at a run-time index widened counts again).
     pub roots: std::cell::Cell<u64>,
     /// Ops of their slices, summed.
     pub slice_ops: std::cell::Cell<u64>,
@@ -99,10 +99,10 @@ pub fn plan(
         .ok_or_else(|| Unsupported { what: "a function without body".into(), location: ctx.location(function) })?;
     let flow = FlowGraph::intraprocedural(ctx, function);
     let order = ProgramOrder::new(ctx, function);
-    let mut whole_reads: FxHashSet<Op> = FxHashSet::default();
+    let mut whole_accesses: FxHashSet<Op> = FxHashSet::default();
     let mut classified = {
         let classifier =
-            Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
+            Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_accesses: &whole_accesses };
         classifier.classify_all()
     };
     let describer = Describer { ctx, function, kernels, tracked: &tracked, reasons };
@@ -111,7 +111,7 @@ pub fn plan(
     let work = Work::default();
     for root in 0..tracked.len() {
         let entry = (body, entry_pair(ctx, function, &tracked, root));
-        // Reads at run-time indices copy one element where the other side is current
+        // Accesses at run-time indices copy one element where the other side is current
         // everywhere; where it is not, they need the whole buffer, and the root is solved again.
         let planned = loop {
             let accesses = classified.of_root(root);
@@ -123,9 +123,16 @@ pub fn plan(
                 }
                 widened
             };
-            whole_reads.extend(widened.iter().copied());
-            let classifier =
-                Classifier { ctx, function, roots, tracked: &tracked, kernels, summaries, whole_reads: &whole_reads };
+            whole_accesses.extend(widened.iter().copied());
+            let classifier = Classifier {
+                ctx,
+                function,
+                roots,
+                tracked: &tracked,
+                kernels,
+                summaries,
+                whole_accesses: &whole_accesses,
+            };
             for op in widened {
                 classified.reclassify(&classifier, op);
             }
@@ -171,7 +178,7 @@ pub fn plan(
                 copies.push(Copy::of(place, side, buffer, ranges, when_flag, ctx.location(op), reason));
             }
         }
-        for (op, read) in &planned.element_reads {
+        for (op, read) in &planned.element_copies {
             // Before a read, from the other side; after a write, to it.
             let (anchor, order, toward) = match (read.writes, ctx.next_op(*op)) {
                 (false, _) => (Anchor::Before(*op), Order::AtOp, read.side),
@@ -187,15 +194,7 @@ pub fn plan(
                 when_flag: None,
                 sets_flag: None,
                 location: ctx.location(*op),
-                reason: match read.writes {
-                    false => describer.at_op(*op, read.root, read.side).map(|r| format!("{r} (the element at a run-time index)")),
-                    true => describer.reasons.then(|| {
-                        format!(
-                            "written by the host at a run-time index at {}; the device copy is current elsewhere, so the element follows it there",
-                            describer.at(*op)
-                        )
-                    }),
-                },
+                reason: describer.element(*op, read),
             });
         }
     }
@@ -219,9 +218,10 @@ struct RootPlan {
     flagged_at_ops: OpCopies,
     /// Where the root's flag is set.
     flags: FlagSets,
-    /// Reads at run-time indices served by a copy of their element.
-    element_reads: Vec<(Op, DynamicRead)>,
-    /// Reads at run-time indices that need the whole buffer (the root is planned again).
+    /// Accesses at run-time indices served by a copy of their element (before a read, after a
+    /// write).
+    element_copies: Vec<(Op, DynamicAccess)>,
+    /// Accesses at run-time indices that need the whole buffer (the root is planned again).
     widened: Vec<Op>,
 }
 
@@ -252,7 +252,7 @@ fn plan_root(
     let merges = Merges::new(ctx, function, flow, &slice, &anticipated);
     let (available, repairs, flags) = settle::settle_merges(ctx, flow, &slice, &accesses, entry, &merges, work)
         .ok_or_else(|| Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) })?;
-    let mut element_reads = Vec::new();
+    let mut element_copies = Vec::new();
     let mut widened = Vec::new();
     for (op, read) in accesses.dynamic() {
         let Some(pair) = available.before(ctx, *op).pair() else { continue };
@@ -268,7 +268,7 @@ fn plan_root(
             // other side right after it (which stays current); otherwise it is a write of the
             // range the index may reach, which needs that range current first.
             if pair[1 - read.side].contains(&all) && !pair[read.side].contains(&all) && !needed_anyway {
-                element_reads.push((*op, read.clone()));
+                element_copies.push((*op, read.clone()));
             } else {
                 widened.push(*op);
             }
@@ -278,7 +278,7 @@ fn plan_root(
             continue;
         }
         if pair[1 - read.side].contains(&all) && !needed_anyway {
-            element_reads.push((*op, read.clone()));
+            element_copies.push((*op, read.clone()));
         } else {
             widened.push(*op);
         }
@@ -292,7 +292,7 @@ fn plan_root(
             flagged_on_edges: EdgeCopies::default(),
             flagged_at_ops: OpCopies::default(),
             flags,
-            element_reads,
+            element_copies,
             widened,
         });
     }
@@ -359,7 +359,7 @@ fn plan_root(
         flagged_on_edges,
         flagged_at_ops,
         flags,
-        element_reads,
+        element_copies,
         widened,
     })
 }
@@ -521,6 +521,21 @@ impl Describer<'_> {
         } else {
             format!("every path from here needs {} on the {side_name} ({edge}; lazy code motion)", self.name(root))
         })
+    }
+
+    /// The reason of the copy of the one element an access at a run-time index touches.
+    fn element(&self, op: Op, access: &DynamicAccess) -> Option<String> {
+        if access.writes {
+            let side = if access.side == HOST { "host" } else { "device" };
+            let other = if access.side == HOST { "device" } else { "host" };
+            return self.reasons.then(|| {
+                format!(
+                    "written by the {side} at a run-time index at {}; the {other} copy is current elsewhere, so the element follows it there",
+                    self.at(op)
+                )
+            });
+        }
+        self.at_op(op, access.root, access.side).map(|r| format!("{r} (the element at a run-time index)"))
     }
 
     /// `reason`, said of a copy guarded by the flag.

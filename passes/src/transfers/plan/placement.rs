@@ -340,22 +340,26 @@ pub fn without_redundant(
 /// its source and its target: a loop's entry and exit edges run once per run of the loop, its
 /// back edge once per iteration).
 fn edge_weight(ctx: &Context, edge: &Edge) -> u64 {
-    let loops_around = |mut at: Option<Op>| {
-        let mut depth = 0u32;
-        while let Some(op) = at {
-            if is_loop(ctx, op) {
-                depth += 1;
-            }
-            at = ctx.parent_op(op);
-        }
-        depth
-    };
-    let from = loops_around(ctx.parent_op(edge.from));
+    let from = loops_around(ctx, ctx.parent_op(edge.from));
     let to = match edge.to {
-        Target::Block(block) => loops_around(ctx.block_parent(block).and_then(|r| ctx.region_parent(r))),
-        Target::After(op) => loops_around(ctx.parent_op(op)),
+        Target::Block(block) => loops_around(ctx, ctx.block_parent(block).and_then(|r| ctx.region_parent(r))),
+        Target::After(op) => loops_around(ctx, ctx.parent_op(op)),
     };
     8u64.saturating_pow(from.min(to).min(8))
+}
+
+/// How many loops (`scf.while`s and loop-like ops such as `scf.for`) enclose `at`, it included.
+fn loops_around(ctx: &Context, mut at: Option<Op>) -> u32 {
+    let mut depth = 0;
+    while let Some(op) = at {
+        if ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(op).is_some()
+            || hat_dialects::scf::WhileOp::wrap(ctx, op).is_some()
+        {
+            depth += 1;
+        }
+        at = ctx.parent_op(op);
+    }
+    depth
 }
 
 /// Adds `more` to `copies`.
@@ -405,57 +409,31 @@ pub fn at_ops(ctx: &Context, accesses: &RootAccesses, delayed: &DenseSolution<Mu
     out
 }
 
-/// `pair` (copies made where `have` is current and every path on needs `must`) widened to the
-/// elements every path needs on its side anyway whose source is current: the same bytes move
-/// on every path, in one copy rather than one here and more later (the later ones are then
-/// current already, and [`without_redundant`] drops them). Adjacent ranges needed at one point
-/// become one copy. Only at points outside loops: inside one the copy would run every
-/// iteration for a need met once.
-fn widened(mut pair: Pair, must: Option<&Pair>, have: Option<&Pair>) -> Pair {
-    let (Some(must), Some(have)) = (must, have) else { return pair };
-    for side in [HOST, DEVICE] {
-        if !pair[side].is_empty() {
-            let more = must[side].intersect(&have[1 - side]).minus(&have[side]);
-            pair[side] = pair[side].union(&more);
-        }
-    }
-    pair
-}
-
-/// Whether `op` is a loop: an `scf.while` or any loop-like op (`scf.for`).
-fn is_loop(ctx: &Context, op: Op) -> bool {
-    ctx.interface::<dyn hat_ir::interfaces::LoopLikeOpInterface>(op).is_some()
-        || hat_dialects::scf::WhileOp::wrap(ctx, op).is_some()
-}
-
-/// Whether `op` is inside a loop of its function.
-pub fn in_loop(ctx: &Context, op: Op) -> bool {
-    let mut at = ctx.parent_op(op);
-    while let Some(o) = at {
-        if is_loop(ctx, o) {
-            return true;
-        }
-        at = ctx.parent_op(o);
-    }
-    false
-}
-
-/// The copies before ops, each [`widened`].
+/// The copies before ops, each widened to the elements every path from it needs on its side
+/// anyway (must-anticipated) whose source is current there: the same bytes move on every path,
+/// in one copy rather than one here and more later (the later ones are then current already,
+/// and [`without_redundant`] drops them). Adjacent ranges needed at one point become one copy.
+/// Only at ops outside loops: inside one the copy would run every iteration for a need met once.
 pub fn coalesced_at_ops(
     ctx: &Context,
     anticipated: &DenseSolution<Anticipated>,
     available: &DenseSolution<Available>,
-    ops: OpCopies,
+    mut ops: OpCopies,
 ) -> OpCopies {
-    ops.into_iter()
-        .map(|(op, pair)| {
-            if in_loop(ctx, op) {
-                return (op, pair);
+    for (&op, pair) in ops.iter_mut() {
+        let must = anticipated.before(ctx, op).must.pair();
+        let (Some(must), Some(have)) = (must, available.before(ctx, op).pair()) else { continue };
+        if loops_around(ctx, ctx.parent_op(op)) > 0 {
+            continue;
+        }
+        for side in [HOST, DEVICE] {
+            if !pair[side].is_empty() {
+                let more = must[side].intersect(&have[1 - side]).minus(&have[side]);
+                pair[side] = pair[side].union(&more);
             }
-            let must = anticipated.before(ctx, op).must.pair();
-            (op, widened(pair, must, available.before(ctx, op).pair()))
-        })
-        .collect()
+        }
+    }
+    ops
 }
 
 /// A failed check: what is not current where.
