@@ -179,10 +179,10 @@ pub fn constant(ctx: &mut Context, anchor: Anchor, value: i64, ty: hat_ir::Type,
     ctx.result(op, 0)
 }
 
-/// A one-element `i1` buffer for a run-time flag (`buffer.alloc() : memref<1xi1>`), at `anchor`.
-pub fn flag_cell(ctx: &mut Context, anchor: Anchor, location: Location) -> Value {
+/// An `i1` buffer of `bits` run-time bits (`buffer.alloc() : memref<bitsxi1>`), at `anchor`.
+pub fn state_cell(ctx: &mut Context, anchor: Anchor, bits: i64, location: Location) -> Value {
     let i1 = ctx.integer_type(1);
-    let ty = ctx.memref_type(&[1], i1);
+    let ty = ctx.memref_type(&[bits], i1);
     let mut state = OperationState::new(ctx.op_name(AllocOp::NAME), location);
     state.result_types.push(ty);
     let op = ctx.create_op(state);

@@ -187,7 +187,7 @@ impl Pass for InsertTransfers {
                             for (name, cell) in [
                                 ("num-lcm-roots", &plan.work.roots),
                                 ("num-lcm-slice-ops", &plan.work.slice_ops),
-                                ("num-lcm-settle-rounds", &plan.work.settle_rounds),
+                                ("num-lcm-state-bits", &plan.work.state_bits),
                                 ("num-lcm-solves", &plan.work.solves),
                             ] {
                                 state.add_statistic(name, cell.get());

@@ -2452,7 +2452,7 @@ impl Emitter<'_> {
         let block = ctx.region_blocks(body)[0];
         let first = ctx.first_op(block).expect("a function body ends in a return");
         let location = ctx.location(self.plan.function);
-        emit::flag_cell(ctx, Anchor::Before(first), location)
+        emit::state_cell(ctx, Anchor::Before(first), 1, location)
     }
 
     /// The anchor inside the chain of `guards` at `anchor` (built on first use).

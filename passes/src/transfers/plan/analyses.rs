@@ -4,11 +4,11 @@
 //! slice of the function that touches it (`solve_dense_*_on`: every other op leaves its state
 //! as it is):
 //!
-//! - [`Availability`] (forward, must): which elements of the root are current on each side.
+//! - [`Availability`] (forward, must and may): which elements of the root are current on each side.
 //!   `out = ((in ∪ need) − stale) ∪ made`: a need is met before the op (by a copy placed
 //!   somewhere before it), a write leaves the other side stale and, when it covers its
-//!   elements, its own side current. Copies already decided on edges (the repairs of
-//!   [`super::placement`]) count on their edge.
+//!   elements, its own side current; on every path (`current`, must) and on some path
+//!   (`may`). Copies placed on edges and before ops count where they are made.
 //! - [`Anticipation`] (backward): `must` — the elements every path from here needs on that side
 //!   before anything kills them (`in = need ∪ (out − stale − made)`); `may` — the elements whose
 //!   next observer, on some path, wants them on that side (with kills: an element written in
@@ -42,9 +42,6 @@ pub type EdgeCopies = FxHashMap<EdgeKey, Pair>;
 /// Copies of one root just before ops.
 pub type OpCopies = FxHashMap<Op, Pair>;
 
-/// Edges on which the root's run-time flag is set, and to which side (after the edge's copies).
-pub type FlagSets = FxHashMap<EdgeKey, usize>;
-
 /// What an access leaves current.
 pub fn available_after(pair: &Pair, access: &Access) -> Pair {
     let side = |s: usize| {
@@ -69,8 +66,7 @@ pub fn with_copies(pair: &Pair, copies: Option<&Pair>) -> Pair {
     }
 }
 
-/// Forward, must: the current elements of one root, and those current on the side its flag
-/// names.
+/// Forward: the elements of one root current on each side, on every path and on some path.
 pub struct Availability<'a> {
     /// What the ops do to the root.
     pub accesses: &'a RootAccesses,
@@ -78,8 +74,6 @@ pub struct Availability<'a> {
     pub entry: (Block, Pair),
     /// Copies on edges.
     pub copies: &'a EdgeCopies,
-    /// Where the flag is set.
-    pub flags: &'a FlagSets,
     /// Copies just before ops (the final check's: they meet the op's needs).
     pub before: Option<&'a OpCopies>,
 }
@@ -88,25 +82,18 @@ impl DenseForwardAnalysis for Availability<'_> {
     type Lattice = Available;
 
     fn visit_op(&self, _: &Context, op: Op, before: &Available) -> Available {
-        let Available::At { current, flagged } = before else { return Available::Unreached };
         let access = self.accesses.of(op);
         let copies = self.before.and_then(|b| b.get(&op));
         if access.is_none() && copies.is_none() {
             return before.clone();
         }
-        let current = with_copies(current, copies);
-        let flagged = flagged.clone();
-        match access {
-            Some(a) => {
-                // What the op writes (stales or makes) is no longer the flag's; what it only
-                // reads still is (the side the flag names stays current, whatever was copied to
-                // the other before it).
-                let flagged =
-                    if flagged.is_empty() { flagged } else { flagged.minus(&a.kill(HOST).union(&a.kill(DEVICE))) };
-                Available::At { current: available_after(&current, a), flagged }
+        before.map(|pair| {
+            let pair = with_copies(pair, copies);
+            match access {
+                Some(a) => available_after(&pair, a),
+                None => pair,
             }
-            None => Available::At { current, flagged },
-        }
+        })
     }
 
     fn entry_state(&self, _: &Context, block: Block) -> Available {
@@ -118,26 +105,16 @@ impl DenseForwardAnalysis for Availability<'_> {
     }
 
     fn visit_edge(&self, _: &Context, edge: &Edge, state: &Available) -> Available {
-        let edge_key = key(edge);
-        along_edge(state, self.copies.get(&edge_key), self.flags.get(&edge_key).copied())
+        along_edge(state, self.copies.get(&key(edge)))
     }
 }
 
-/// What arrives along an edge from a source in `state`, with `copies` made on it and the flag
-/// set to `set` after them.
-pub fn along_edge(state: &Available, copies: Option<&Pair>, set: Option<usize>) -> Available {
-    let Available::At { current, flagged } = state else { return state.clone() };
-    if copies.is_none() && set.is_none() {
-        return state.clone();
+/// What arrives along an edge from a source in `state`, with `copies` made on it.
+pub fn along_edge(state: &Available, copies: Option<&Pair>) -> Available {
+    match copies {
+        None => state.clone(),
+        Some(copies) => state.map(|pair| unite(pair, copies)),
     }
-    let current = with_copies(current, copies);
-    let flagged = match set {
-        // The flag now names `side`: what is current there is the flag's.
-        Some(side) => current[side].clone(),
-        // A copy leaves the side the flag names current.
-        None => flagged.clone(),
-    };
-    Available::At { current, flagged }
 }
 
 /// Both anticipations at a point.
@@ -212,12 +189,10 @@ pub struct Later<'a> {
     pub accesses: &'a RootAccesses,
     /// The flow graph solved over.
     pub flow: &'a FlowGraph,
-    /// Availability, with the repairs.
+    /// Availability.
     pub available: &'a DenseSolution<Available>,
     /// Anticipation.
     pub anticipated: &'a DenseSolution<Anticipated>,
-    /// The repairs on edges.
-    pub copies: &'a EdgeCopies,
     /// The entry block and what is current there.
     pub entry: (Block, Pair),
     /// `earliest` of each edge, once computed.
@@ -231,20 +206,19 @@ impl<'a> Later<'a> {
         flow: &'a FlowGraph,
         available: &'a DenseSolution<Available>,
         anticipated: &'a DenseSolution<Anticipated>,
-        copies: &'a EdgeCopies,
         entry: (Block, Pair),
     ) -> Self {
-        Later { accesses, flow, available, anticipated, copies, entry, earliest: RefCell::default() }
+        Later { accesses, flow, available, anticipated, entry, earliest: RefCell::default() }
     }
 
-    /// Availability where `edge` arrives (its source's, with the edge's repairs).
+    /// Availability where `edge` arrives (its source's).
     pub fn available_on(&self, ctx: &Context, edge: &Edge) -> Option<Pair> {
         let at_source = if edge.leaves_before() {
             self.available.before(ctx, edge.from)
         } else {
             self.available.after(ctx, edge.from)
         };
-        at_source.pair().map(|p| with_copies(p, self.copies.get(&key(edge))))
+        at_source.pair().cloned()
     }
 
     /// `earliest` of a control-flow edge: anticipated at the target, not anticipated at the

@@ -16,9 +16,10 @@
 //! first, then those of edges leaving, then those just before the op.
 
 use super::super::emit::{
-    compare, constant, flag_cell, guard, index_constant, insert, load, store, transfer, Anchor, Direction,
+    compare, constant, guard, index_constant, insert, load, state_cell, store, transfer, Anchor, Direction,
 };
 use super::super::ranges::RangeSet;
+use super::state::Bit;
 use super::Unsupported;
 use hat_dialects::semantics::IntPredicate;
 use hat_ir::analysis::dataflow::{Edge, EdgeKind, FlowGraph, Target};
@@ -144,11 +145,11 @@ pub struct Copy {
     pub ranges: RangeSet,
     /// Instead of `ranges`: the one element at this index (a one-dimensional buffer).
     pub element: Option<Value>,
-    /// Made only when the root's run-time flag names this side (the copy's source) as
-    /// current: a copy of elements flagged where paths that disagreed joined.
-    pub when_flag: Option<usize>,
-    /// Instead of a copy: the root's flag set to name this side.
-    pub sets_flag: Option<usize>,
+    /// Made only when the root's run-time bit says this side is stale: a copy where the paths
+    /// that reach it disagree ([`super::state`]).
+    pub when_stale: Option<Bit>,
+    /// Instead of a copy: the root's bit set (stale) or cleared.
+    pub sets: Option<(Bit, bool)>,
     /// The source location.
     pub location: Location,
     /// Why (when reasons are kept).
@@ -156,27 +157,33 @@ pub struct Copy {
 }
 
 impl Copy {
-    /// A copy of `ranges` of a tracked root toward `side` (`when_flag`: made only when the
-    /// root's flag names that side).
+    /// A copy of `ranges` of a tracked root toward `side` (`when_stale`: made only when the
+    /// root's bit says so).
     pub fn of(
         place: Place,
         side: usize,
         buffer: Value,
         ranges: RangeSet,
-        when_flag: Option<usize>,
+        when_stale: Option<Bit>,
         location: Location,
         reason: Option<String>,
     ) -> Copy {
+        Copy { place, direction: direction(side), buffer, ranges, element: None, when_stale, sets: None, location, reason }
+    }
+
+    /// Not a copy: `bit` of `buffer`'s state set to `stale` at `place` (made when `when_stale`
+    /// holds, where it follows a copy guarded by it).
+    pub fn state(place: Place, buffer: Value, bit: Bit, stale: bool, when_stale: Option<Bit>, location: Location) -> Copy {
         Copy {
             place,
-            direction: direction(side),
+            direction: direction(bit.side),
             buffer,
-            ranges,
+            ranges: RangeSet::empty(),
             element: None,
-            when_flag,
-            sets_flag: None,
+            when_stale,
+            sets: Some((bit, stale)),
             location,
-            reason,
+            reason: None,
         }
     }
 }
@@ -194,10 +201,10 @@ pub fn direction(side: usize) -> Direction {
 /// and one that did not) into one unguarded copy.
 pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
     let mut out: Vec<Copy> = Vec::with_capacity(copies.len());
-    let mut by_key: FxHashMap<(Anchor, Value, Direction, Option<usize>), Vec<usize>> = FxHashMap::default();
+    let mut by_key: FxHashMap<(Anchor, Value, Direction, Option<Bit>), Vec<usize>> = FxHashMap::default();
     for (i, copy) in copies.iter().enumerate() {
-        if matches!(copy.place.guard, Some(Guard::Ran(_) | Guard::NotRan(_))) && copy.sets_flag.is_none() {
-            by_key.entry((copy.place.anchor, copy.buffer, copy.direction, copy.when_flag)).or_default().push(i);
+        if matches!(copy.place.guard, Some(Guard::Ran(_) | Guard::NotRan(_))) && copy.sets.is_none() {
+            by_key.entry((copy.place.anchor, copy.buffer, copy.direction, copy.when_stale)).or_default().push(i);
         }
     }
     let mut copies: Vec<Option<Copy>> = copies.into_iter().map(Some).collect();
@@ -222,54 +229,28 @@ pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
         out.push(both);
     }
     out.extend(
-        copies.into_iter().flatten().filter(|c| !c.ranges.is_empty() || c.element.is_some() || c.sets_flag.is_some()),
+        copies.into_iter().flatten().filter(|c| !c.ranges.is_empty() || c.element.is_some() || c.sets.is_some()),
     );
     out
 }
 
-/// Where a copy made always and one made only when the flag names its source meet (same place,
-/// buffer and direction) and their union is fewer ranges than the two: the union when the flag
-/// names the source, the unguarded part alone when it names the other side. The same elements
-/// move on every path, in fewer copies where the flag is set (`[0, 2)` and `[3, 64)` always and
-/// `[2, 3)` when flagged become `[0, 64)` or the two parts).
-pub fn merge_flagged_with_plain(mut copies: Vec<Copy>) -> Vec<Copy> {
-    type Key = (Anchor, Order, Option<Guard>, Value, Direction);
-    let plain_copy = |c: &Copy| c.element.is_none() && c.sets_flag.is_none() && !c.ranges.is_empty();
-    let key = |c: &Copy| -> Key { (c.place.anchor, c.place.order, c.place.guard, c.buffer, c.direction) };
-    let mut plain: FxHashMap<Key, usize> = FxHashMap::default();
-    for (i, copy) in copies.iter().enumerate() {
-        if plain_copy(copy) && copy.when_flag.is_none() {
-            plain.entry(key(copy)).or_insert(i);
-        }
-    }
-    for i in 0..copies.len() {
-        let Some(flag) = copies[i].when_flag.filter(|_| plain_copy(&copies[i])) else { continue };
-        let Some(&j) = plain.get(&key(&copies[i])) else { continue };
-        let (flagged, always) = (&copies[i].ranges, &copies[j].ranges);
-        let union = always.union(flagged);
-        if union.ranges().count() >= always.ranges().count() + flagged.ranges().count() {
-            continue;
-        }
-        copies[i].ranges = union;
-        copies[j].when_flag = Some(1 - flag);
-        plain.remove(&key(&copies[i]));
-    }
-    copies
-}
+/// The run-time state of the roots that have some: per root, its bits, each with its value at
+/// the function's entry (stale or not).
+pub type States = FxHashMap<Value, Vec<(Bit, bool)>>;
 
 /// Writes `copies` into `function`; returns how many transfers went each way (`[to_device,
-/// from_device]`). A root with a run-time flag gets a one-element `i1` buffer at the start of
-/// the function (1: the host copy is current), set where the plan says and read by the copies
-/// guarded by it.
-pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy]) -> [u64; 2] {
+/// from_device]`). A root with run-time state gets an `i1` buffer of its bits at the start of
+/// the function (1: that side of that atom is stale), set where the plan says and read by the
+/// copies guarded by it.
+pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy], states: &States) -> [u64; 2] {
     let mut counts = [0u64; 2];
     let mut order: Vec<&Copy> = copies.iter().collect();
-    // At one place: in the order control reaches them, and a flag set after the copies of its
-    // edge (which may read the flag it overwrites).
-    order.sort_by_key(|c| (c.place.order, c.place.guard, c.sets_flag.is_some()));
+    // At one place: in the order control reaches them, and a bit set after the copies there
+    // (which may read the bit it overwrites).
+    order.sort_by_key(|c| (c.place.order, c.place.guard, c.sets.is_some()));
     let mut guards: FxHashMap<(Anchor, Guard), Block> = FxHashMap::default();
-    let mut flag_guards: FxHashMap<(Anchor, Value, usize), Block> = FxHashMap::default();
-    let mut cells: FxHashMap<Value, Value> = FxHashMap::default();
+    let mut stale_guards: FxHashMap<(Anchor, Value, Bit), Block> = FxHashMap::default();
+    let mut cells: FxHashMap<Value, (Value, FxHashMap<Bit, i64>)> = FxHashMap::default();
     for copy in order {
         let mut anchor = match copy.place.guard {
             None => copy.place.anchor,
@@ -286,31 +267,28 @@ pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy]) -> [u64; 2] {
                 Anchor::End(block)
             }
         };
-        if let Some(side) = copy.sets_flag {
-            let cell = flag_cell_of(ctx, function, &mut cells, copy.buffer, copy.location);
-            let zero = index_constant(ctx, anchor, 0, copy.location);
-            let i1 = ctx.integer_type(1);
-            let value = constant(ctx, anchor, i64::from(side == 0), i1, copy.location);
-            store(ctx, anchor, value, cell, zero, copy.location);
-            continue;
-        }
-        if let Some(side) = copy.when_flag {
-            let key = (anchor, copy.buffer, side);
-            let block = match flag_guards.get(&key) {
+        if let Some(bit) = copy.when_stale {
+            let key = (anchor, copy.buffer, bit);
+            let block = match stale_guards.get(&key) {
                 Some(&block) => block,
                 None => {
-                    let cell = flag_cell_of(ctx, function, &mut cells, copy.buffer, copy.location);
-                    let zero = index_constant(ctx, anchor, 0, copy.location);
-                    let flag = load(ctx, anchor, cell, zero, copy.location);
-                    let i1 = ctx.integer_type(1);
-                    let wanted = constant(ctx, anchor, i64::from(side == 0), i1, copy.location);
-                    let condition = compare(ctx, anchor, IntPredicate::Eq, flag, wanted, copy.location);
-                    let block = guard(ctx, anchor, condition, copy.location);
-                    flag_guards.insert(key, block);
+                    let (cell, slot) = slot_of(ctx, function, &mut cells, states, copy.buffer, bit, copy.location);
+                    let index = index_constant(ctx, anchor, slot, copy.location);
+                    let stale = load(ctx, anchor, cell, index, copy.location);
+                    let block = guard(ctx, anchor, stale, copy.location);
+                    stale_guards.insert(key, block);
                     block
                 }
             };
             anchor = Anchor::End(block);
+        }
+        if let Some((bit, stale)) = copy.sets {
+            let (cell, slot) = slot_of(ctx, function, &mut cells, states, copy.buffer, bit, copy.location);
+            let index = index_constant(ctx, anchor, slot, copy.location);
+            let i1 = ctx.integer_type(1);
+            let value = constant(ctx, anchor, i64::from(stale), i1, copy.location);
+            store(ctx, anchor, value, cell, index, copy.location);
+            continue;
         }
         if let Some(index) = copy.element {
             let one = index_constant(ctx, anchor, 1, copy.location);
@@ -327,26 +305,39 @@ pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy]) -> [u64; 2] {
     counts
 }
 
-/// The flag cell of `buffer`, made at the start of `function` on first use.
-fn flag_cell_of(
+/// The state buffer of `buffer` and the slot of `bit` in it; the buffer is made at the start of
+/// `function`, with every bit at its entry value, on first use.
+fn slot_of(
     ctx: &mut Context,
     function: Op,
-    cells: &mut FxHashMap<Value, Value>,
+    cells: &mut FxHashMap<Value, (Value, FxHashMap<Bit, i64>)>,
+    states: &States,
     buffer: Value,
+    bit: Bit,
     location: Location,
-) -> Value {
-    if let Some(&cell) = cells.get(&buffer) {
-        return cell;
+) -> (Value, i64) {
+    if !cells.contains_key(&buffer) {
+        let first = ctx
+            .regions(function)
+            .first()
+            .and_then(|&r| ctx.region_blocks(r).first().copied())
+            .and_then(|b| ctx.first_op(b))
+            .expect("a planned function has a body");
+        let bits = states.get(&buffer).map_or(&[][..], Vec::as_slice);
+        let anchor = Anchor::Before(first);
+        let cell = state_cell(ctx, anchor, bits.len().max(1) as i64, location);
+        let i1 = ctx.integer_type(1);
+        let mut slots = FxHashMap::default();
+        for (slot, &(b, stale)) in bits.iter().enumerate() {
+            let index = index_constant(ctx, anchor, slot as i64, location);
+            let value = constant(ctx, anchor, i64::from(stale), i1, location);
+            store(ctx, anchor, value, cell, index, location);
+            slots.insert(b, slot as i64);
+        }
+        cells.insert(buffer, (cell, slots));
     }
-    let first = ctx
-        .regions(function)
-        .first()
-        .and_then(|&r| ctx.region_blocks(r).first().copied())
-        .and_then(|b| ctx.first_op(b))
-        .expect("a planned function has a body");
-    let cell = flag_cell(ctx, Anchor::Before(first), location);
-    cells.insert(buffer, cell);
-    cell
+    let (cell, slots) = &cells[&buffer];
+    (*cell, *slots.get(&bit).expect("every bit a copy reads or sets is among its root's state"))
 }
 
 /// The `i1` value of `g`, computed at `anchor`.

@@ -89,30 +89,30 @@ impl Lattice for Must {
     }
 }
 
-/// What is current of one root on every path: elements current on each side, and elements
-/// current on the side the root's run-time flag names (`flagged`: set where paths that
-/// disagree join, read by the copies that guard on it; disjoint from `current`).
+/// What is current of one root: on every path (`current`, must) and on some path (`may`). An
+/// element current on a side on some paths only is *uncertain* there: a copy to that side is
+/// made when the root's run-time state says the side is stale ([`super::state`]).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub enum Available {
     /// No path has reached the point.
     #[default]
     Unreached,
-    /// What holds on every path that has.
+    /// What holds on the paths that have.
     At {
-        /// Current on each side.
+        /// Current on each side on every path.
         current: Pair,
-        /// Current on the side the flag names.
-        flagged: RangeSet,
+        /// Current on each side on some path (a superset of `current`).
+        may: Pair,
     },
 }
 
 impl Available {
-    /// `current` with nothing flagged.
+    /// `current` on every path.
     pub fn of(current: Pair) -> Available {
-        Available::At { current, flagged: RangeSet::empty() }
+        Available::At { may: current.clone(), current }
     }
 
-    /// The current elements, when some path reaches the point.
+    /// The elements current on every path, when some path reaches the point.
     pub fn pair(&self) -> Option<&Pair> {
         match self {
             Available::Unreached => None,
@@ -120,13 +120,19 @@ impl Available {
         }
     }
 
-    /// The flagged elements that are not current on both sides anyway (none where no path
-    /// reaches the point): each is current on the side the flag names — on one side only, or
-    /// on neither that is known without the flag.
-    pub fn flagged(&self) -> RangeSet {
+    /// The elements current on some path, when some path reaches the point.
+    pub fn may(&self) -> Option<&Pair> {
         match self {
-            Available::Unreached => RangeSet::empty(),
-            Available::At { current, flagged } => flagged.minus(&current[HOST].intersect(&current[DEVICE])),
+            Available::Unreached => None,
+            Available::At { may, .. } => Some(may),
+        }
+    }
+
+    /// Both sets with `f` applied to each.
+    pub fn map(&self, f: impl Fn(&Pair) -> Pair) -> Available {
+        match self {
+            Available::Unreached => Available::Unreached,
+            Available::At { current, may } => Available::At { current: f(current), may: f(may) },
         }
     }
 }
@@ -143,14 +149,11 @@ impl Lattice for Available {
                 *self = other.clone();
                 true
             }
-            (Available::At { current: a, flagged: f }, Available::At { current: b, flagged: g }) => {
-                // An element current on one side on one path and flagged on the other is flagged
-                // after the join only where the flag names that side on the first path too: not
-                // known here, so it is current on neither (the planner flags it where it joins).
+            (Available::At { current: a, may: m }, Available::At { current: b, may: n }) => {
                 let current = meet(a, b);
-                let flagged = f.intersect(g);
-                let changed = current != *a || flagged != *f;
-                *self = Available::At { current, flagged };
+                let may = unite(m, n);
+                let changed = current != *a || may != *m;
+                *self = Available::At { current, may };
                 changed
             }
         }
@@ -221,16 +224,17 @@ mod tests {
     }
 
     #[test]
-    fn an_element_is_flagged_after_a_join_where_every_path_flags_it() {
-        // Path one: elements 0..8 current on the host, its flag set to the host (all of them
-        // flagged). Path two: 0..4 on the host, 4..8 on the device, its flag set to the device.
-        let one = Available::At { current: pair(0, 8), flagged: RangeSet::of(0..8) };
-        let two = Available::At { current: [RangeSet::of(0..4), RangeSet::of(4..8)], flagged: RangeSet::of(4..8) };
+    fn availability_meets_what_is_current_and_unites_what_may_be() {
+        // Path one: elements 0..8 current on the host. Path two: 0..4 on the host, 4..8 on the
+        // device.
+        let one = Available::of(pair(0, 8));
+        let two = Available::of([RangeSet::of(0..4), RangeSet::of(4..8)]);
         let mut joined = Available::Unreached;
         assert!(joined.join(&one));
         assert!(joined.join(&two));
         assert_eq!(joined.pair().unwrap()[HOST], RangeSet::of(0..4), "current on the host on both paths");
-        assert_eq!(joined.flagged(), RangeSet::of(4..8), "the flag says where 4..8 are");
+        assert_eq!(joined.may().unwrap()[HOST], RangeSet::of(0..8), "on the host on some path");
+        assert_eq!(joined.may().unwrap()[DEVICE], RangeSet::of(4..8), "on the device on some path");
         assert!(!joined.join(&two), "a fixpoint");
     }
 }

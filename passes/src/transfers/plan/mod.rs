@@ -13,9 +13,10 @@
 //!    function that touches it (hat-ir's `FlowSlice`: its accesses, the region ops around them
 //!    and their terminators): the cost is the sum of the roots' slices, not the roots times the
 //!    function;
-//! 4. [`merges`]: where paths join and disagree, the side completed on the incoming edges;
-//! 5. [`placement`]: those copies, then lazy code motion's insertions, then a check of the
-//!    whole plan;
+//! 4. [`joins`] and [`placement`]: lazy code motion's insertions on the edges into joins and
+//!    before the ops that need them, then a check of the whole plan;
+//! 5. [`state`]: a copy where the paths that reach it disagree on whether its side is current
+//!    is made when a run-time bit says the side is stale;
 //! 6. [`emit`]: the copies written into the function, on the edges of structured control flow.
 //!
 //! `docs/passes/insert-transfers-lcm.md` goes through a worked example.
@@ -24,10 +25,10 @@ pub mod access;
 pub mod analyses;
 pub mod emit;
 pub mod facts;
-pub mod merges;
+pub mod joins;
 pub mod placement;
 pub mod roots;
-pub mod settle;
+pub mod state;
 
 use super::aliases::BufferRoots;
 use super::dispatch::Kernels;
@@ -35,15 +36,15 @@ use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
-use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, FlagSets, Later, OpCopies};
-use emit::{direction, place_of_edge, Copy, Guard, Order, Place};
+use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, Later, OpCopies};
+use emit::{direction, place_of_edge, Copy, Guard, Order, Place, States};
 use facts::{Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
-use merges::Merges;
 use roots::Tracked;
+use state::Bit;
 use rustc_hash::FxHashSet;
 use std::rc::Rc;
 
@@ -62,6 +63,8 @@ pub struct Plan {
     pub function: Op,
     /// The copies.
     pub copies: Vec<Copy>,
+    /// The run-time state of the roots that have some.
+    pub states: States,
     /// What planning it took.
     pub work: Work,
 }
@@ -74,8 +77,8 @@ pub struct Work {
     pub roots: std::cell::Cell<u64>,
     /// Ops of their slices, summed.
     pub slice_ops: std::cell::Cell<u64>,
-    /// Rounds of repairs and flags at joins, summed over the roots.
-    pub settle_rounds: std::cell::Cell<u64>,
+    /// Run-time bits kept where paths disagree, summed over the roots.
+    pub state_bits: std::cell::Cell<u64>,
     /// Dataflow solves over a slice, summed.
     pub solves: std::cell::Cell<u64>,
 }
@@ -108,6 +111,7 @@ pub fn plan(
     let describer = Describer { ctx, function, kernels, tracked: &tracked, reasons };
     let positions = tracked.roots.iter().any(|&r| ctx.defining_op(r).is_some()).then(|| Positions::of(ctx, function));
     let mut copies = Vec::new();
+    let mut states = States::default();
     let work = Work::default();
     for root in 0..tracked.len() {
         let entry = (body, entry_pair(ctx, function, &tracked, root));
@@ -138,45 +142,56 @@ pub fn plan(
             }
         };
         let buffer = tracked.roots[root];
-        for (edge_key, pair) in &planned.on_edges {
+        if !planned.bits.is_empty() {
+            work.state_bits.update(|n| n + planned.bits.len() as u64);
+            states.insert(buffer, planned.bits.clone());
+        }
+        let tracked_bits: FxHashSet<Bit> = planned.bits.iter().map(|(bit, _)| *bit).collect();
+        // After each copy, the bits of what it made current are cleared.
+        let cleared = |place: Place, side: usize, ranges: &super::ranges::RangeSet, guard: Option<Bit>, location| {
+            let atoms = planned.atoms.covering(ranges);
+            atoms
+                .into_iter()
+                .map(move |(atom, _)| Bit { atom, side })
+                .filter(|bit| tracked_bits.contains(bit))
+                .map(move |bit| Copy::state(place, buffer, bit, false, guard, location))
+                .collect::<Vec<_>>()
+        };
+        for (edge_key, pair, guard) in &planned.on_edges {
             let edge = placement::edge_of(&flow, edge_key).expect("a copy on an edge of the graph");
             let place = place_of_edge(ctx, &flow, edge)?;
-            let repaired = planned.repairs.contains_key(edge_key) && !planned.lcm_edges.contains(edge_key);
             if positions.as_ref().is_some_and(|p| !p.in_scope(ctx, buffer, place.anchor)) {
                 return Err(Unsupported {
                     what: "a copy out of its buffer's scope".into(),
                     location: ctx.location(edge.from),
                 });
             }
-            let flagged = planned.flagged_on_edges.get(edge_key);
-            for (side, ranges, when_flag) in split_flagged(pair, flagged) {
-                let reason = describer.on_edge(place, root, side, repaired).map(|r| describer.flagged(r, when_flag));
-                copies.push(Copy::of(place, side, buffer, ranges, when_flag, ctx.location(edge.from), reason));
+            for side in [HOST, DEVICE] {
+                if pair[side].is_empty() {
+                    continue;
+                }
+                let reason = describer.on_edge(place, root, side).map(|r| describer.guarded(r, *guard));
+                let location = ctx.location(edge.from);
+                copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
+                copies.extend(cleared(place, side, &pair[side], *guard, location));
             }
         }
-        // A flag no copy reads is not kept.
-        let flag_read = !planned.flagged_on_edges.is_empty() || !planned.flagged_at_ops.is_empty();
-        for (edge_key, &side) in planned.flags.iter().filter(|_| flag_read) {
-            let edge = placement::edge_of(&flow, edge_key).expect("a flag set on an edge of the graph");
-            let place = place_of_edge(ctx, &flow, edge)?;
-            copies.push(Copy {
-                place,
-                direction: direction(side),
-                buffer,
-                ranges: super::ranges::RangeSet::empty(),
-                element: None,
-                when_flag: None,
-                sets_flag: Some(side),
-                location: ctx.location(edge.from),
-                reason: None,
-            });
-        }
-        for (&op, pair) in &planned.at_ops {
-            for (side, ranges, when_flag) in split_flagged(pair, planned.flagged_at_ops.get(&op)) {
-                let place = Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None };
-                let reason = describer.at_op(op, root, side).map(|r| describer.flagged(r, when_flag));
-                copies.push(Copy::of(place, side, buffer, ranges, when_flag, ctx.location(op), reason));
+        for (op, pair, guard) in &planned.at_ops {
+            let place = Place { anchor: Anchor::Before(*op), order: Order::AtOp, guard: None };
+            for side in [HOST, DEVICE] {
+                if pair[side].is_empty() {
+                    continue;
+                }
+                let reason = describer.at_op(*op, root, side).map(|r| describer.guarded(r, *guard));
+                let location = ctx.location(*op);
+                copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
+                copies.extend(cleared(place, side, &pair[side], *guard, location));
             }
+        }
+        for (op, bit, stale) in &planned.events {
+            let Some(next) = ctx.next_op(*op) else { continue };
+            let place = Place { anchor: Anchor::Before(next), order: Order::Arriving, guard: None };
+            copies.push(Copy::state(place, buffer, *bit, *stale, None, ctx.location(*op)));
         }
         for (op, read) in &planned.element_copies {
             // Before a read, from the other side; after a write, to it.
@@ -191,33 +206,29 @@ pub fn plan(
                 buffer: read.buffer,
                 ranges: super::ranges::RangeSet::empty(),
                 element: Some(read.index),
-                when_flag: None,
-                sets_flag: None,
+                when_stale: None,
+                sets: None,
                 location: ctx.location(*op),
                 reason: describer.element(*op, read),
             });
         }
     }
     direct_copies(ctx, &classified, &describer, &mut copies);
-    Ok(Plan { function, copies: emit::merge_flagged_with_plain(emit::merge_opposite_guards(copies)), work })
+    Ok(Plan { function, copies: emit::merge_opposite_guards(copies), states, work })
 }
 
 /// The plan of one root.
 struct RootPlan {
-    /// Copies on edges (the repairs and lazy code motion's).
-    on_edges: EdgeCopies,
-    /// The repairs among them.
-    repairs: EdgeCopies,
-    /// The edges lazy code motion put copies on.
-    lcm_edges: Vec<EdgeKey>,
-    /// Copies just before ops.
-    at_ops: OpCopies,
-    /// The flagged part of the copies on edges (guarded by the flag).
-    flagged_on_edges: EdgeCopies,
-    /// The flagged part of the copies before ops.
-    flagged_at_ops: OpCopies,
-    /// Where the root's flag is set.
-    flags: FlagSets,
+    /// Copies on edges (lazy code motion's), each part made always or when a bit says stale.
+    on_edges: Vec<(EdgeKey, Pair, Option<Bit>)>,
+    /// Copies just before ops, likewise.
+    at_ops: Vec<(Op, Pair, Option<Bit>)>,
+    /// The root's atoms.
+    atoms: state::Atoms,
+    /// The run-time bits the guarded copies read, with their values at the entry.
+    bits: Vec<(Bit, bool)>,
+    /// Bits set (stale) or cleared after ops.
+    events: Vec<(Op, Bit, bool)>,
     /// Accesses at run-time indices served by a copy of their element (before a read, after a
     /// write).
     element_copies: Vec<(Op, DynamicAccess)>,
@@ -249,9 +260,15 @@ fn plan_root(
             break anticipated;
         }
     };
-    let merges = Merges::new(ctx, function, flow, &slice, &anticipated);
-    let (available, repairs, flags) = settle::settle_merges(ctx, flow, &slice, &accesses, entry, &merges, work)
-        .ok_or_else(|| Unsupported { what: "merges that do not settle".into(), location: ctx.location(function) })?;
+    let joins = joins::joins(ctx, function, flow, &slice);
+    let no_copies = EdgeCopies::default();
+    let solve_available = |on_edges: &EdgeCopies, at_ops: Option<&OpCopies>| {
+        work.solves.update(|n| n + 1);
+        let availability =
+            Availability { accesses: &accesses, entry: entry.clone(), copies: on_edges, before: at_ops };
+        solve_dense_forward_on(ctx, flow, &slice, &availability)
+    };
+    let available = solve_available(&no_copies, None);
     let mut element_copies = Vec::new();
     let mut widened = Vec::new();
     for (op, read) in accesses.dynamic() {
@@ -285,41 +302,28 @@ fn plan_root(
     }
     if !widened.is_empty() {
         return Ok(RootPlan {
-            on_edges: EdgeCopies::default(),
-            repairs,
-            lcm_edges: Vec::new(),
-            at_ops: OpCopies::default(),
-            flagged_on_edges: EdgeCopies::default(),
-            flagged_at_ops: OpCopies::default(),
-            flags,
+            on_edges: Vec::new(),
+            at_ops: Vec::new(),
+            atoms: state::Atoms::new([]),
+            bits: Vec::new(),
+            events: Vec::new(),
             element_copies,
             widened,
         });
     }
-    let later = Later::new(&accesses, flow, &available, &anticipated, &repairs, entry.clone());
+    let later = Later::new(&accesses, flow, &available, &anticipated, entry.clone());
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
     work.solves.update(|n| n + 1);
-    let mut on_edges = placement::inserts(ctx, &merges, &later, &delayed);
+    let on_edges = placement::inserts(ctx, &joins, &later, &delayed);
     let at_ops =
         placement::coalesced_at_ops(ctx, &anticipated, &available, placement::at_ops(ctx, &accesses, &delayed));
-    let lcm_edges: Vec<_> = on_edges.keys().copied().collect();
-    placement::merge_copies(&mut on_edges, repairs.clone());
 
-    // The whole plan, checked.
+    // The whole plan, checked. A copy of what is current already where it is made is dropped.
     let solve_final = |on_edges: &EdgeCopies, at_ops: &OpCopies| {
-        let availability = Availability {
-            accesses: &accesses,
-            entry: entry.clone(),
-            copies: on_edges,
-            flags: &flags,
-            before: Some(at_ops),
-        };
-        let available = solve_dense_forward_on(ctx, flow, &slice, &availability);
-        work.solves.update(|n| n + 1);
+        let available = solve_available(on_edges, Some(at_ops));
         let checked = placement::check(ctx, flow, &slice, &accesses, &available, on_edges, at_ops);
         (available, checked)
     };
-    // A copy of what is current already where it is made is dropped.
     let (mut final_available, mut checked) = solve_final(&on_edges, &at_ops);
     let (needed_edges, needed_ops) = placement::without_redundant(ctx, flow, &final_available, &on_edges, &at_ops);
     let (on_edges, at_ops) = if needed_edges != on_edges || needed_ops != at_ops {
@@ -332,58 +336,69 @@ fn plan_root(
         what: format!("a plan that fails its check: {}", failure.what),
         location: ctx.location(failure.op),
     })?;
-    // The copies of flagged elements are made when the flag names their source.
-    let flagged_part = |pair: &Pair, flagged: super::ranges::RangeSet| {
-        [pair[HOST].intersect(&flagged), pair[DEVICE].intersect(&flagged)]
+
+    // Where the paths that reach a copy disagree on its side, it is made when the bit says stale.
+    let atoms = state::Atoms::of_root(&accesses, &on_edges, &at_ops, &entry.1);
+    let mut bits: Vec<Bit> = Vec::new();
+    let mut split = |pair: &Pair, at: &facts::Available| -> Vec<(Pair, Option<Bit>)> {
+        let uncertain = state::uncertain(pair, at);
+        let mut out = Vec::new();
+        let certain = facts::minus(pair, &uncertain);
+        if !facts::is_nothing(&certain) {
+            out.push((certain, None));
+        }
+        for side in [HOST, DEVICE] {
+            for (bit, range) in state::bits(&atoms, &uncertain[side], side) {
+                let mut part = facts::nothing();
+                part[side] = super::ranges::RangeSet::of(range);
+                bits.push(bit);
+                out.push((part, Some(bit)));
+            }
+        }
+        out
     };
-    let mut flagged_on_edges = EdgeCopies::default();
+    let mut edge_parts = Vec::new();
     for (edge_key, pair) in &on_edges {
         let Some(edge) = placement::edge_of(flow, edge_key) else { continue };
-        let part = flagged_part(pair, placement::flagged_at_source(ctx, &final_available, edge));
-        if !facts::is_nothing(&part) {
-            flagged_on_edges.insert(*edge_key, part);
+        for (part, bit) in split(pair, placement::state_at_source(ctx, &final_available, edge)) {
+            edge_parts.push((*edge_key, part, bit));
         }
     }
-    let mut flagged_at_ops = OpCopies::default();
+    let mut op_parts = Vec::new();
     for (&op, pair) in &at_ops {
-        let part = flagged_part(pair, final_available.before(ctx, op).flagged());
-        if !facts::is_nothing(&part) {
-            flagged_at_ops.insert(op, part);
+        for (part, bit) in split(pair, final_available.before(ctx, op)) {
+            op_parts.push((op, part, bit));
         }
     }
+    bits.sort_unstable();
+    bits.dedup();
+    let ranges: Vec<(Bit, std::ops::Range<u64>)> = bits.iter().map(|bit| (*bit, atoms.range(bit.atom))).collect();
+    let mut events = Vec::new();
+    for (op, access) in accesses.ops() {
+        for (bit, range) in &ranges {
+            if let Some(stale) = state::after_access(access, *bit, range) {
+                events.push((op, *bit, stale));
+            }
+        }
+    }
+    let initial = ranges
+        .iter()
+        .map(|(bit, range)| (*bit, !entry.1[bit.side].contains(&super::ranges::RangeSet::of(range.clone()))))
+        .collect();
     Ok(RootPlan {
-        on_edges,
-        repairs,
-        lcm_edges,
-        at_ops,
-        flagged_on_edges,
-        flagged_at_ops,
-        flags,
+        on_edges: edge_parts,
+        at_ops: op_parts,
+        atoms,
+        bits: initial,
+        events,
         element_copies,
         widened,
     })
 }
 
-/// The parts of a root's copies to each side: what the source holds (unguarded), and what the
-/// flag holds (made when the flag names the source side).
-fn split_flagged(pair: &Pair, flagged: Option<&Pair>) -> Vec<(usize, super::ranges::RangeSet, Option<usize>)> {
-    let mut out = Vec::new();
-    for side in [HOST, DEVICE] {
-        let guarded = flagged.map_or_else(super::ranges::RangeSet::empty, |f| f[side].clone());
-        let plain = pair[side].minus(&guarded);
-        if !plain.is_empty() {
-            out.push((side, plain, None));
-        }
-        if !guarded.is_empty() {
-            out.push((side, guarded, Some(1 - side)));
-        }
-    }
-    out
-}
-
 /// Writes a plan into its function; `[to_device, from_device]` counts.
 pub fn emit_plan(ctx: &mut Context, plan: &Plan) -> [u64; 2] {
-    emit::emit(ctx, plan.function, &plan.copies)
+    emit::emit(ctx, plan.function, &plan.copies, &plan.states)
 }
 
 /// At the entry: a parameter current on the host only; a buffer not made yet counts as current
@@ -451,8 +466,8 @@ fn direct_copies(ctx: &Context, accesses: &Accesses, describer: &Describer<'_>, 
                 buffer: direct.value,
                 ranges: direct.ranges.clone(),
                 element: None,
-                when_flag: None,
-                sets_flag: None,
+                when_stale: None,
+                sets: None,
                 location: ctx.location(op),
                 reason: describer.direct(op, direct),
             });
@@ -500,7 +515,7 @@ impl Describer<'_> {
         Some(format!("{what} at {}", self.at(op)))
     }
 
-    fn on_edge(&self, place: Place, root: usize, side: usize, repaired: bool) -> Option<String> {
+    fn on_edge(&self, place: Place, root: usize, side: usize) -> Option<String> {
         if !self.reasons {
             return None;
         }
@@ -513,14 +528,7 @@ impl Describer<'_> {
             None if place.order == Order::Leaving => "on the edge leaving here",
             None => "on the edge arriving here",
         };
-        Some(if repaired {
-            format!(
-                "paths join with {} current on different sides; its next observer wants the {side_name} copy ({edge})",
-                self.name(root)
-            )
-        } else {
-            format!("every path from here needs {} on the {side_name} ({edge}; lazy code motion)", self.name(root))
-        })
+        Some(format!("every path from here needs {} on the {side_name} ({edge}; lazy code motion)", self.name(root)))
     }
 
     /// The reason of the copy of the one element an access at a run-time index touches.
@@ -538,12 +546,12 @@ impl Describer<'_> {
         self.at_op(op, access.root, access.side).map(|r| format!("{r} (the element at a run-time index)"))
     }
 
-    /// `reason`, said of a copy guarded by the flag.
-    fn flagged(&self, reason: String, when_flag: Option<usize>) -> String {
-        match when_flag {
-            Some(side) => {
-                let side = if side == HOST { "host" } else { "device" };
-                format!("{reason}; made when the buffer's flag says the {side} copy is current (paths joined with it current on different sides)")
+    /// `reason`, said of a copy made when the root's bit says its side is stale.
+    fn guarded(&self, reason: String, when_stale: Option<Bit>) -> String {
+        match when_stale {
+            Some(bit) => {
+                let side = if bit.side == HOST { "host" } else { "device" };
+                format!("{reason}; made when the {side} copy is stale (the paths that reach here disagree)")
             }
             None => reason,
         }

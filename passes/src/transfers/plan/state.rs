@@ -1,0 +1,140 @@
+//! Run-time state where paths disagree. Where the paths that reach a copy disagree on whether its
+//! side is current (current on some, stale on others: [`Available`]'s `may` without `current`),
+//! no plan fixed at compile time is right on all of them without moving bytes some run does not
+//! need. The copy is then made only when a run-time bit says its side is stale: the plan keeps,
+//! for each such *atom* of the root and side, a bit "this side is stale", set where the other
+//! side is written, cleared where this side is written or copied to.
+//!
+//! Atoms are the finest partition of the root's elements by the bounds of every set the plan
+//! uses (what each op needs, makes and stales, each copy, the entry): every op and every copy
+//! covers an atom whole or not at all, so one bit describes all of its elements.
+//!
+//! Each guarded copy then moves only elements whose side is stale on that run: an element copied
+//! to the host since the device last wrote it, or to the device since the host last wrote it (or
+//! since the entry). That is what the `kernel` strategy copies too (it copies back what each
+//! dispatch may write, and in what each dispatch needs), and at most once per such write or
+//! need: so a plan never moves more than `kernel` on any run for the elements it guards.
+
+use super::super::ranges::{RangeSet, END};
+use super::access::RootAccesses;
+use super::analyses::{EdgeCopies, OpCopies};
+use super::facts::{Available, Pair, DEVICE, HOST};
+use std::ops::Range;
+
+/// The atoms of one root.
+pub struct Atoms {
+    /// Sorted distinct bounds; atom `i` is `bounds[i]..bounds[i + 1]`.
+    bounds: Vec<u64>,
+}
+
+impl Atoms {
+    /// The partition of `[0, END)` by the bounds of `sets`.
+    pub fn new<'a>(sets: impl IntoIterator<Item = &'a RangeSet>) -> Atoms {
+        let mut bounds = vec![0, END];
+        for set in sets {
+            for range in set.ranges() {
+                bounds.push(range.start);
+                bounds.push(range.end);
+            }
+        }
+        bounds.sort_unstable();
+        bounds.dedup();
+        Atoms { bounds }
+    }
+
+    /// The atoms of a root: by the sets of its accesses, its copies and its entry.
+    pub fn of_root(accesses: &RootAccesses, edges: &EdgeCopies, ops: &OpCopies, entry: &Pair) -> Atoms {
+        let mut sets: Vec<&RangeSet> = entry.iter().collect();
+        for (_, access) in accesses.ops() {
+            for side in [HOST, DEVICE] {
+                sets.extend([&access.need[side], &access.made[side], &access.stale[side]]);
+            }
+        }
+        sets.extend(edges.values().flatten());
+        sets.extend(ops.values().flatten());
+        Atoms::new(sets)
+    }
+
+    /// The elements of atom `i`.
+    pub fn range(&self, i: usize) -> Range<u64> {
+        self.bounds[i]..self.bounds[i + 1]
+    }
+
+    /// The atoms `set` covers (each whole, `set` being a union of atoms), by number.
+    pub fn covering(&self, set: &RangeSet) -> Vec<(usize, Range<u64>)> {
+        let mut out = Vec::new();
+        for range in set.ranges() {
+            let first = self.bounds.partition_point(|&b| b < range.start);
+            let mut i = first;
+            while i + 1 < self.bounds.len() && self.bounds[i] < range.end {
+                out.push((i, self.bounds[i]..self.bounds[i + 1]));
+                i += 1;
+            }
+        }
+        out
+    }
+}
+
+/// A bit of run-time state: "atom `atom`'s copy on `side` is stale".
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Bit {
+    /// The atom.
+    pub atom: usize,
+    /// The side.
+    pub side: usize,
+}
+
+/// The part of `copies` (to each side, made where availability is `state`) whose side is
+/// current on some path there and not on all: those copies are made when the bit says stale.
+pub fn uncertain(copies: &Pair, state: &Available) -> Pair {
+    match state.may() {
+        Some(may) => [copies[HOST].intersect(&may[HOST]), copies[DEVICE].intersect(&may[DEVICE])],
+        None => super::facts::nothing(),
+    }
+}
+
+/// The bits of root's atoms `set` covers on `side`.
+pub fn bits(atoms: &Atoms, set: &RangeSet, side: usize) -> impl Iterator<Item = (Bit, Range<u64>)> {
+    atoms.covering(set).into_iter().map(move |(atom, range)| (Bit { atom, side }, range))
+}
+
+/// What an access does to a bit: `Some(true)` where it leaves the side stale, `Some(false)`
+/// where it makes it current, `None` where it leaves it as it was.
+pub fn after_access(access: &super::access::Access, bit: Bit, range: &Range<u64>) -> Option<bool> {
+    let atom = RangeSet::of(range.clone());
+    if access.stale[bit.side].contains(&atom) {
+        Some(true)
+    } else if access.made[bit.side].contains(&atom) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atoms_split_at_every_bound_and_cover_a_union_of_them() {
+        let atoms = Atoms::new([&RangeSet::of(0..16), &RangeSet::of(4..8), &RangeSet::of(12..20)]);
+        let covered: Vec<Range<u64>> = atoms.covering(&RangeSet::of(4..16)).into_iter().map(|(_, r)| r).collect();
+        assert_eq!(covered, vec![4..8, 8..12, 12..16]);
+        let whole: Vec<Range<u64>> = atoms.covering(&RangeSet::of(0..4)).into_iter().map(|(_, r)| r).collect();
+        assert_eq!(whole, vec![0..4]);
+        assert_eq!(atoms.covering(&RangeSet::of(20..END)).len(), 1, "the rest of the buffer is one atom");
+    }
+
+    #[test]
+    fn a_copy_is_uncertain_where_its_side_is_current_on_some_path_only() {
+        // Host: 0..8 current on every path; 8..16 on some. Device: 0..4 on some.
+        let state = Available::At {
+            current: [RangeSet::of(0..8), RangeSet::empty()],
+            may: [RangeSet::of(0..16), RangeSet::of(0..4)],
+        };
+        let copies = [RangeSet::of(8..32), RangeSet::of(0..8)];
+        let part = uncertain(&copies, &state);
+        assert_eq!(part[HOST], RangeSet::of(8..16));
+        assert_eq!(part[DEVICE], RangeSet::of(0..4));
+    }
+}
