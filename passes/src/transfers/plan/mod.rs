@@ -39,7 +39,9 @@ use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
 use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, Later, OpCopies};
 use emit::{direction, place_of_edge, Copy, Guard, Order, Place, States};
 use facts::{Pair, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
+use hat_ir::analysis::dataflow::{
+    solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder, Role,
+};
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
@@ -374,12 +376,21 @@ fn plan_root(
     bits.dedup();
     let ranges: Vec<(Bit, std::ops::Range<u64>)> = bits.iter().map(|bit| (*bit, atoms.range(bit.atom))).collect();
     let mut events = Vec::new();
-    for (op, access) in accesses.ops() {
+    // Ops the solvers step over (availability after a loop or a branch is what its regions
+    // leave) change no bit themselves.
+    let stepped = |op: Op| !matches!(flow.role(ctx, op), Role::Definition | Role::RegionBranch(_) | Role::Call { .. });
+    for (op, access) in accesses.ops().filter(|(op, _)| stepped(*op)) {
         for (bit, range) in &ranges {
             if let Some(stale) = state::after_access(access, *bit, range) {
                 events.push((op, *bit, stale));
             }
         }
+    }
+    if std::env::var("HAT_LCM_DEBUG").is_ok() {
+        for (op, access) in accesses.ops() {
+            eprintln!("access {} {:?}", ctx.name_str(op), access);
+        }
+        eprintln!("events {:?}", events.iter().map(|(o, b, s)| (ctx.name_str(*o).to_string(), *b, *s)).collect::<Vec<_>>());
     }
     let initial = ranges
         .iter()
