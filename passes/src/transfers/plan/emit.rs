@@ -148,6 +148,9 @@ pub struct Copy {
     /// Made only when the root's run-time bit says this side is stale: a copy where the paths
     /// that reach it disagree ([`super::state`]).
     pub when_stale: Option<Bit>,
+    /// Made only when the bit says the side is current: the part a copy guarded by the bit
+    /// makes too ([`merge_guarded_with_plain`]).
+    pub unless_stale: Option<Bit>,
     /// Instead of a copy: the root's bit set (stale) or cleared.
     pub sets: Option<(Bit, bool)>,
     /// The source location.
@@ -168,12 +171,30 @@ impl Copy {
         location: Location,
         reason: Option<String>,
     ) -> Copy {
-        Copy { place, direction: direction(side), buffer, ranges, element: None, when_stale, sets: None, location, reason }
+        Copy {
+            place,
+            direction: direction(side),
+            buffer,
+            ranges,
+            element: None,
+            when_stale,
+            unless_stale: None,
+            sets: None,
+            location,
+            reason,
+        }
     }
 
     /// Not a copy: `bit` of `buffer`'s state set to `stale` at `place` (made when `when_stale`
     /// holds, where it follows a copy guarded by it).
-    pub fn state(place: Place, buffer: Value, bit: Bit, stale: bool, when_stale: Option<Bit>, location: Location) -> Copy {
+    pub fn state(
+        place: Place,
+        buffer: Value,
+        bit: Bit,
+        stale: bool,
+        when_stale: Option<Bit>,
+        location: Location,
+    ) -> Copy {
         Copy {
             place,
             direction: direction(bit.side),
@@ -181,6 +202,7 @@ impl Copy {
             ranges: RangeSet::empty(),
             element: None,
             when_stale,
+            unless_stale: None,
             sets: Some((bit, stale)),
             location,
             reason: None,
@@ -238,6 +260,36 @@ pub fn merge_opposite_guards(copies: Vec<Copy>) -> Vec<Copy> {
 /// the function's entry (stale or not).
 pub type States = FxHashMap<Value, Vec<(Bit, bool)>>;
 
+/// Where a copy made always and one made when a bit says stale meet (same place, buffer and
+/// direction) and their union is fewer ranges than the two: the union when the bit says stale,
+/// the plain part alone when it does not. The same elements move on every run, in fewer copies
+/// where the bit is set (`[0, 5)` and `[6, 64)` always and `[5, 6)` when stale become `[0, 64)`
+/// or the two parts).
+pub fn merge_guarded_with_plain(mut copies: Vec<Copy>) -> Vec<Copy> {
+    type Key = (Anchor, Order, Option<Guard>, Value, Direction);
+    let copy_of_ranges = |c: &Copy| c.element.is_none() && c.sets.is_none() && !c.ranges.is_empty();
+    let key = |c: &Copy| -> Key { (c.place.anchor, c.place.order, c.place.guard, c.buffer, c.direction) };
+    let mut plain: FxHashMap<Key, usize> = FxHashMap::default();
+    for (i, copy) in copies.iter().enumerate() {
+        if copy_of_ranges(copy) && copy.when_stale.is_none() && copy.unless_stale.is_none() {
+            plain.entry(key(copy)).or_insert(i);
+        }
+    }
+    for i in 0..copies.len() {
+        let Some(bit) = copies[i].when_stale.filter(|_| copy_of_ranges(&copies[i])) else { continue };
+        let Some(&j) = plain.get(&key(&copies[i])) else { continue };
+        let (guarded, always) = (&copies[i].ranges, &copies[j].ranges);
+        let union = always.union(guarded);
+        if union.ranges().count() >= always.ranges().count() + guarded.ranges().count() {
+            continue;
+        }
+        copies[i].ranges = union;
+        copies[j].unless_stale = Some(bit);
+        plain.remove(&key(&copies[i]));
+    }
+    copies
+}
+
 /// Writes `copies` into `function`; returns how many transfers went each way (`[to_device,
 /// from_device]`). A root with run-time state gets an `i1` buffer of its bits at the start of
 /// the function (1: that side of that atom is stale), set where the plan says and read by the
@@ -249,7 +301,7 @@ pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy], states: &States) -
     // (which may read the bit it overwrites).
     order.sort_by_key(|c| (c.place.order, c.place.guard, c.sets.is_some()));
     let mut guards: FxHashMap<(Anchor, Guard), Block> = FxHashMap::default();
-    let mut stale_guards: FxHashMap<(Anchor, Value, Bit), Block> = FxHashMap::default();
+    let mut stale_guards: FxHashMap<(Anchor, Value, Bit, bool), Block> = FxHashMap::default();
     let mut cells: FxHashMap<Value, (Value, FxHashMap<Bit, i64>)> = FxHashMap::default();
     for copy in order {
         let mut anchor = match copy.place.guard {
@@ -267,15 +319,21 @@ pub fn emit(ctx: &mut Context, function: Op, copies: &[Copy], states: &States) -
                 Anchor::End(block)
             }
         };
-        if let Some(bit) = copy.when_stale {
-            let key = (anchor, copy.buffer, bit);
+        let on_bit = copy.when_stale.map(|bit| (bit, true)).or(copy.unless_stale.map(|bit| (bit, false)));
+        if let Some((bit, stale)) = on_bit {
+            let key = (anchor, copy.buffer, bit, stale);
             let block = match stale_guards.get(&key) {
                 Some(&block) => block,
                 None => {
                     let (cell, slot) = slot_of(ctx, function, &mut cells, states, copy.buffer, bit, copy.location);
                     let index = index_constant(ctx, anchor, slot, copy.location);
-                    let stale = load(ctx, anchor, cell, index, copy.location);
-                    let block = guard(ctx, anchor, stale, copy.location);
+                    let mut condition = load(ctx, anchor, cell, index, copy.location);
+                    if !stale {
+                        let i1 = ctx.integer_type(1);
+                        let no = constant(ctx, anchor, 0, i1, copy.location);
+                        condition = compare(ctx, anchor, IntPredicate::Eq, condition, no, copy.location);
+                    }
+                    let block = guard(ctx, anchor, condition, copy.location);
                     stale_guards.insert(key, block);
                     block
                 }

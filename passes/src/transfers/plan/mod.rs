@@ -46,8 +46,8 @@ use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
 use roots::Tracked;
-use state::Bit;
 use rustc_hash::FxHashSet;
+use state::Bit;
 use std::rc::Rc;
 
 /// A construct the planner does not follow; the pass gives the function the `kernel` strategy.
@@ -209,6 +209,7 @@ pub fn plan(
                 ranges: super::ranges::RangeSet::empty(),
                 element: Some(read.index),
                 when_stale: None,
+                unless_stale: None,
                 sets: None,
                 location: ctx.location(*op),
                 reason: describer.element(*op, read),
@@ -216,7 +217,7 @@ pub fn plan(
         }
     }
     direct_copies(ctx, &classified, &describer, &mut copies);
-    Ok(Plan { function, copies: emit::merge_opposite_guards(copies), states, work })
+    Ok(Plan { function, copies: emit::merge_guarded_with_plain(emit::merge_opposite_guards(copies)), states, work })
 }
 
 /// The plan of one root.
@@ -266,8 +267,7 @@ fn plan_root(
     let no_copies = EdgeCopies::default();
     let solve_available = |on_edges: &EdgeCopies, at_ops: Option<&OpCopies>| {
         work.solves.update(|n| n + 1);
-        let availability =
-            Availability { accesses: &accesses, entry: entry.clone(), copies: on_edges, before: at_ops };
+        let availability = Availability { accesses: &accesses, entry: entry.clone(), copies: on_edges, before: at_ops };
         solve_dense_forward_on(ctx, flow, &slice, &availability)
     };
     let available = solve_available(&no_copies, None);
@@ -386,25 +386,11 @@ fn plan_root(
             }
         }
     }
-    if std::env::var("HAT_LCM_DEBUG").is_ok() {
-        for (op, access) in accesses.ops() {
-            eprintln!("access {} {:?}", ctx.name_str(op), access);
-        }
-        eprintln!("events {:?}", events.iter().map(|(o, b, s)| (ctx.name_str(*o).to_string(), *b, *s)).collect::<Vec<_>>());
-    }
     let initial = ranges
         .iter()
         .map(|(bit, range)| (*bit, !entry.1[bit.side].contains(&super::ranges::RangeSet::of(range.clone()))))
         .collect();
-    Ok(RootPlan {
-        on_edges: edge_parts,
-        at_ops: op_parts,
-        atoms,
-        bits: initial,
-        events,
-        element_copies,
-        widened,
-    })
+    Ok(RootPlan { on_edges: edge_parts, at_ops: op_parts, atoms, bits: initial, events, element_copies, widened })
 }
 
 /// Writes a plan into its function; `[to_device, from_device]` counts.
@@ -478,6 +464,7 @@ fn direct_copies(ctx: &Context, accesses: &Accesses, describer: &Describer<'_>, 
                 ranges: direct.ranges.clone(),
                 element: None,
                 when_stale: None,
+                unless_stale: None,
                 sets: None,
                 location: ctx.location(op),
                 reason: describer.direct(op, direct),

@@ -5,9 +5,9 @@
 //! for each such *atom* of the root and side, a bit "this side is stale", set where the other
 //! side is written, cleared where this side is written or copied to.
 //!
-//! Atoms are the finest partition of the root's elements by the bounds of every set the plan
-//! uses (what each op needs, makes and stales, each copy, the entry): every op and every copy
-//! covers an atom whole or not at all, so one bit describes all of its elements.
+//! Atoms are the finest partition of the root's elements by the bounds of every set that sets or
+//! clears a bit (what each op makes and stales, each copy, the entry): each covers an atom whole
+//! or not at all, so one bit describes all of its elements.
 //!
 //! Each guarded copy then moves only elements whose side is stale on that run: an element copied
 //! to the host since the device last wrote it, or to the device since the host last wrote it (or
@@ -42,12 +42,13 @@ impl Atoms {
         Atoms { bounds }
     }
 
-    /// The atoms of a root: by the sets of its accesses, its copies and its entry.
+    /// The atoms of a root: by what its ops make and stale, its copies and its entry (what sets
+    /// or clears a bit; what an op needs is copied before it, and the copies are among these).
     pub fn of_root(accesses: &RootAccesses, edges: &EdgeCopies, ops: &OpCopies, entry: &Pair) -> Atoms {
         let mut sets: Vec<&RangeSet> = entry.iter().collect();
         for (_, access) in accesses.ops() {
             for side in [HOST, DEVICE] {
-                sets.extend([&access.need[side], &access.made[side], &access.stale[side]]);
+                sets.extend([&access.made[side], &access.stale[side]]);
             }
         }
         sets.extend(edges.values().flatten());
