@@ -374,7 +374,7 @@ fn slot_of(
     bit: Bit,
     location: Location,
 ) -> (Value, i64) {
-    if !cells.contains_key(&buffer) {
+    let (cell, slots) = cells.entry(buffer).or_insert_with(|| {
         let first = ctx
             .regions(function)
             .first()
@@ -392,9 +392,8 @@ fn slot_of(
             store(ctx, anchor, value, cell, index, location);
             slots.insert(b, slot as i64);
         }
-        cells.insert(buffer, (cell, slots));
-    }
-    let (cell, slots) = &cells[&buffer];
+        (cell, slots)
+    });
     (*cell, *slots.get(&bit).expect("every bit a copy reads or sets is among its root's state"))
 }
 
