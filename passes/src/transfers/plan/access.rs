@@ -266,13 +266,27 @@ impl Classifier<'_> {
         };
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
             for arg in self.kernels.args(ctx, op).iter() {
+                let direct = |before, direction, ranges: &RangeSet| Direct {
+                    before,
+                    direction,
+                    value: arg.value,
+                    ranges: ranges.clone(),
+                    reads: arg.reads,
+                };
                 let either = self.tracked.candidates_of(self.roots, arg.value);
                 if !either.is_empty() {
-                    // Which of them it is is known at run time only: each is read, and may be
-                    // written (what it writes must be current on the device before).
+                    // Which of them it is is known at run time only: the value itself is copied
+                    // the `kernel` strategy's way (what the dispatch needs in, from the host;
+                    // what it may write back), so each may-be root must be current on the host
+                    // where the copy in reads it, and is left as it was or current on both sides.
                     for &root in &either {
-                        out.read(root, DEVICE, &arg.read);
-                        out.may_write(root, DEVICE, &arg.written);
+                        out.read(root, HOST, &arg.needs);
+                    }
+                    if !arg.needs.is_empty() {
+                        out.access.direct.push(direct(true, Direction::ToDevice, &arg.needs));
+                    }
+                    if !arg.written.is_empty() {
+                        out.access.direct.push(direct(false, Direction::FromDevice, &arg.written));
                     }
                     continue;
                 }
@@ -288,13 +302,6 @@ impl Classifier<'_> {
                         access.stale[HOST] = access.stale[HOST].union(&arg.written);
                     }
                     None => {
-                        let direct = |before, direction, ranges: &RangeSet| Direct {
-                            before,
-                            direction,
-                            value: arg.value,
-                            ranges: ranges.clone(),
-                            reads: arg.reads,
-                        };
                         if !arg.needs.is_empty() {
                             out.access.direct.push(direct(true, Direction::ToDevice, &arg.needs));
                         }
