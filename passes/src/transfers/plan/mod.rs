@@ -282,11 +282,23 @@ fn plan_root(
         // loop changes the buffer.)
         let needed_anyway = anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[read.side].contains(&all));
         if read.writes {
-            // A write where the other side is current everywhere and this one is not, and the
-            // whole buffer is not needed on this side later anyway: the element goes to the
-            // other side right after it (which stays current); otherwise it is a write of the
-            // range the index may reach, which needs that range current first.
-            if pair[1 - read.side].contains(&all) && !pair[read.side].contains(&all) && !needed_anyway {
+            // A write where the other side is current everywhere and this one is not, the whole
+            // buffer is not needed on this side later anyway, and every path from here reads it
+            // on the other side before anything overwrites it (so the element would be copied
+            // there anyway): the element goes to the other side right after it (which stays
+            // current); otherwise it is a write of the range the index may reach, which needs
+            // that range current first (a copy of what this side lacks, which the other side's
+            // writes made stale).
+            let read_there_next = anticipated
+                .after(ctx, *op)
+                .must
+                .pair()
+                .is_some_and(|must| must[1 - read.side].contains(&all));
+            if pair[1 - read.side].contains(&all)
+                && !pair[read.side].contains(&all)
+                && !needed_anyway
+                && read_there_next
+            {
                 element_copies.push((*op, read.clone()));
             } else {
                 widened.push(*op);
