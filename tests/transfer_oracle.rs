@@ -47,13 +47,6 @@ const STRATEGIES: &[(&str, Option<&str>, TransferMode)] = &[
     ("static", Some("insert-transfers{strategy=static}"), TransferMode::Explicit),
     ("default", Some("default"), TransferMode::Explicit),
     ("tracking", Some("track-accesses"), TransferMode::Tracking),
-    ("lcm", Some("insert-transfers{strategy=lcm}"), TransferMode::Explicit),
-    // `default` as it will be once `lcm` replaces `static` (without `hoist-transfers`).
-    (
-        "default-lcm",
-        Some("builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=lcm},canonicalize)"),
-        TransferMode::Explicit,
-    ),
 ];
 
 /// What a run lets anyone observe: the results, the final host copies, the host calls.

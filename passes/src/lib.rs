@@ -39,8 +39,8 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(transfers::hoist::info());
     registry.register_pipeline(
         "default",
-        "The whole job: inline, canonicalize, warn of kernel data races, resolve the buffers that change roles by iteration, place the transfers (static strategy), hoist what loops do not need, clean up",
-        "builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=static},hoist-transfers,canonicalize)",
+        "The whole job: inline, canonicalize, warn of kernel data races, resolve the buffers that change roles by iteration, place the transfers (static strategy: lazy code motion hoists out of loops what every iteration needs), clean up",
+        "builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=static},canonicalize)",
     );
     registry.register(transfers::kernel_effects::print::info());
     registry.register(transfers::track_accesses::info());

@@ -7,9 +7,9 @@
 //! - `kernel` asks the kernel: in only what it may read (and, when it does not provably write
 //!   every element, what it may write, since the rest of a partially written device copy must be
 //!   current); out only what it may write.
-//! - `static` is a dataflow over the whole host program ([`super::static_plan`]).
-//! - `lcm` places copies by lazy code motion over availability and anticipation
-//!   ([`super::plan`]).
+//! - `static` places copies by lazy code motion over availability and anticipation, on hat-ir's
+//!   dataflow framework ([`super::plan`]); `lcm` is another name for it (the name it had while
+//!   it was built beside the planner it replaced).
 //!
 //! The pass runs on a module and plans every host function with a body. Option `reasons` keeps a
 //! `reason` attribute on every transfer it inserts, naming the observer that needs it.
@@ -19,7 +19,6 @@ use super::emit::{transfer, Anchor, Direction};
 use super::host_effects::summarize_with_roots;
 use super::kernel_effects::KernelEffects;
 use super::ranges::RangeSet;
-use super::static_plan;
 use crate::resolve_aliases::pass::{resolve_loop, Outcome};
 use hat_ir::interfaces::{
     execution_space, loops_innermost_first, CallableOpInterface, ExecutionSpace, LaunchOpInterface,
@@ -33,7 +32,7 @@ pub const OPTIONS: &[PassOptionInfo] = &[
         name: "strategy",
         kind: OptionKind::Enum(&["jic", "kernel", "static", "lcm"]),
         default: "static",
-        help: "jic: everything around every dispatch; kernel: by the kernel's effects; static: by a dataflow over the host program; lcm: by lazy code motion over availability and anticipation",
+        help: "jic: everything around every dispatch; kernel: by the kernel's effects; static: by lazy code motion over availability and anticipation in the host program; lcm: the same as static",
     },
     PassOptionInfo {
         name: "reasons",
@@ -67,10 +66,9 @@ pub enum Strategy {
     Jic,
     /// By the kernel's effects, around every dispatch.
     Kernel,
-    /// By a dataflow over the whole host program.
+    /// By lazy code motion over availability and anticipation in the host program
+    /// ([`super::plan`]).
     Static,
-    /// By lazy code motion over availability and anticipation ([`super::plan`]).
-    Lcm,
 }
 
 /// The `insert-transfers` pass.
@@ -88,7 +86,6 @@ impl InsertTransfers {
         let strategy = match options.get("strategy") {
             "jic" => Strategy::Jic,
             "kernel" => Strategy::Kernel,
-            "lcm" => Strategy::Lcm,
             _ => Strategy::Static,
         };
         let remarks = options.get_bool("remarks");
@@ -131,7 +128,7 @@ pub fn kernel_effects(ctx: &Context, module: Op, state: &mut PassState<'_>) -> K
 
 impl Pass for InsertTransfers {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
-        if matches!(self.strategy, Strategy::Static | Strategy::Lcm) {
+        if self.strategy == Strategy::Static {
             // The plan follows buffers, so it first makes the buffer each dispatch names
             // concrete where it can: loops whose iterations rotate buffers are specialised by
             // residue (the `resolve-aliases` rewrite, with its default bounds; nothing to do
@@ -161,10 +158,20 @@ impl Pass for InsertTransfers {
                     around_dispatches(ctx, function, &effects, self.strategy, self.reasons, &mut counts)
                 }
                 Strategy::Static => {
-                    match static_plan::plan(ctx, function, roots.remove(&function), &effects, &summaries, self.reasons)
+                    let function_roots = roots.remove(&function).unwrap_or_default();
+                    let flags = function_roots.aliased_parameters(ctx, function);
+                    match super::plan::plan(ctx, function, &function_roots, &effects, &summaries, &flags, self.reasons)
                     {
                         Ok(plan) => {
-                            let emitted = static_plan::emit(ctx, &plan, self.reasons);
+                            for (name, cell) in [
+                                ("num-planned-roots", &plan.work.roots),
+                                ("num-slice-ops", &plan.work.slice_ops),
+                                ("num-state-bits", &plan.work.state_bits),
+                                ("num-solves", &plan.work.solves),
+                            ] {
+                                state.add_statistic(name, cell.get());
+                            }
+                            let emitted = super::plan::emit_plan(ctx, &plan);
                             counts[0] += emitted[0];
                             counts[1] += emitted[1];
                         }
@@ -174,31 +181,6 @@ impl Pass for InsertTransfers {
                                 location: unsupported.location,
                                 what: &unsupported.what,
                             };
-                            fallback.apply(ctx, state, function, &effects, self.reasons, &mut counts);
-                        }
-                    }
-                }
-                Strategy::Lcm => {
-                    let function_roots = roots.remove(&function).unwrap_or_default();
-                    let flags = function_roots.aliased_parameters(ctx, function);
-                    match super::plan::plan(ctx, function, &function_roots, &effects, &summaries, &flags, self.reasons)
-                    {
-                        Ok(plan) => {
-                            for (name, cell) in [
-                                ("num-lcm-roots", &plan.work.roots),
-                                ("num-lcm-slice-ops", &plan.work.slice_ops),
-                                ("num-lcm-state-bits", &plan.work.state_bits),
-                                ("num-lcm-solves", &plan.work.solves),
-                            ] {
-                                state.add_statistic(name, cell.get());
-                            }
-                            let emitted = super::plan::emit_plan(ctx, &plan);
-                            counts[0] += emitted[0];
-                            counts[1] += emitted[1];
-                        }
-                        Err(unsupported) => {
-                            let fallback =
-                                KernelFallback { plan: "lcm", location: unsupported.location, what: &unsupported.what };
                             fallback.apply(ctx, state, function, &effects, self.reasons, &mut counts);
                         }
                     }
@@ -227,7 +209,7 @@ impl Pass for InsertTransfers {
 
 /// A function a plan does not follow: a remark saying what, and the `kernel` strategy for it.
 struct KernelFallback<'a> {
-    /// Which plan (`static`, `lcm`).
+    /// Which plan (`static`).
     plan: &'static str,
     location: hat_ir::Location,
     what: &'a str,

@@ -5,9 +5,8 @@
 //!   parameter, and whether it provably writes every element;
 //! - [`host_effects`]: what host code (and each host function, by a summary) does to each
 //!   copy of a buffer;
-//! - [`insert`]: the `insert-transfers` pass and its three strategies;
-//! - [`static_plan`]: the `static` strategy's dataflow;
-//! - [`plan`]: the `lcm` strategy: availability, anticipation and lazy code motion;
+//! - [`insert`]: the `insert-transfers` pass and its strategies;
+//! - [`plan`]: the `static` strategy: availability, anticipation and lazy code motion;
 //! - [`hoist`]: the `hoist-transfers` pass;
 //! - [`unswitch`]: observers of `arith.select`ed buffers split by the condition, for exact plans.
 //! - [`track_accesses`]: the runtime-tracking strategy's pass: hooks around host accesses, and
@@ -23,6 +22,5 @@ pub mod kernel_effects;
 pub mod plan;
 pub mod ranges;
 pub mod sorted_map;
-pub mod static_plan;
 pub mod track_accesses;
 pub mod unswitch;

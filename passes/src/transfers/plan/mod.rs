@@ -289,11 +289,8 @@ fn plan_root(
             // current); otherwise it is a write of the range the index may reach, which needs
             // that range current first (a copy of what this side lacks, which the other side's
             // writes made stale).
-            let read_there_next = anticipated
-                .after(ctx, *op)
-                .must
-                .pair()
-                .is_some_and(|must| must[1 - read.side].contains(&all));
+            let read_there_next =
+                anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[1 - read.side].contains(&all));
             if pair[1 - read.side].contains(&all)
                 && !pair[read.side].contains(&all)
                 && !needed_anyway

@@ -9,8 +9,7 @@
 //! - A differential check ([`check`]): small generated programs of the same shapes as the cost
 //!   measurement's, under the reference semantics and every strategy: the seeds a strategy gets
 //!   wrong.
-//! - Cost ([`cost`]): `insert-transfers{strategy=static}`, the default pipeline and
-//!   `insert-transfers{strategy=lcm}` on programs
+//! - Cost ([`cost`]): `insert-transfers{strategy=static}` and the default pipeline on programs
 //!   of 1,000, 10,000 and 100,000 dispatches over 1,000 buffers ([`program_gen`]): time, peak
 //!   heap, the fitted growth exponent. Target: under 1 s at 100,000, growth no worse than
 //!   n log n.
@@ -317,12 +316,7 @@ pub fn run(args: &TransfersArgs) -> Result<(Value, String, bool), String> {
         if let Some(dir) = &args.keep {
             std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        let pipelines = [
-            ("static", "insert-transfers{strategy=static}".to_string()),
-            ("default", default_pipeline),
-            // Issue 22's rebuild of `static` (lazy code motion), measured beside it.
-            ("lcm", "insert-transfers{strategy=lcm}".to_string()),
-        ];
+        let pipelines = [("static", "insert-transfers{strategy=static}".to_string()), ("default", default_pipeline)];
         let mut sizes = args.dispatches.clone();
         sizes.sort_unstable();
         let plan = cost::Plan {
