@@ -389,12 +389,9 @@ fn check_case(case: &Case, strategies: &[Strategy], order: &[(&str, &str)]) -> R
 }
 
 /// The constructs the differential test makes by default: none, so that these shards keep the
-/// programs (and the byte ladder) of before. Every construct is on in shards of their own
-/// ([`constructs_shard`]): with all of them, on 2,000 programs (`survey`,
-/// `HAT_DIFF_CONSTRUCTS=all`), every strategy gives the reference results and every run
-/// succeeds, but `static` moves more than `kernel` on 14, `static+hoist` on 13 and `default` on
-/// 9 (swaps through branch results, partial writes in loops that may not run), so the ladder is
-/// not asserted for them there yet. `HAT_DIFF_CONSTRUCTS` turns constructs on here too.
+/// programs of before. Every construct is on in shards of their own ([`constructs_shard`]), with
+/// the same checks: the reference results for every strategy and the whole byte ladder.
+/// `HAT_DIFF_CONSTRUCTS` turns constructs on here too.
 const DEFAULT_CONSTRUCTS: &[Construct] = &[];
 
 /// The constructs of this run: `HAT_DIFF_CONSTRUCTS` applied to [`DEFAULT_CONSTRUCTS`].
@@ -502,8 +499,6 @@ fn run_shard(
         }
     };
     let mut tracking_wins: Vec<(usize, u64, Bytes)> = Vec::new();
-    // The programs on which `static` moves more than `kernel` (asserted without constructs).
-    let mut above_kernel: Vec<u64> = Vec::new();
     for &seed in &seeds {
         let case = differential_case(seed, on);
         let bytes = match check_case(&case, strategies, order) {
@@ -511,11 +506,6 @@ fn run_shard(
             Err(failure) => return Err(report_failure(seed, case, failure, strategies, order)),
         };
         let moved = |name: &str| bytes.iter().find(|(n, _)| *n == name).map(|(_, b)| *b);
-        if let (Some(planned), Some(kernel)) = (moved(STATIC.name), moved(KERNEL.name)) {
-            if planned > kernel {
-                above_kernel.push(seed);
-            }
-        }
         if let (Some(tracking), Some(planned)) = (moved(TRACKING.name), moved(STATIC.name)) {
             if tracking < planned {
                 tracking_wins.push((render(&case.program).len(), seed, bytes));
@@ -527,15 +517,6 @@ fn run_shard(
         seeds.len(),
         on.names()
     );
-    if strategies.iter().any(|s| s.name == STATIC.name) && strategies.iter().any(|s| s.name == KERNEL.name) {
-        let shown: Vec<String> = above_kernel.iter().take(12).map(u64::to_string).collect();
-        println!(
-            "shard {shard}: static moved more bytes than kernel in {} of {} cases (seeds {})",
-            above_kernel.len(),
-            seeds.len(),
-            shown.join(" ")
-        );
-    }
     if strategies.iter().any(|s| s.name == TRACKING.name) && strategies.iter().any(|s| s.name == STATIC.name) {
         println!(
             "shard {shard}: tracking moved fewer bytes than static in {} of {} cases",
@@ -693,17 +674,10 @@ fn shard(index: u64, order: &[(&str, &str)]) {
     }
 }
 
-/// The byte ladder that holds with every construct of issue 22 on: the `default` pipeline at
-/// most `kernel`; `static` and `static+hoist` alone (without `resolve-aliases`' rewrites before
-/// them) still move more than `kernel` on a few such programs (the shards print them), so they
-/// are not asserted there; the reference results are asserted for every strategy.
-const CONSTRUCTS_BYTE_ORDER: &[(&str, &str)] = &[("kernel", "jic"), ("default", "kernel"), ("tracking", "kernel")];
-
 /// The cases with every construct on, in shards of their own (a failure reruns with
 /// `HAT_DIFF_CONSTRUCTS=all HAT_DIFF_SEED=n`).
 fn constructs_shard(index: u64) {
-    if let Err(report) = run_shard(index, SHARDS, CASES_PER_SHARD, STRATEGIES, CONSTRUCTS_BYTE_ORDER, Constructs::all())
-    {
+    if let Err(report) = run_shard(index, SHARDS, CASES_PER_SHARD, STRATEGIES, BYTE_ORDER, Constructs::all()) {
         panic!("with every construct on (HAT_DIFF_CONSTRUCTS=all): {report}");
     }
 }
@@ -844,10 +818,9 @@ fn survey_needed_transfers() {
     println!("{needed} of {total} transfers that ran in the static plans are needed ({cases} cases)");
 }
 
-/// Not a check: the first seed on which a plan moves more bytes than `kernel`, shrunk
-/// (`HAT_DIFF_SEED=n` for one seed; `HAT_DIFF_CONSTRUCTS=all` for every construct, where
-/// `static` alone is not asserted). `HAT_DIFF_DEFAULT=1`: the `default` pipeline instead of
-/// `static`.
+/// Not a check (the shards check it): the first seed on which a plan moves more bytes than
+/// `kernel`, shrunk (`HAT_DIFF_SEED=n` for one seed; `HAT_DIFF_CONSTRUCTS=all` for every
+/// construct). `HAT_DIFF_DEFAULT=1`: the `default` pipeline instead of `static`.
 #[test]
 #[ignore]
 fn plan_bytes() {

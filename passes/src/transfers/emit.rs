@@ -194,7 +194,7 @@ pub fn state_cell(ctx: &mut Context, anchor: Anchor, bits: i64, location: Locati
 pub fn load(ctx: &mut Context, anchor: Anchor, buffer: Value, index: Value, location: Location) -> Value {
     let element = match ctx.type_kind(ctx.value_type(buffer)) {
         hat_ir::TypeKind::MemRef { element, .. } => *element,
-        _ => unreachable!("a flag cell is a buffer"),
+        _ => unreachable!("a state cell is a buffer"),
     };
     let mut state = OperationState::new(ctx.op_name(LoadOp::NAME), location);
     state.operands.extend([buffer, index]);

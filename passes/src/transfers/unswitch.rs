@@ -12,8 +12,8 @@
 //! ```
 //!
 //! The program computes the same; the `static` plan then knows, on each path, exactly which
-//! buffer each access touches, so it copies only that one (and, where the paths meet, keeps a
-//! run-time flag rather than copying both). Only ops without regions or results are unswitched
+//! buffer each access touches, so it copies only that one (and, where the paths meet, copies
+//! only what a run-time bit says is stale rather than copying both). Only ops without regions or results are unswitched
 //! (dispatches, calls without results, stores, copies). Operands that choose on different
 //! conditions (or choose among selects) are unswitched one condition at a time, the copies in
 //! each region again, up to [`MAX_DEPTH`] conditions deep (2^depth copies of the op); past that

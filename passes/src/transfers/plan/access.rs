@@ -28,7 +28,9 @@ use super::super::host_effects::{declared_parameter_access, parameters, Summarie
 use super::super::ranges::RangeSet;
 use super::facts::{Pair, DEVICE, HOST};
 use super::roots::Tracked;
-use hat_ir::interfaces::{constant_integer, CallOpInterface, CallableOpInterface, LaunchOpInterface};
+use hat_ir::interfaces::{
+    constant_integer, CallOpInterface, CallableOpInterface, LaunchOpInterface, RegionBranchOpInterface,
+};
 use hat_ir::{Context, EffectKind, EffectTarget, Extent, MemoryEffects, MemorySpace, Op, OpTraits, Value};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -274,6 +276,18 @@ impl Classifier<'_> {
                     reads: arg.reads,
                 };
                 let either = self.tracked.candidates_of(self.roots, arg.value);
+                let copied = either.iter().filter(|&&r| !self.tracked.is_device_only(r)).count();
+                if !either.is_empty() && copied <= 1 {
+                    // Which of them it is is known at run time only, but all of them but one at
+                    // most are current on the device at all times (device-only): each is read
+                    // there, and may be written (what it writes must be current before), and
+                    // only that one may need a copy, as the `kernel` strategy's would.
+                    for &root in &either {
+                        out.read(root, DEVICE, &arg.read);
+                        out.may_write(root, DEVICE, &arg.written);
+                    }
+                    continue;
+                }
                 if !either.is_empty() {
                     // Which of them it is is known at run time only: the value itself is copied
                     // the `kernel` strategy's way (what the dispatch needs in, from the host;
@@ -320,6 +334,11 @@ impl Classifier<'_> {
             for value in values {
                 out.host_needs(value, None, false);
             }
+            return out.finish();
+        }
+        // A loop or a branch does what its regions do (the solvers follow them): the buffers it
+        // carries or yields are not accessed by the op itself.
+        if ctx.interface::<dyn RegionBranchOpInterface>(op).is_some() {
             return out.finish();
         }
         let buffers: SmallVec<[Value; 4]> = ctx.operands(op).iter().copied().filter(|&v| is_buffer(ctx, v)).collect();

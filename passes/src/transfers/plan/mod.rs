@@ -1,7 +1,8 @@
-//! The `lcm` strategy of `insert-transfers`: transfers placed by lazy code motion over hat-ir's
-//! dataflow framework. A copy of elements of a buffer to one side is an "expression" in the
-//! sense of partial redundancy elimination: needed where an observer reads that side, killed
-//! where the other side is written, made available by a copy or by a complete write.
+//! The `static` strategy of `insert-transfers` (also named `lcm`): transfers placed by lazy code
+//! motion over hat-ir's dataflow framework. A copy of elements of a buffer to one side is an
+//! "expression" in the sense of partial redundancy elimination: needed where an observer reads
+//! that side, killed where the other side is written, made available by a copy or by a complete
+//! write.
 //!
 //! The steps, each in its own file:
 //! 1. [`roots`]: which buffers the plan follows (its *tracked roots*); the others are kept
@@ -19,7 +20,7 @@
 //!    is made when a run-time bit says the side is stale;
 //! 6. [`emit`]: the copies written into the function, on the edges of structured control flow.
 //!
-//! `docs/passes/insert-transfers-lcm.md` goes through a worked example.
+//! `docs/passes/insert-transfers.md` goes through a worked example.
 
 pub mod access;
 pub mod analyses;
@@ -180,11 +181,14 @@ pub fn plan(
         }
         for (op, pair, guard) in &planned.at_ops {
             let place = Place { anchor: Anchor::Before(*op), order: Order::AtOp, guard: None };
+            // What a dispatch needs only because it may write part of it (not what it reads).
+            let merge = classified.of(*op).tracked.iter().find(|a| a.root == root).map(|a| a.merge.clone());
             for side in [HOST, DEVICE] {
                 if pair[side].is_empty() {
                     continue;
                 }
-                let reason = describer.at_op(*op, root, side).map(|r| describer.guarded(r, *guard));
+                let merged = merge.as_ref().is_some_and(|m| m[side].contains(&pair[side]));
+                let reason = describer.at_op(*op, root, side, merged).map(|r| describer.guarded(r, *guard));
                 let location = ctx.location(*op);
                 copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
                 copies.extend(cleared(place, side, &pair[side], *guard, location));
@@ -505,13 +509,18 @@ impl Describer<'_> {
         self.kernels.callee(self.ctx, op).and_then(|k| symbol_name(self.ctx, k)).unwrap_or("?").to_string()
     }
 
-    fn at_op(&self, op: Op, root: usize, side: usize) -> Option<String> {
+    /// `merged`: the elements are needed only because the op may write part of them.
+    fn at_op(&self, op: Op, root: usize, side: usize, merged: bool) -> Option<String> {
         if !self.reasons {
             return None;
         }
         let ctx = self.ctx;
         let what = if ctx.interface::<dyn hat_ir::interfaces::LaunchOpInterface>(op).is_some() {
-            format!("read by @{} (or partly written: the rest must be current)", self.kernel(op))
+            if merged {
+                format!("partly written by @{}: the rest must be current", self.kernel(op))
+            } else {
+                format!("read by @{}", self.kernel(op))
+            }
         } else if ctx.parent_op(op) == Some(self.function) && ctx.next_op(op).is_none() {
             let name = symbol_name(ctx, self.function).unwrap_or("?");
             format!("the caller sees {} when @{name} returns", self.name(root))
@@ -550,7 +559,7 @@ impl Describer<'_> {
                 )
             });
         }
-        self.at_op(op, access.root, access.side).map(|r| format!("{r} (the element at a run-time index)"))
+        self.at_op(op, access.root, access.side, false).map(|r| format!("{r} (the element at a run-time index)"))
     }
 
     /// `reason`, said of a copy made when the root's bit says its side is stale.

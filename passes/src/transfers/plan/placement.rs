@@ -40,9 +40,9 @@ fn add(copies: &mut EdgeCopies, edge: EdgeKey, pair: &Pair) {
 
 /// The copies less what is current on their side already where they are made (before the
 /// other copies of their place), per `available`, the availability with all of them. Such a
-/// copy is never needed, and its source may be stale (lazy code motion can place a copy at a
-/// join for the paths that lack it, downstream of a repair or of a copy on one branch's edge
-/// that made it current on the others).
+/// copy is never needed, and its source may be stale (lazy code motion can place a copy after a
+/// join for the paths that lack it, downstream of a copy on one branch's edge that made it
+/// current on the others, or of a coalesced copy).
 pub fn without_redundant(
     ctx: &Context,
     flow: &FlowGraph,
@@ -84,13 +84,6 @@ fn loops_around(ctx: &Context, mut at: Option<Op>) -> u32 {
         at = ctx.parent_op(op);
     }
     depth
-}
-
-/// Adds `more` to `copies`.
-pub fn merge_copies(copies: &mut EdgeCopies, more: EdgeCopies) {
-    for (edge, pair) in more {
-        add(copies, edge, &pair);
-    }
 }
 
 /// Lazy code motion's insertions on edges into joins: `later(e) − laterin(target)`.

@@ -11,7 +11,9 @@
 //!   is made by none);
 //! - `r` is allocated inside a loop (or branch) whose carried values or results may hold it
 //!   where something accesses them: then several buffers made by the one op may be alive at
-//!   once, and a fact about "`r`" would be a fact about all of them;
+//!   once, and a fact about "`r`" would be a fact about all of them — unless only dispatches
+//!   touch `r` (the intermediates of an image pipeline): then every one of them is current on
+//!   the device at all times and none is ever copied, and `r` is tracked as *device-only*;
 //! - `r` is a parameter and some call site of the function passes a buffer that it may also pass
 //!   for another of its parameters (DESIGN.md's aliasing pitfall: the parameters of a function
 //!   may alias unless every call proves otherwise).
@@ -25,7 +27,7 @@ use super::super::aliases::{is_buffer, BufferRoots, Roots};
 use super::super::host_effects::parameters;
 use super::Unsupported;
 use hat_dialects::arith_views::SelectOp;
-use hat_ir::interfaces::RegionBranchOpInterface;
+use hat_ir::interfaces::{LaunchOpInterface, RegionBranchOpInterface};
 use hat_ir::{Context, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -34,6 +36,8 @@ pub struct Tracked {
     /// Each tracked root, by number.
     pub roots: Vec<Value>,
     number: FxHashMap<Value, usize>,
+    /// The device-only roots among them, by number.
+    device_only: FxHashSet<usize>,
 }
 
 impl Tracked {
@@ -52,6 +56,8 @@ impl Tracked {
         // The buffer values something reads or writes through (not a select or a terminator
         // that only forwards them: what they forward to is checked where it is used).
         let mut accessed: Vec<Value> = Vec::new();
+        // Whether each accessed value is accessed by dispatches only.
+        let mut by_dispatches_only: FxHashMap<Value, bool> = FxHashMap::default();
         let mut structured: Vec<Op> = Vec::new();
         for op in ctx.walk(function) {
             if op == function {
@@ -80,10 +86,22 @@ impl Tracked {
                 structured.push(op);
             }
             if !forwards {
-                accessed.extend(ctx.operands(op).iter().copied().filter(|&v| is_buffer(ctx, v)));
+                let launch = ctx.interface::<dyn LaunchOpInterface>(op).is_some();
+                for value in ctx.operands(op).iter().copied().filter(|&v| is_buffer(ctx, v)) {
+                    accessed.push(value);
+                    *by_dispatches_only.entry(value).or_insert(true) &= launch;
+                }
             }
         }
         let accessed_set: FxHashSet<Value> = accessed.iter().copied().collect();
+        // The roots that something other than a dispatch may access.
+        let mut host_touched: FxHashSet<Value> = FxHashSet::default();
+        for (&value, &only) in &by_dispatches_only {
+            if let (false, Roots::Known(set)) = (only, roots.roots_ref(value)) {
+                host_touched.extend(set.iter().copied());
+            }
+        }
+        let mut device_only: FxHashSet<Value> = FxHashSet::default();
         // A root made inside a structured op that an accessed result or region argument of it
         // may hold: several buffers of that root may be alive at once.
         for &op in &structured {
@@ -97,7 +115,11 @@ impl Tracked {
                 if let Roots::Known(set) = roots.roots_ref(value) {
                     for &root in set {
                         if ctx.defining_op(root).is_some_and(|d| ctx.is_ancestor(op, d)) {
-                            untracked.insert(root);
+                            if host_touched.contains(&root) || params.contains(&root) {
+                                untracked.insert(root);
+                            } else {
+                                device_only.insert(root);
+                            }
                         }
                     }
                 }
@@ -130,8 +152,9 @@ impl Tracked {
             }
         }
         candidates.retain(|r| !untracked.contains(r));
-        let number = candidates.iter().enumerate().map(|(i, &r)| (r, i)).collect();
-        Ok(Tracked { roots: candidates, number })
+        let number: FxHashMap<Value, usize> = candidates.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        let device_only = device_only.iter().filter_map(|r| number.get(r).copied()).collect();
+        Ok(Tracked { roots: candidates, number, device_only })
     }
 
     /// The number of the tracked root `value` surely is (`None`: it may be another buffer, or
@@ -160,6 +183,12 @@ impl Tracked {
             }
             _ => smallvec::SmallVec::new(),
         }
+    }
+
+    /// Whether tracked root `root` is device-only: made anew inside a loop or branch while an
+    /// older one may be in use, and touched by dispatches only (current on the device always).
+    pub fn is_device_only(&self, root: usize) -> bool {
+        self.device_only.contains(&root)
     }
 
     /// The number of a tracked root.
