@@ -309,7 +309,16 @@ fn plan_root(
         if pair[read.side].contains(&all) {
             continue;
         }
-        if pair[1 - read.side].contains(&all) && !needed_anyway {
+        // The element alone only where no path from here looks at what this side lacks again:
+        // a later copy of it would bring the element a second time (which one was copied is
+        // known at run time only); there one copy of all of it here serves both.
+        let stale = all.minus(&pair[read.side]);
+        let looked_at_later = anticipated
+            .after(ctx, *op)
+            .may
+            .pair()
+            .is_some_and(|may| !may[read.side].intersect(&stale).is_empty());
+        if pair[1 - read.side].contains(&all) && !needed_anyway && !looked_at_later {
             element_copies.push((*op, read.clone()));
         } else {
             widened.push(*op);
