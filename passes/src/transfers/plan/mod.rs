@@ -47,7 +47,7 @@ use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
 use roots::Tracked;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use state::Bit;
 use std::rc::Rc;
 
@@ -150,13 +150,20 @@ pub fn plan(
             states.insert(buffer, planned.bits.clone());
         }
         let tracked_bits: FxHashSet<Bit> = planned.bits.iter().map(|(bit, _)| *bit).collect();
-        // After each copy, the bits of what it made current are cleared.
-        let cleared = |place: Place, side: usize, ranges: &super::ranges::RangeSet, guard: Option<Bit>, location| {
+        // After each copy, the bits of what it made current are cleared (after a plain copy,
+        // those read later only).
+        let cleared = |place: Place,
+                       at: (Option<EdgeKey>, Option<Op>),
+                       side: usize,
+                       ranges: &super::ranges::RangeSet,
+                       guard: Option<Bit>,
+                       location| {
             let atoms = planned.atoms.covering(ranges);
             atoms
                 .into_iter()
                 .map(move |(atom, _)| Bit { atom, side })
                 .filter(|bit| tracked_bits.contains(bit))
+                .filter(|bit| guard.is_some() || planned.live_clears.contains(&(at.0, at.1, *bit)))
                 .map(move |bit| Copy::state(place, buffer, bit, false, guard, location))
                 .collect::<Vec<_>>()
         };
@@ -176,7 +183,7 @@ pub fn plan(
                 let reason = describer.on_edge(place, root, side).map(|r| describer.guarded(r, *guard));
                 let location = ctx.location(edge.from);
                 copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
-                copies.extend(cleared(place, side, &pair[side], *guard, location));
+                copies.extend(cleared(place, (Some(*edge_key), None), side, &pair[side], *guard, location));
             }
         }
         for (op, pair, guard) in &planned.at_ops {
@@ -191,7 +198,7 @@ pub fn plan(
                 let reason = describer.at_op(*op, root, side, merged).map(|r| describer.guarded(r, *guard));
                 let location = ctx.location(*op);
                 copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
-                copies.extend(cleared(place, side, &pair[side], *guard, location));
+                copies.extend(cleared(place, (None, Some(*op)), side, &pair[side], *guard, location));
             }
         }
         for (op, bit, stale) in &planned.events {
@@ -236,6 +243,8 @@ struct RootPlan {
     bits: Vec<(Bit, bool)>,
     /// Bits set (stale) or cleared after ops.
     events: Vec<(Op, Bit, bool)>,
+    /// The bits a plain copy clears that are read later (on an edge, or before an op).
+    live_clears: FxHashSet<(Option<EdgeKey>, Option<Op>, Bit)>,
     /// Accesses at run-time indices served by a copy of their element (before a read, after a
     /// write).
     element_copies: Vec<(Op, DynamicAccess)>,
@@ -313,11 +322,8 @@ fn plan_root(
         // a later copy of it would bring the element a second time (which one was copied is
         // known at run time only); there one copy of all of it here serves both.
         let stale = all.minus(&pair[read.side]);
-        let looked_at_later = anticipated
-            .after(ctx, *op)
-            .may
-            .pair()
-            .is_some_and(|may| !may[read.side].intersect(&stale).is_empty());
+        let looked_at_later =
+            anticipated.after(ctx, *op).may.pair().is_some_and(|may| !may[read.side].intersect(&stale).is_empty());
         if pair[1 - read.side].contains(&all) && !needed_anyway && !looked_at_later {
             element_copies.push((*op, read.clone()));
         } else {
@@ -331,6 +337,7 @@ fn plan_root(
             atoms: state::Atoms::new([]),
             bits: Vec::new(),
             events: Vec::new(),
+            live_clears: FxHashSet::default(),
             element_copies,
             widened,
         });
@@ -402,9 +409,69 @@ fn plan_root(
     // leave) change no bit themselves.
     let stepped = |op: Op| !matches!(flow.role(ctx, op), Role::Definition | Role::RegionBranch(_) | Role::Call { .. });
     for (op, access) in accesses.ops().filter(|(op, _)| stepped(*op)) {
+        // What holds just before the op, with the copies made right before it.
+        let before = final_available.before(ctx, op).map(|p| analyses::with_copies(p, at_ops.get(&op)));
         for (bit, range) in &ranges {
-            if let Some(stale) = state::after_access(access, *bit, range) {
+            let Some(stale) = state::after_access(access, *bit, range) else { continue };
+            // A bit that already says so on every path is not set again.
+            let atom = super::ranges::RangeSet::of(range.clone());
+            let already = match (&before, stale) {
+                (facts::Available::At { may, .. }, true) => may[bit.side].intersect(&atom).is_empty(),
+                (facts::Available::At { current, .. }, false) => current[bit.side].contains(&atom),
+                (facts::Available::Unreached, _) => true,
+            };
+            if !already {
                 events.push((op, *bit, stale));
+            }
+        }
+    }
+    // A set no guarded copy reads before the next set of the same bit is dead: of the sets
+    // after ops and of the clears after plain copies.
+    let mut live_clears: FxHashSet<(Option<EdgeKey>, Option<Op>, Bit)> = FxHashSet::default();
+    if !ranges.is_empty() {
+        let mut at: FxHashMap<Op, (Vec<Bit>, Vec<Bit>)> = FxHashMap::default();
+        for (op, bit, _) in &events {
+            at.entry(*op).or_default().0.push(*bit);
+        }
+        for (op, _, bit) in &op_parts {
+            if let Some(bit) = bit {
+                at.entry(*op).or_default().1.push(*bit);
+            }
+        }
+        let mut on: FxHashMap<EdgeKey, Vec<Bit>> = FxHashMap::default();
+        for (edge, _, bit) in &edge_parts {
+            if let Some(bit) = bit {
+                on.entry(*edge).or_default().push(*bit);
+            }
+        }
+        let live = solve_dense_backward_on(ctx, flow, &slice, &state::Liveness { at_ops: &at, on_edges: &on });
+        work.solves.update(|n| n + 1);
+        events.retain(|(op, bit, _)| live.after(ctx, *op).0.contains(bit));
+        let sets_at = |op: Op| at.get(&op).map_or(&[][..], |(sets, _)| sets.as_slice());
+        for (op, pair, bit) in &op_parts {
+            if bit.is_some() {
+                continue;
+            }
+            let live_there = &live.after(ctx, *op).0;
+            for side in [HOST, DEVICE] {
+                for (bit, _) in state::bits(&atoms, &pair[side], side) {
+                    if live_there.contains(&bit) && !sets_at(*op).contains(&bit) {
+                        live_clears.insert((None, Some(*op), bit));
+                    }
+                }
+            }
+        }
+        for (edge_key, pair, bit) in &edge_parts {
+            if bit.is_some() {
+                continue;
+            }
+            let live_there = &analyses_live_at(ctx, &live, edge_key.1).0;
+            for side in [HOST, DEVICE] {
+                for (bit, _) in state::bits(&atoms, &pair[side], side) {
+                    if live_there.contains(&bit) {
+                        live_clears.insert((Some(*edge_key), None, bit));
+                    }
+                }
             }
         }
     }
@@ -412,7 +479,28 @@ fn plan_root(
         .iter()
         .map(|(bit, range)| (*bit, !entry.1[bit.side].contains(&super::ranges::RangeSet::of(range.clone()))))
         .collect();
-    Ok(RootPlan { on_edges: edge_parts, at_ops: op_parts, atoms, bits: initial, events, element_copies, widened })
+    Ok(RootPlan {
+        on_edges: edge_parts,
+        at_ops: op_parts,
+        atoms,
+        bits: initial,
+        events,
+        live_clears,
+        element_copies,
+        widened,
+    })
+}
+
+/// A backward solution at a target (a block's start, or right after an op).
+fn analyses_live_at<'s, L: hat_ir::analysis::dataflow::Lattice>(
+    ctx: &Context,
+    solution: &'s hat_ir::analysis::dataflow::DenseSolution<L>,
+    target: hat_ir::analysis::dataflow::Target,
+) -> &'s L {
+    match target {
+        hat_ir::analysis::dataflow::Target::Block(block) => solution.block_start(ctx, block),
+        hat_ir::analysis::dataflow::Target::After(op) => solution.after(ctx, op),
+    }
 }
 
 /// Writes a plan into its function; `[to_device, from_device]` counts.

@@ -17,8 +17,11 @@
 
 use super::super::ranges::{RangeSet, END};
 use super::access::RootAccesses;
-use super::analyses::{EdgeCopies, OpCopies};
+use super::analyses::{key, EdgeCopies, EdgeKey, OpCopies};
 use super::facts::{Available, Pair, DEVICE, HOST};
+use hat_ir::analysis::dataflow::{DenseBackwardAnalysis, Edge, Lattice, UnionSet};
+use hat_ir::{Block, Context, Op};
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 /// The atoms of one root.
@@ -109,6 +112,45 @@ pub fn after_access(access: &super::access::Access, bit: Bit, range: &Range<u64>
         Some(false)
     } else {
         None
+    }
+}
+
+/// Backward, may: the bits a guarded copy may read before anything sets them again ("live").
+/// A bit set after an op where it is not live is a dead store, and not made.
+pub struct Liveness<'a> {
+    /// Per op: the bits its own sets overwrite (after it), and the bits the guarded copies just
+    /// before it read.
+    pub at_ops: &'a FxHashMap<Op, (Vec<Bit>, Vec<Bit>)>,
+    /// Per edge: the bits the guarded copies on it read.
+    pub on_edges: &'a FxHashMap<EdgeKey, Vec<Bit>>,
+}
+
+impl DenseBackwardAnalysis for Liveness<'_> {
+    type Lattice = UnionSet<Bit>;
+
+    fn visit_op(&self, _: &Context, op: Op, after: &UnionSet<Bit>) -> UnionSet<Bit> {
+        let Some((sets, reads)) = self.at_ops.get(&op) else { return after.clone() };
+        let mut live = after.clone();
+        for bit in sets {
+            live.0.remove(bit);
+        }
+        live.0.extend(reads.iter().copied());
+        live
+    }
+
+    fn exit_state(&self, _: &Context, _: Block) -> UnionSet<Bit> {
+        UnionSet::bottom()
+    }
+
+    fn visit_edge(&self, _: &Context, edge: &Edge, state: &UnionSet<Bit>) -> UnionSet<Bit> {
+        match self.on_edges.get(&key(edge)) {
+            None => state.clone(),
+            Some(reads) => {
+                let mut live = state.clone();
+                live.0.extend(reads.iter().copied());
+                live
+            }
+        }
     }
 }
 
