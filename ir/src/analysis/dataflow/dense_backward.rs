@@ -69,6 +69,9 @@ pub fn solve_dense_backward_on<A: DenseBackwardAnalysis>(
     slice: &Rc<FlowSlice>,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
+    if slice.numbered_for(flow) {
+        return super::sliced_backward::solve(ctx, flow, slice, analysis);
+    }
     let work = OrderedWorklist::over(slice.order(), true);
     solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
 }

@@ -106,6 +106,9 @@ pub fn solve_dense_forward_on<A: DenseForwardAnalysis>(
     slice: &Rc<FlowSlice>,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
+    if slice.numbered_for(flow) {
+        return super::sliced_forward::solve(ctx, flow, slice, analysis);
+    }
     let work = OrderedWorklist::over(slice.order(), false);
     solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
 }

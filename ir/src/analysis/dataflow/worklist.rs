@@ -43,11 +43,6 @@ impl OpOrder {
         let position = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
         OpOrder { ops, position }
     }
-
-    /// The ops, in order.
-    pub(crate) fn ops(&self) -> &[crate::Op] {
-        &self.ops
-    }
 }
 
 /// Ops waiting to be visited, taken in program order (the pre-order of the root's walk) for a
@@ -103,5 +98,37 @@ impl OrderedWorklist {
         self.queued[index] = false;
         let known = self.order.ops.len();
         Some(if index < known { self.order.ops[index] } else { self.extra[index - known] })
+    }
+}
+
+/// The kept ops of a slice waiting to be visited, by their numbers (program order): the
+/// smallest first for a forward analysis, the largest for a backward one, each at most once in
+/// the queue (the order of [`OrderedWorklist`] over the same ops, without hashing).
+#[derive(Debug)]
+pub(crate) struct NumberedWorklist {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<u32>>,
+    queued: Vec<bool>,
+    backward: bool,
+}
+
+impl NumberedWorklist {
+    /// A worklist over ops numbered `0..count`.
+    pub(crate) fn new(count: usize, backward: bool) -> Self {
+        NumberedWorklist { heap: Default::default(), queued: vec![false; count], backward }
+    }
+
+    pub(crate) fn push(&mut self, i: u32) {
+        if !self.queued[i as usize] {
+            self.queued[i as usize] = true;
+            let key = if self.backward { u32::MAX - i } else { i };
+            self.heap.push(std::cmp::Reverse(key));
+        }
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<u32> {
+        let std::cmp::Reverse(key) = self.heap.pop()?;
+        let i = if self.backward { u32::MAX - key } else { key };
+        self.queued[i as usize] = false;
+        Some(i)
     }
 }
