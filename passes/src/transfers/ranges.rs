@@ -84,6 +84,9 @@ impl RangeSet {
 
     /// The intersection.
     pub fn intersect(&self, other: &RangeSet) -> RangeSet {
+        if self.is_empty() || other.is_empty() {
+            return RangeSet::empty();
+        }
         if self.is_whole() {
             return other.clone();
         }
@@ -110,6 +113,9 @@ impl RangeSet {
 
     /// The elements of `self` not in `other`.
     pub fn minus(&self, other: &RangeSet) -> RangeSet {
+        if self.is_empty() {
+            return RangeSet::empty();
+        }
         if other.is_empty() {
             return self.clone();
         }

@@ -41,6 +41,18 @@ pub trait DenseBackwardAnalysis {
         state.clone()
     }
 
+    /// [`visit_edge`](Self::visit_edge), borrowing `state` where it goes along `edge` as it is
+    /// (the solvers then join it without a copy). By default: `visit_edge`'s state. An analysis
+    /// overrides both together, so that they agree.
+    fn visit_edge_cow<'s>(
+        &self,
+        ctx: &Context,
+        edge: &Edge,
+        state: &'s Self::Lattice,
+    ) -> std::borrow::Cow<'s, Self::Lattice> {
+        std::borrow::Cow::Owned(self.visit_edge(ctx, edge, state))
+    }
+
     /// The state before a call of a callable with a body, given the state after the call and the
     /// state at the callee's entry (already through [`visit_edge`](Self::visit_edge)). By
     /// default: the callee's entry state.

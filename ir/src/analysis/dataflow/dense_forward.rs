@@ -45,6 +45,18 @@ pub trait DenseForwardAnalysis {
         state.clone()
     }
 
+    /// [`visit_edge`](Self::visit_edge), borrowing `state` where it goes along `edge` as it is
+    /// (the solvers then join it without a copy). By default: `visit_edge`'s state. An analysis
+    /// overrides both together, so that they agree.
+    fn visit_edge_cow<'s>(
+        &self,
+        ctx: &Context,
+        edge: &Edge,
+        state: &'s Self::Lattice,
+    ) -> std::borrow::Cow<'s, Self::Lattice> {
+        std::borrow::Cow::Owned(self.visit_edge(ctx, edge, state))
+    }
+
     /// The state after a call of a callable with a body, given the state before the call and
     /// what the callee returned (the join over its exits, already through
     /// [`visit_edge`](Self::visit_edge)). By default: what the callee returned.

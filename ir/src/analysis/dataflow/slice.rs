@@ -24,18 +24,36 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// that root.
 #[derive(Debug)]
 pub struct ProgramOrder {
-    position: FxHashMap<Op, u32>,
+    /// By op index from `base` (`u32::MAX`: not under the root), when the ops under the root
+    /// have indices close together (they do, as parsed); else `keyed`.
+    dense: Vec<u32>,
+    base: usize,
+    keyed: FxHashMap<Op, u32>,
 }
 
 impl ProgramOrder {
     /// The positions of the ops under `root` (the root itself first).
     pub fn new(ctx: &Context, root: Op) -> Self {
-        ProgramOrder { position: ctx.walk(root).into_iter().enumerate().map(|(i, op)| (op, i as u32)).collect() }
+        let ops = ctx.walk(root);
+        let low = ops.iter().map(|op| op.index()).min().unwrap_or(0);
+        let high = ops.iter().map(|op| op.index()).max().unwrap_or(0);
+        if high - low < 4 * ops.len() + 1024 {
+            let mut dense = vec![u32::MAX; high - low + 1];
+            for (i, op) in ops.iter().enumerate() {
+                dense[op.index() - low] = i as u32;
+            }
+            return ProgramOrder { dense, base: low, keyed: FxHashMap::default() };
+        }
+        let keyed = ops.into_iter().enumerate().map(|(i, op)| (op, i as u32)).collect();
+        ProgramOrder { dense: Vec::new(), base: 0, keyed }
     }
 
     /// Where `op` is in the walk (`u32::MAX` for an op not under the root).
     pub fn position(&self, op: Op) -> u32 {
-        self.position.get(&op).copied().unwrap_or(u32::MAX)
+        if self.dense.is_empty() {
+            return self.keyed.get(&op).copied().unwrap_or(u32::MAX);
+        }
+        op.index().checked_sub(self.base).and_then(|i| self.dense.get(i)).copied().unwrap_or(u32::MAX)
     }
 }
 
@@ -165,8 +183,10 @@ impl FlowSlice {
         let mut first = vec![NONE; live.len()];
         let mut last = vec![NONE; live.len()];
         // An op in no block (none under the root) is not kept.
-        let mut ops: Vec<Op> = kept.into_iter().filter(|&op| ctx.parent_block(op).is_some()).collect();
-        ops.sort_unstable_by_key(|&op| order.position(op));
+        let mut positioned: Vec<(u32, Op)> =
+            kept.into_iter().filter(|&op| ctx.parent_block(op).is_some()).map(|op| (order.position(op), op)).collect();
+        positioned.sort_unstable();
+        let ops: Vec<Op> = positioned.into_iter().map(|(_, op)| op).collect();
         let number: FxHashMap<Op, u32> = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
         let mut previous = Vec::with_capacity(ops.len());
         let mut next = vec![NONE; ops.len()];

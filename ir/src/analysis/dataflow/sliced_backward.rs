@@ -77,7 +77,7 @@ impl<A: DenseBackwardAnalysis> Solver<'_, A> {
     fn send_back(&mut self, edges: &[InEdge], state: &A::Lattice) {
         for &into in edges {
             let edge = &self.edges[into.edge as usize];
-            let returning = self.analysis.visit_edge(self.ctx, edge, state);
+            let returning = self.analysis.visit_edge_cow(self.ctx, edge, state);
             let slot = if edge.leaves_before() {
                 &mut self.arrived[into.from as usize]
             } else {

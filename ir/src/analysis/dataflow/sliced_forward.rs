@@ -11,6 +11,7 @@ use super::slice::{FlowSlice, OutEdge, SliceTarget, NONE};
 use super::worklist::NumberedWorklist;
 use crate::Context;
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::rc::Rc;
 
 /// Runs `analysis` over `slice` (numbered for `flow`: [`FlowSlice::numbered_for`]).
@@ -79,7 +80,7 @@ impl<'a, A: DenseForwardAnalysis> Solver<'a, A> {
     fn send(&mut self, out: OutEdge, state: &A::Lattice) {
         let edges = self.edges;
         let edge = &edges[out.edge as usize];
-        let arriving = self.analysis.visit_edge(self.ctx, edge, state);
+        let arriving = self.analysis.visit_edge_cow(self.ctx, edge, state);
         let changed = if self.analysis.merges_at(edge.to) {
             self.merge_into(edge, out.to, arriving)
         } else {
@@ -108,12 +109,12 @@ impl<'a, A: DenseForwardAnalysis> Solver<'a, A> {
 
     /// Records what arrived along `edge` at a target the analysis merges and merges again;
     /// whether the merged state changed.
-    fn merge_into(&mut self, edge: &'a Edge, to: SliceTarget, arriving: A::Lattice) -> bool {
+    fn merge_into(&mut self, edge: &'a Edge, to: SliceTarget, arriving: Cow<'_, A::Lattice>) -> bool {
         let arrivals = self.merging.entry(edge.to).or_default();
         match arrivals.iter_mut().find(|(e, _)| std::ptr::eq(*e, edge)) {
-            Some((_, state)) if *state == arriving => return false,
-            Some((_, state)) => *state = arriving,
-            None => arrivals.push((edge, arriving)),
+            Some((_, state)) if *state == *arriving => return false,
+            Some((_, state)) => *state = arriving.into_owned(),
+            None => arrivals.push((edge, arriving.into_owned())),
         }
         let merged = self.analysis.merge(self.ctx, edge.to, arrivals);
         let slot = self.slot(to);

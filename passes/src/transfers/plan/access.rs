@@ -35,7 +35,7 @@ use smallvec::SmallVec;
 use std::rc::Rc;
 
 /// What one op does to one tracked root.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Access {
     /// The root's number.
     pub root: usize,
@@ -49,6 +49,19 @@ pub struct Access {
     pub made: Pair,
     /// Elements whose copy on that side the op may leave stale.
     pub stale: Pair,
+}
+
+impl Clone for Access {
+    fn clone(&self) -> Self {
+        use super::facts::copy;
+        Access {
+            root: self.root,
+            need: copy(&self.need),
+            merge: copy(&self.merge),
+            made: copy(&self.made),
+            stale: copy(&self.stale),
+        }
+    }
 }
 
 impl Access {
@@ -93,8 +106,9 @@ pub struct DynamicAccess {
 /// What one op does to buffers.
 #[derive(Clone, Debug, Default)]
 pub struct OpAccess {
-    /// To tracked roots, one entry per root.
-    pub tracked: SmallVec<[Access; 2]>,
+    /// To tracked roots, one entry per root (on the heap, as long as it needs to be: a table
+    /// of every op of a function holds one per op that touches a buffer).
+    pub tracked: Vec<Access>,
     /// Copies of untracked buffers around it.
     pub direct: Vec<Direct>,
     /// An access to one element at a run-time index, when not one of the whole buffer.
@@ -560,6 +574,7 @@ impl Builder<'_> {
     }
 
     fn finish(mut self) -> OpAccess {
+        self.access.tracked.shrink_to_fit();
         // A merge is only what no read of the same op needs too.
         for access in &mut self.access.tracked {
             if access.merge[HOST].is_empty() && access.merge[DEVICE].is_empty() {

@@ -26,6 +26,7 @@ use hat_ir::analysis::dataflow::{
 };
 use hat_ir::{Block, Context, Op};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 /// An edge, by its source op and its target.
@@ -65,7 +66,7 @@ pub fn available_after(pair: &Pair, access: &Access) -> Pair {
 pub fn with_copies(pair: &Pair, copies: Option<&Pair>) -> Pair {
     match copies {
         Some(copies) => unite(pair, copies),
-        None => pair.clone(),
+        None => super::facts::copy(pair),
     }
 }
 
@@ -117,18 +118,25 @@ impl DenseForwardAnalysis for Availability<'_> {
         }
     }
 
-    fn visit_edge(&self, _: &Context, edge: &Edge, state: &Available) -> Available {
+    fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Available) -> Available {
+        self.visit_edge_cow(ctx, edge, state).into_owned()
+    }
+
+    fn visit_edge_cow<'s>(&self, _: &Context, edge: &Edge, state: &'s Available) -> Cow<'s, Available> {
+        if self.copies.is_empty() && self.flags.is_empty() {
+            return Cow::Borrowed(state);
+        }
         let edge_key = key(edge);
         along_edge(state, self.copies.get(&edge_key), self.flags.get(&edge_key).copied())
     }
 }
 
 /// What arrives along an edge from a source in `state`, with `copies` made on it and the flag
-/// set to `set` after them.
-pub fn along_edge(state: &Available, copies: Option<&Pair>, set: Option<usize>) -> Available {
-    let Available::At { current, flagged } = state else { return state.clone() };
+/// set to `set` after them (`state` itself, borrowed, where the edge changes nothing).
+pub fn along_edge<'s>(state: &'s Available, copies: Option<&Pair>, set: Option<usize>) -> Cow<'s, Available> {
+    let Available::At { current, flagged } = state else { return Cow::Borrowed(state) };
     if copies.is_none() && set.is_none() {
-        return state.clone();
+        return Cow::Borrowed(state);
     }
     let current = with_copies(current, copies);
     let flagged = match set {
@@ -137,7 +145,7 @@ pub fn along_edge(state: &Available, copies: Option<&Pair>, set: Option<usize>) 
         // A copy leaves the side the flag names current.
         None => flagged.clone(),
     };
-    Available::At { current, flagged }
+    Cow::Owned(Available::At { current, flagged })
 }
 
 /// Both anticipations at a point.
@@ -190,6 +198,10 @@ impl DenseBackwardAnalysis for Anticipation<'_> {
 
     fn exit_state(&self, _: &Context, _: Block) -> Anticipated {
         Anticipated { must: Must::At(nothing()), may: May::At(nothing()) }
+    }
+
+    fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s Anticipated) -> Cow<'s, Anticipated> {
+        Cow::Borrowed(state)
     }
 }
 
@@ -272,12 +284,17 @@ impl<'a> Later<'a> {
 
     /// `later` along `edge` from the state at its source.
     pub fn along(&self, ctx: &Context, edge: &Edge, state: &Must) -> Must {
-        let Must::At(pair) = state else { return Must::Unreached };
+        self.along_cow(ctx, edge, state).into_owned()
+    }
+
+    /// [`along`](Self::along), borrowing `state` where the edge adds nothing.
+    fn along_cow<'s>(&self, ctx: &Context, edge: &Edge, state: &'s Must) -> Cow<'s, Must> {
+        let Must::At(pair) = state else { return Cow::Owned(Must::Unreached) };
         let earliest = self.earliest(ctx, edge);
         if is_nothing(&earliest) {
-            return state.clone();
+            return Cow::Borrowed(state);
         }
-        Must::At(unite(pair, &earliest))
+        Cow::Owned(Must::At(unite(pair, &earliest)))
     }
 }
 
@@ -312,5 +329,9 @@ impl DenseForwardAnalysis for Later<'_> {
 
     fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Must) -> Must {
         self.along(ctx, edge, state)
+    }
+
+    fn visit_edge_cow<'s>(&self, ctx: &Context, edge: &Edge, state: &'s Must) -> Cow<'s, Must> {
+        self.along_cow(ctx, edge, state)
     }
 }

@@ -184,6 +184,10 @@ impl DenseForwardAnalysis for Settling<'_> {
         state.clone()
     }
 
+    fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s Available) -> std::borrow::Cow<'s, Available> {
+        std::borrow::Cow::Borrowed(state)
+    }
+
     fn merges_at(&self, _: Target) -> bool {
         true
     }
