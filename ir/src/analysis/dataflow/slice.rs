@@ -230,8 +230,16 @@ impl FlowSlice {
             Target::Block(block) => block_number.get(&block).map(|&b| SliceTarget::Block(b)),
             Target::After(op) => number.get(&op).map(|&i| SliceTarget::After(i)),
         };
-        for &op in &ops {
+        // A plain op (no regions, successors, interface or call) sends control nowhere and no
+        // edge arrives right after it, nor after a terminator (no regions): their edges are not
+        // looked up.
+        let plain = |role: Role| matches!(role, Role::Plain);
+        let no_regions = |role: Role| matches!(role, Role::Plain | Role::Exit { .. });
+        for (&op, &role) in ops.iter().zip(&roles) {
             out.push(out_edges.len() as u32);
+            if plain(role) {
+                continue;
+            }
             for &edge in flow.edge_indices_from(op) {
                 match target_of(flow.edges()[edge as usize].to) {
                     Some(to) => out_edges.push(OutEdge { edge, to }),
@@ -241,9 +249,9 @@ impl FlowSlice {
         }
         out.push(out_edges.len() as u32);
         let mut in_edges = Vec::new();
-        let mut incoming = |target: Target, starts: &mut Vec<u32>, closed: &mut bool| {
+        let mut incoming = |target: Option<Target>, starts: &mut Vec<u32>, closed: &mut bool| {
             starts.push(in_edges.len() as u32);
-            for &edge in flow.edge_indices_into(target) {
+            for &edge in target.map_or(&[][..], |target| flow.edge_indices_into(target)) {
                 match number.get(&flow.edges()[edge as usize].from) {
                     Some(&from) => in_edges.push(InEdge { edge, from }),
                     None => *closed = false,
@@ -252,11 +260,12 @@ impl FlowSlice {
         };
         let mut into_block = Vec::with_capacity(blocks.len() + 1);
         for &block in &blocks {
-            incoming(Target::Block(block), &mut into_block, &mut closed);
+            incoming(Some(Target::Block(block)), &mut into_block, &mut closed);
         }
         let mut into_after = Vec::with_capacity(ops.len() + 1);
-        for &op in &ops {
-            incoming(Target::After(op), &mut into_after, &mut closed);
+        for (&op, &role) in ops.iter().zip(&roles) {
+            let target = (!no_regions(role)).then_some(Target::After(op));
+            incoming(target, &mut into_after, &mut closed);
         }
         into_block.push(in_edges.len() as u32);
         into_after.push(in_edges.len() as u32);

@@ -294,6 +294,7 @@ impl Classifier<'_> {
             tracked: self.tracked,
             roots: self.roots,
             access: OpAccess::default(),
+            tracked_accesses: SmallVec::new(),
             reads: SmallVec::new(),
         };
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
@@ -519,17 +520,19 @@ struct Builder<'a> {
     tracked: &'a Tracked,
     roots: &'a BufferRoots,
     access: OpAccess,
+    /// The accesses to tracked roots (`access.tracked` once finished, as many as there are).
+    tracked_accesses: SmallVec<[Access; 2]>,
     /// What the op reads of each root, per side (a merge is what it needs beyond that).
     reads: SmallVec<[(usize, Pair); 2]>,
 }
 
 impl Builder<'_> {
     fn entry(&mut self, root: usize) -> &mut Access {
-        match self.access.tracked.iter().position(|a| a.root == root) {
-            Some(i) => &mut self.access.tracked[i],
+        match self.tracked_accesses.iter().position(|a| a.root == root) {
+            Some(i) => &mut self.tracked_accesses[i],
             None => {
-                self.access.tracked.push(Access { root, ..Access::default() });
-                self.access.tracked.last_mut().expect("just pushed")
+                self.tracked_accesses.push(Access { root, ..Access::default() });
+                self.tracked_accesses.last_mut().expect("just pushed")
             }
         }
     }
@@ -592,9 +595,8 @@ impl Builder<'_> {
     }
 
     fn finish(mut self) -> OpAccess {
-        self.access.tracked.shrink_to_fit();
         // A merge is only what no read of the same op needs too.
-        for access in &mut self.access.tracked {
+        for access in &mut self.tracked_accesses {
             if access.merge[HOST].is_empty() && access.merge[DEVICE].is_empty() {
                 continue;
             }
@@ -604,6 +606,8 @@ impl Builder<'_> {
                 }
             }
         }
+        self.access.tracked = Vec::with_capacity(self.tracked_accesses.len());
+        self.access.tracked.extend(self.tracked_accesses);
         self.access
     }
 }
