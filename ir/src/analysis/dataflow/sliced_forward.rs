@@ -5,12 +5,11 @@
 
 use super::dense_forward::DenseForwardAnalysis;
 use super::dense_solution::{DenseSolution, Direction};
-use super::flow::{Edge, FlowGraph, Role, Target};
+use super::flow::{Edge, FlowGraph, Role};
 use super::lattice::Lattice;
 use super::slice::{FlowSlice, OutEdge, SliceTarget, NONE};
 use super::worklist::NumberedWorklist;
 use crate::Context;
-use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::rc::Rc;
 
@@ -30,7 +29,7 @@ pub(crate) fn solve<A: DenseForwardAnalysis>(
         after: vec![None; count],
         start: vec![None; slice.block_count()],
         arrived: vec![None; count],
-        merging: FxHashMap::default(),
+        merging: Vec::new(),
         work: NumberedWorklist::new(count, false),
     };
     for (b, &block) in slice.live_blocks().iter().enumerate() {
@@ -59,8 +58,9 @@ struct Solver<'a, A: DenseForwardAnalysis> {
     /// For region-branch ops and calls: the join of what arrived along the edges to right after
     /// them.
     arrived: Vec<Option<A::Lattice>>,
-    /// Where the analysis merges: what arrived along each edge so far.
-    merging: FxHashMap<Target, Vec<(&'a Edge, A::Lattice)>>,
+    /// Where the analysis merges: what arrived along each edge so far, per block and then per
+    /// kept op (right after it); empty until the analysis first merges.
+    merging: Vec<Vec<(&'a Edge, A::Lattice)>>,
     work: NumberedWorklist,
 }
 
@@ -110,7 +110,14 @@ impl<'a, A: DenseForwardAnalysis> Solver<'a, A> {
     /// Records what arrived along `edge` at a target the analysis merges and merges again;
     /// whether the merged state changed.
     fn merge_into(&mut self, edge: &'a Edge, to: SliceTarget, arriving: Cow<'_, A::Lattice>) -> bool {
-        let arrivals = self.merging.entry(edge.to).or_default();
+        if self.merging.is_empty() {
+            self.merging.resize_with(self.slice.block_count() + self.slice.ops().len(), Vec::new);
+        }
+        let slot = match to {
+            SliceTarget::Block(b) => b as usize,
+            SliceTarget::After(i) => self.slice.block_count() + i as usize,
+        };
+        let arrivals = &mut self.merging[slot];
         match arrivals.iter_mut().find(|(e, _)| std::ptr::eq(*e, edge)) {
             Some((_, state)) if *state == *arriving => return false,
             Some((_, state)) => *state = arriving.into_owned(),
