@@ -97,6 +97,29 @@ impl<L: Lattice> DenseSolution<L> {
         .unwrap_or(&self.bottom)
     }
 
+    /// In a numbered solution, the state at a kept op: the one stored for it where the solve
+    /// went `stored` (after it forward, before it backward), else its neighbour's upstream or
+    /// its block's (one look-up of the op's number). `None`: another kind of solution, or an
+    /// op the slice does not keep.
+    fn at_kept(&self, op: Op, stored: Direction) -> Option<&L> {
+        let (States::Numbered { ops, blocks }, Some(slice)) = (&self.states, &self.slice) else { return None };
+        let i = slice.number(op)?;
+        let state = if self.direction == stored {
+            &ops[i as usize]
+        } else {
+            let neighbour = match self.direction {
+                Direction::Forward => slice.previous_of(i),
+                Direction::Backward => slice.next_of(i),
+            };
+            if neighbour == super::slice::NONE {
+                &blocks[slice.block_of(i) as usize]
+            } else {
+                &ops[neighbour as usize]
+            }
+        };
+        Some(state.as_ref().unwrap_or(&self.bottom))
+    }
+
     /// The state at a point of a slice's solution: right after the kept op `at`, or at the
     /// start of `op`'s block when `at` is `None` (forward); right before the kept op `at`, or
     /// at the end of the block (backward).
@@ -109,19 +132,6 @@ impl<L: Lattice> DenseSolution<L> {
 
     /// A forward slice's state before `op` / a backward slice's state after it.
     fn sliced_upstream(&self, ctx: &Context, slice: &FlowSlice, op: Op) -> &L {
-        if let (Some(i), States::Numbered { ops, blocks }) = (slice.number(op), &self.states) {
-            // The kept op's neighbour upstream, or its block's start (end).
-            let neighbour = match self.direction {
-                Direction::Forward => slice.previous_of(i),
-                Direction::Backward => slice.next_of(i),
-            };
-            let state = if neighbour == super::slice::NONE {
-                &blocks[slice.block_of(i) as usize]
-            } else {
-                &ops[neighbour as usize]
-            };
-            return state.as_ref().unwrap_or(&self.bottom);
-        }
         let at = match self.direction {
             Direction::Forward if slice.contains(op) => Ok(slice.prev_op(op)),
             Direction::Forward => slice.at_or_before(ctx, op),
@@ -141,6 +151,9 @@ impl<L: Lattice> DenseSolution<L> {
 
     /// The state right before `op` runs.
     pub fn before(&self, ctx: &Context, op: Op) -> &L {
+        if let Some(state) = self.at_kept(op, Direction::Backward) {
+            return state;
+        }
         if let Some(slice) = &self.slice {
             return match self.direction {
                 Direction::Forward => self.sliced_upstream(ctx, slice, op),
@@ -159,6 +172,9 @@ impl<L: Lattice> DenseSolution<L> {
 
     /// The state right after `op` has run.
     pub fn after(&self, ctx: &Context, op: Op) -> &L {
+        if let Some(state) = self.at_kept(op, Direction::Forward) {
+            return state;
+        }
         if let Some(slice) = &self.slice {
             return match self.direction {
                 Direction::Backward => self.sliced_upstream(ctx, slice, op),
