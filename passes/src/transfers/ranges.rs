@@ -63,6 +63,15 @@ impl RangeSet {
         if self.is_empty() || other.is_whole() {
             return other.clone();
         }
+        if let ([a], [b]) = (self.0.as_slice(), other.0.as_slice()) {
+            // One range each (the common case): the merge below, unrolled.
+            let (first, second) = if a <= b { (*a, *b) } else { (*b, *a) };
+            return if second.0 <= first.1 {
+                RangeSet(smallvec![(first.0, first.1.max(second.1))])
+            } else {
+                RangeSet(smallvec![first, second])
+            };
+        }
         // Both are sorted: merge them, joining ranges that touch or overlap.
         let mut out: SmallVec<[(u64, u64); 2]> = SmallVec::with_capacity(self.0.len() + other.0.len());
         let (mut i, mut j) = (0, 0);
@@ -84,11 +93,18 @@ impl RangeSet {
 
     /// The intersection.
     pub fn intersect(&self, other: &RangeSet) -> RangeSet {
+        if self.is_empty() || other.is_empty() {
+            return RangeSet::empty();
+        }
         if self.is_whole() {
             return other.clone();
         }
         if other.is_whole() {
             return self.clone();
+        }
+        if let ([(a, b)], [(c, d)]) = (self.0.as_slice(), other.0.as_slice()) {
+            let (lo, hi) = (*a.max(c), *b.min(d));
+            return if lo < hi { RangeSet(smallvec![(lo, hi)]) } else { RangeSet::empty() };
         }
         let mut out = SmallVec::new();
         let (mut i, mut j) = (0, 0);
@@ -110,11 +126,28 @@ impl RangeSet {
 
     /// The elements of `self` not in `other`.
     pub fn minus(&self, other: &RangeSet) -> RangeSet {
+        if self.is_empty() {
+            return RangeSet::empty();
+        }
         if other.is_empty() {
             return self.clone();
         }
         if other.is_whole() {
             return RangeSet::empty();
+        }
+        if let ([(a, b)], [(c, d)]) = (self.0.as_slice(), other.0.as_slice()) {
+            let (a, b, c, d) = (*a, *b, *c, *d);
+            if d <= a || c >= b {
+                return self.clone();
+            }
+            let mut out = SmallVec::new();
+            if c > a {
+                out.push((a, c));
+            }
+            if d < b {
+                out.push((d, b));
+            }
+            return RangeSet(out);
         }
         let mut out = SmallVec::new();
         for &(a, b) in &self.0 {

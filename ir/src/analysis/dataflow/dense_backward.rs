@@ -41,6 +41,18 @@ pub trait DenseBackwardAnalysis {
         state.clone()
     }
 
+    /// [`visit_edge`](Self::visit_edge), borrowing `state` where it goes along `edge` as it is
+    /// (the solvers then join it without a copy). By default: `visit_edge`'s state. An analysis
+    /// overrides both together, so that they agree.
+    fn visit_edge_cow<'s>(
+        &self,
+        ctx: &Context,
+        edge: &Edge,
+        state: &'s Self::Lattice,
+    ) -> std::borrow::Cow<'s, Self::Lattice> {
+        std::borrow::Cow::Owned(self.visit_edge(ctx, edge, state))
+    }
+
     /// The state before a call of a callable with a body, given the state after the call and the
     /// state at the callee's entry (already through [`visit_edge`](Self::visit_edge)). By
     /// default: the callee's entry state.
@@ -69,6 +81,9 @@ pub fn solve_dense_backward_on<A: DenseBackwardAnalysis>(
     slice: &Rc<FlowSlice>,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
+    if slice.numbered_for(flow) {
+        return super::sliced_backward::solve(ctx, flow, slice, analysis);
+    }
     let work = OrderedWorklist::over(slice.order(), true);
     solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
 }

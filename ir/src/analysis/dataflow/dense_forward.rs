@@ -45,6 +45,18 @@ pub trait DenseForwardAnalysis {
         state.clone()
     }
 
+    /// [`visit_edge`](Self::visit_edge), borrowing `state` where it goes along `edge` as it is
+    /// (the solvers then join it without a copy). By default: `visit_edge`'s state. An analysis
+    /// overrides both together, so that they agree.
+    fn visit_edge_cow<'s>(
+        &self,
+        ctx: &Context,
+        edge: &Edge,
+        state: &'s Self::Lattice,
+    ) -> std::borrow::Cow<'s, Self::Lattice> {
+        std::borrow::Cow::Owned(self.visit_edge(ctx, edge, state))
+    }
+
     /// The state after a call of a callable with a body, given the state before the call and
     /// what the callee returned (the join over its exits, already through
     /// [`visit_edge`](Self::visit_edge)). By default: what the callee returned.
@@ -106,6 +118,9 @@ pub fn solve_dense_forward_on<A: DenseForwardAnalysis>(
     slice: &Rc<FlowSlice>,
     analysis: &A,
 ) -> DenseSolution<A::Lattice> {
+    if slice.numbered_for(flow) {
+        return super::sliced_forward::solve(ctx, flow, slice, analysis);
+    }
     let work = OrderedWorklist::over(slice.order(), false);
     solve(ctx, flow, Walk::Slice(slice), slice.live_blocks(), work, analysis).finish(Some(slice.clone()))
 }

@@ -20,14 +20,30 @@ pub enum Direction {
     Backward,
 }
 
+/// Where a solution keeps its states.
+#[derive(Clone, Debug)]
+enum States<L> {
+    /// By op and by block.
+    Keyed {
+        /// After each op (forward), or before it (backward).
+        ops: FxHashMap<Op, L>,
+        /// At each block's start (forward), or end (backward).
+        blocks: FxHashMap<Block, L>,
+    },
+    /// By the numbers of a slice's kept ops and blocks (`None`: bottom).
+    Numbered {
+        /// After each kept op (forward), or before it (backward).
+        ops: Vec<Option<L>>,
+        /// At each block's start (forward), or end (backward).
+        blocks: Vec<Option<L>>,
+    },
+}
+
 /// A lattice per program point (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct DenseSolution<L> {
     direction: Direction,
-    /// After each op (forward), or before it (backward).
-    ops: FxHashMap<Op, L>,
-    /// At each block's start (forward), or end (backward).
-    blocks: FxHashMap<Block, L>,
+    states: States<L>,
     bottom: L,
     /// The slice solved over, when not the whole graph: an op it does not keep leaves the state
     /// as it is.
@@ -41,7 +57,17 @@ impl<L: Lattice> DenseSolution<L> {
         blocks: FxHashMap<Block, L>,
         slice: Option<Rc<FlowSlice>>,
     ) -> Self {
-        DenseSolution { direction, ops, blocks, bottom: L::bottom(), slice }
+        DenseSolution { direction, states: States::Keyed { ops, blocks }, bottom: L::bottom(), slice }
+    }
+
+    /// A solution over `slice`, by the numbers of its kept ops and blocks.
+    pub(crate) fn numbered(
+        direction: Direction,
+        ops: Vec<Option<L>>,
+        blocks: Vec<Option<L>>,
+        slice: Rc<FlowSlice>,
+    ) -> Self {
+        DenseSolution { direction, states: States::Numbered { ops, blocks }, bottom: L::bottom(), slice: Some(slice) }
     }
 
     /// The slice the analysis was solved over, if not the whole flow graph.
@@ -49,13 +75,58 @@ impl<L: Lattice> DenseSolution<L> {
         self.slice.as_deref()
     }
 
+    /// The state stored for `op` (after it, forward; before it, backward).
+    fn at_op(&self, op: Op) -> &L {
+        match &self.states {
+            States::Keyed { ops, .. } => ops.get(&op),
+            States::Numbered { ops, .. } => {
+                self.slice.as_ref().and_then(|s| s.number(op)).and_then(|i| ops[i as usize].as_ref())
+            }
+        }
+        .unwrap_or(&self.bottom)
+    }
+
+    /// The state stored for `block` (at its start, forward; at its end, backward).
+    fn at_block(&self, block: Block) -> &L {
+        match &self.states {
+            States::Keyed { blocks, .. } => blocks.get(&block),
+            States::Numbered { blocks, .. } => {
+                self.slice.as_ref().and_then(|s| s.block_number(block)).and_then(|b| blocks[b as usize].as_ref())
+            }
+        }
+        .unwrap_or(&self.bottom)
+    }
+
+    /// In a numbered solution, the state at a kept op: the one stored for it where the solve
+    /// went `stored` (after it forward, before it backward), else its neighbour's upstream or
+    /// its block's (one look-up of the op's number). `None`: another kind of solution, or an
+    /// op the slice does not keep.
+    fn at_kept(&self, op: Op, stored: Direction) -> Option<&L> {
+        let (States::Numbered { ops, blocks }, Some(slice)) = (&self.states, &self.slice) else { return None };
+        let i = slice.number(op)?;
+        let state = if self.direction == stored {
+            &ops[i as usize]
+        } else {
+            let neighbour = match self.direction {
+                Direction::Forward => slice.previous_of(i),
+                Direction::Backward => slice.next_of(i),
+            };
+            if neighbour == super::slice::NONE {
+                &blocks[slice.block_of(i) as usize]
+            } else {
+                &ops[neighbour as usize]
+            }
+        };
+        Some(state.as_ref().unwrap_or(&self.bottom))
+    }
+
     /// The state at a point of a slice's solution: right after the kept op `at`, or at the
     /// start of `op`'s block when `at` is `None` (forward); right before the kept op `at`, or
     /// at the end of the block (backward).
     fn sliced(&self, ctx: &Context, op: Op, at: Option<Op>) -> &L {
         match at {
-            Some(kept) => self.ops.get(&kept).unwrap_or(&self.bottom),
-            None => ctx.parent_block(op).and_then(|b| self.blocks.get(&b)).unwrap_or(&self.bottom),
+            Some(kept) => self.at_op(kept),
+            None => ctx.parent_block(op).map_or(&self.bottom, |b| self.at_block(b)),
         }
     }
 
@@ -80,17 +151,20 @@ impl<L: Lattice> DenseSolution<L> {
 
     /// The state right before `op` runs.
     pub fn before(&self, ctx: &Context, op: Op) -> &L {
+        if let Some(state) = self.at_kept(op, Direction::Backward) {
+            return state;
+        }
         if let Some(slice) = &self.slice {
             return match self.direction {
                 Direction::Forward => self.sliced_upstream(ctx, slice, op),
-                Direction::Backward if slice.contains(op) => self.ops.get(&op).unwrap_or(&self.bottom),
+                Direction::Backward if slice.contains(op) => self.at_op(op),
                 Direction::Backward => self.sliced_upstream(ctx, slice, op),
             };
         }
         match self.direction {
-            Direction::Backward => self.ops.get(&op).unwrap_or(&self.bottom),
+            Direction::Backward => self.at_op(op),
             Direction::Forward => match ctx.prev_op(op) {
-                Some(previous) => self.ops.get(&previous).unwrap_or(&self.bottom),
+                Some(previous) => self.at_op(previous),
                 None => ctx.parent_block(op).map_or(&self.bottom, |block| self.block_start(ctx, block)),
             },
         }
@@ -98,17 +172,20 @@ impl<L: Lattice> DenseSolution<L> {
 
     /// The state right after `op` has run.
     pub fn after(&self, ctx: &Context, op: Op) -> &L {
+        if let Some(state) = self.at_kept(op, Direction::Forward) {
+            return state;
+        }
         if let Some(slice) = &self.slice {
             return match self.direction {
                 Direction::Backward => self.sliced_upstream(ctx, slice, op),
-                Direction::Forward if slice.contains(op) => self.ops.get(&op).unwrap_or(&self.bottom),
+                Direction::Forward if slice.contains(op) => self.at_op(op),
                 Direction::Forward => self.sliced_upstream(ctx, slice, op),
             };
         }
         match self.direction {
-            Direction::Forward => self.ops.get(&op).unwrap_or(&self.bottom),
+            Direction::Forward => self.at_op(op),
             Direction::Backward => match ctx.next_op(op) {
-                Some(next) => self.ops.get(&next).unwrap_or(&self.bottom),
+                Some(next) => self.at_op(next),
                 None => ctx.parent_block(op).map_or(&self.bottom, |block| self.block_end(ctx, block)),
             },
         }
@@ -121,9 +198,9 @@ impl<L: Lattice> DenseSolution<L> {
             None => ctx.first_op(block),
         };
         match (self.direction, first) {
-            (Direction::Forward, _) => self.blocks.get(&block).unwrap_or(&self.bottom),
-            (Direction::Backward, Some(first)) => self.ops.get(&first).unwrap_or(&self.bottom),
-            (Direction::Backward, None) => self.blocks.get(&block).unwrap_or(&self.bottom),
+            (Direction::Forward, _) => self.at_block(block),
+            (Direction::Backward, Some(first)) => self.at_op(first),
+            (Direction::Backward, None) => self.at_block(block),
         }
     }
 
@@ -134,9 +211,9 @@ impl<L: Lattice> DenseSolution<L> {
             None => ctx.last_op(block),
         };
         match (self.direction, last) {
-            (Direction::Backward, _) => self.blocks.get(&block).unwrap_or(&self.bottom),
-            (Direction::Forward, Some(last)) => self.ops.get(&last).unwrap_or(&self.bottom),
-            (Direction::Forward, None) => self.blocks.get(&block).unwrap_or(&self.bottom),
+            (Direction::Backward, _) => self.at_block(block),
+            (Direction::Forward, Some(last)) => self.at_op(last),
+            (Direction::Forward, None) => self.at_block(block),
         }
     }
 }

@@ -382,6 +382,17 @@ impl FlowGraph {
         self.into.get(&target).into_iter().flatten().map(|&i| &self.edges[i as usize])
     }
 
+    /// The indices (into [`edges`](Self::edges)) of the edges out of `op`, in the order of
+    /// [`edges_from`](Self::edges_from).
+    pub(crate) fn edge_indices_from(&self, op: Op) -> &[u32] {
+        self.out.get(&op).map_or(&[], |e| e.as_slice())
+    }
+
+    /// The indices of the edges into `target`, in the order of [`edges_into`](Self::edges_into).
+    pub(crate) fn edge_indices_into(&self, target: Target) -> &[u32] {
+        self.into.get(&target).map_or(&[], |e| e.as_slice())
+    }
+
     /// The live call sites of a callable found so far.
     pub fn callers(&self, callable: Op) -> &[Op] {
         self.callers.get(&callable).map_or(&[], |c| c)

@@ -72,6 +72,8 @@ mod dense_solution;
 mod flow;
 mod lattice;
 mod slice;
+mod sliced_backward;
+mod sliced_forward;
 mod sparse_backward;
 mod sparse_forward;
 mod worklist;

@@ -43,11 +43,6 @@ impl OpOrder {
         let position = ops.iter().enumerate().map(|(i, &op)| (op, i as u32)).collect();
         OpOrder { ops, position }
     }
-
-    /// The ops, in order.
-    pub(crate) fn ops(&self) -> &[crate::Op] {
-        &self.ops
-    }
 }
 
 /// Ops waiting to be visited, taken in program order (the pre-order of the root's walk) for a
@@ -103,5 +98,108 @@ impl OrderedWorklist {
         self.queued[index] = false;
         let known = self.order.ops.len();
         Some(if index < known { self.order.ops[index] } else { self.extra[index - known] })
+    }
+}
+
+/// The kept ops of a slice waiting to be visited, by their numbers (program order): the
+/// smallest first for a forward analysis, the largest for a backward one, each at most once in
+/// the queue (the order of [`OrderedWorklist`] over the same ops, without hashing). A set of
+/// bits, searched from the nearest number queued: a solve mostly moves on in one direction, so
+/// a search passes few words.
+#[derive(Debug)]
+pub(crate) struct NumberedWorklist {
+    queued: Vec<u64>,
+    /// No number queued is below it (forward) or above it (backward); `None`: none queued.
+    nearest: Option<u32>,
+    backward: bool,
+}
+
+impl NumberedWorklist {
+    /// A worklist over ops numbered `0..count`.
+    pub(crate) fn new(count: usize, backward: bool) -> Self {
+        NumberedWorklist { queued: vec![0; count.div_ceil(64)], nearest: None, backward }
+    }
+
+    pub(crate) fn push(&mut self, i: u32) {
+        self.queued[i as usize / 64] |= 1 << (i % 64);
+        self.nearest = Some(match self.nearest {
+            Some(n) if self.backward => n.max(i),
+            Some(n) => n.min(i),
+            None => i,
+        });
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<u32> {
+        let from = self.nearest?;
+        let found = if self.backward {
+            let mut word = from as usize / 64;
+            // The bits at and below `from` in its word.
+            let mut bits = self.queued[word] & (u64::MAX >> (63 - from % 64));
+            loop {
+                if bits != 0 {
+                    break Some(word * 64 + 63 - bits.leading_zeros() as usize);
+                }
+                if word == 0 {
+                    break None;
+                }
+                word -= 1;
+                bits = self.queued[word];
+            }
+        } else {
+            let mut word = from as usize / 64;
+            // The bits at and above `from` in its word.
+            let mut bits = self.queued[word] & (u64::MAX << (from % 64));
+            loop {
+                if bits != 0 {
+                    break Some(word * 64 + bits.trailing_zeros() as usize);
+                }
+                word += 1;
+                if word == self.queued.len() {
+                    break None;
+                }
+                bits = self.queued[word];
+            }
+        };
+        let Some(i) = found else {
+            self.nearest = None;
+            return None;
+        };
+        self.queued[i / 64] &= !(1 << (i % 64));
+        self.nearest = Some(i as u32);
+        Some(i as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NumberedWorklist;
+
+    /// The numbered worklist pops what a heap would: the smallest (largest) number queued, each
+    /// once, whatever the pushes in between.
+    #[test]
+    fn a_numbered_worklist_pops_in_order() {
+        for backward in [false, true] {
+            let mut work = NumberedWorklist::new(300, backward);
+            let mut reference = std::collections::BTreeSet::new();
+            let mut seed = 12345u64;
+            let mut popped = 0;
+            for step in 0..5000 {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let n = ((seed >> 33) % 300) as u32;
+                if step % 3 == 2 {
+                    let expected = if backward { reference.pop_last() } else { reference.pop_first() };
+                    assert_eq!(work.pop(), expected, "step {step}");
+                    popped += usize::from(expected.is_some());
+                } else {
+                    work.push(n);
+                    reference.insert(n);
+                }
+            }
+            while let Some(expected) = if backward { reference.pop_last() } else { reference.pop_first() } {
+                assert_eq!(work.pop(), Some(expected));
+            }
+            assert_eq!(work.pop(), None);
+            assert!(popped > 100);
+        }
     }
 }

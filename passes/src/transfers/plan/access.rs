@@ -34,10 +34,9 @@ use hat_ir::interfaces::{
 use hat_ir::{Context, EffectKind, EffectTarget, Extent, MemoryEffects, MemorySpace, Op, OpTraits, Value};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::rc::Rc;
 
 /// What one op does to one tracked root.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Access {
     /// The root's number.
     pub root: usize,
@@ -51,6 +50,19 @@ pub struct Access {
     pub made: Pair,
     /// Elements whose copy on that side the op may leave stale.
     pub stale: Pair,
+}
+
+impl Clone for Access {
+    fn clone(&self) -> Self {
+        use super::facts::copy;
+        Access {
+            root: self.root,
+            need: copy(&self.need),
+            merge: copy(&self.merge),
+            made: copy(&self.made),
+            stale: copy(&self.stale),
+        }
+    }
 }
 
 impl Access {
@@ -95,8 +107,9 @@ pub struct DynamicAccess {
 /// What one op does to buffers.
 #[derive(Clone, Debug, Default)]
 pub struct OpAccess {
-    /// To tracked roots, one entry per root.
-    pub tracked: SmallVec<[Access; 2]>,
+    /// To tracked roots, one entry per root (on the heap, as long as it needs to be: a table
+    /// of every op of a function holds one per op that touches a buffer).
+    pub tracked: Vec<Access>,
     /// Copies of untracked buffers around it.
     pub direct: Vec<Direct>,
     /// An access to one element at a run-time index, when not one of the whole buffer.
@@ -105,35 +118,42 @@ pub struct OpAccess {
 
 /// The accesses of every op of one function that touches a buffer.
 pub struct Accesses {
-    ops: FxHashMap<Op, Rc<OpAccess>>,
+    /// Where each op that touches a buffer is in `table`.
+    ops: FxHashMap<Op, u32>,
+    /// What those ops do.
+    table: Vec<OpAccess>,
     /// The ops that touch each tracked root (a tracked access or an access at a run-time index),
-    /// in no particular order.
-    by_root: Vec<Vec<Op>>,
-    none: Rc<OpAccess>,
+    /// in no particular order, with where they are in `table`.
+    by_root: Vec<Vec<(Op, u32)>>,
+    none: OpAccess,
 }
 
 impl Accesses {
     /// What `op` does (nothing for an op absent from the table).
     pub fn of(&self, op: Op) -> &OpAccess {
-        self.ops.get(&op).unwrap_or(&self.none)
+        self.ops.get(&op).map_or(&self.none, |&e| &self.table[e as usize])
     }
 
     /// The ops with an access at a run-time index.
     pub fn dynamic(&self) -> impl Iterator<Item = (Op, &DynamicAccess)> + '_ {
-        self.ops.iter().filter_map(|(&op, a)| a.dynamic.as_ref().map(|d| (op, d)))
+        self.ops.iter().filter_map(|(&op, &e)| self.table[e as usize].dynamic.as_ref().map(|d| (op, d)))
     }
 
     /// The ops with direct copies.
     pub fn direct(&self) -> impl Iterator<Item = (Op, &[Direct])> + '_ {
-        self.ops.iter().filter(|(_, a)| !a.direct.is_empty()).map(|(&op, a)| (op, a.direct.as_slice()))
+        self.ops
+            .iter()
+            .map(|(&op, &e)| (op, &self.table[e as usize]))
+            .filter(|(_, a)| !a.direct.is_empty())
+            .map(|(op, a)| (op, a.direct.as_slice()))
     }
 
     /// What the ops that touch `root` do to it.
     pub fn of_root(&self, root: usize) -> RootAccesses {
         let mut ops = FxHashMap::default();
         let mut dynamic = Vec::new();
-        for &op in self.by_root.get(root).into_iter().flatten() {
-            let access = self.of(op);
+        for &(op, e) in self.by_root.get(root).into_iter().flatten() {
+            let access = &self.table[e as usize];
             if let Some(a) = access.tracked.iter().find(|a| a.root == root) {
                 ops.insert(op, a.clone());
             }
@@ -147,12 +167,20 @@ impl Accesses {
     /// Classifies `op` again (an access at a run-time index became one of the whole buffer).
     pub fn reclassify(&mut self, classifier: &Classifier<'_>, op: Op) {
         let access = classifier.classify(op);
+        let e = match self.ops.get(&op) {
+            Some(&e) => e,
+            None => {
+                self.table.push(OpAccess::default());
+                self.ops.insert(op, self.table.len() as u32 - 1);
+                self.table.len() as u32 - 1
+            }
+        };
         for root in access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)) {
-            if !self.by_root[root].contains(&op) {
-                self.by_root[root].push(op);
+            if !self.by_root[root].iter().any(|&(o, _)| o == op) {
+                self.by_root[root].push((op, e));
             }
         }
-        self.ops.insert(op, Rc::new(access));
+        self.table[e as usize] = access;
     }
 }
 
@@ -236,24 +264,28 @@ impl Classifier<'_> {
     /// The table of every op under the function.
     pub fn classify_all(&self) -> Accesses {
         let mut ops = FxHashMap::default();
+        let mut table = Vec::new();
         let mut by_root = vec![Vec::new(); self.tracked.len()];
         for op in self.ctx.walk(self.function) {
             if op == self.function {
                 continue;
             }
             let access = self.classify(op);
+            if access.tracked.is_empty() && access.direct.is_empty() && access.dynamic.is_none() {
+                continue;
+            }
+            let e = table.len() as u32;
             let mut roots: SmallVec<[usize; 4]> =
                 access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)).collect();
             roots.sort_unstable();
             roots.dedup();
             for root in roots {
-                by_root[root].push(op);
+                by_root[root].push((op, e));
             }
-            if !access.tracked.is_empty() || !access.direct.is_empty() || access.dynamic.is_some() {
-                ops.insert(op, Rc::new(access));
-            }
+            ops.insert(op, e);
+            table.push(access);
         }
-        Accesses { ops, by_root, none: Rc::new(OpAccess::default()) }
+        Accesses { ops, table, by_root, none: OpAccess::default() }
     }
 
     /// What `op` does.
@@ -264,6 +296,7 @@ impl Classifier<'_> {
             tracked: self.tracked,
             roots: self.roots,
             access: OpAccess::default(),
+            tracked_accesses: SmallVec::new(),
             reads: SmallVec::new(),
         };
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
@@ -513,17 +546,19 @@ struct Builder<'a> {
     tracked: &'a Tracked,
     roots: &'a BufferRoots,
     access: OpAccess,
+    /// The accesses to tracked roots (`access.tracked` once finished, as many as there are).
+    tracked_accesses: SmallVec<[Access; 2]>,
     /// What the op reads of each root, per side (a merge is what it needs beyond that).
     reads: SmallVec<[(usize, Pair); 2]>,
 }
 
 impl Builder<'_> {
     fn entry(&mut self, root: usize) -> &mut Access {
-        match self.access.tracked.iter().position(|a| a.root == root) {
-            Some(i) => &mut self.access.tracked[i],
+        match self.tracked_accesses.iter().position(|a| a.root == root) {
+            Some(i) => &mut self.tracked_accesses[i],
             None => {
-                self.access.tracked.push(Access { root, ..Access::default() });
-                self.access.tracked.last_mut().expect("just pushed")
+                self.tracked_accesses.push(Access { root, ..Access::default() });
+                self.tracked_accesses.last_mut().expect("just pushed")
             }
         }
     }
@@ -587,7 +622,7 @@ impl Builder<'_> {
 
     fn finish(mut self) -> OpAccess {
         // A merge is only what no read of the same op needs too.
-        for access in &mut self.access.tracked {
+        for access in &mut self.tracked_accesses {
             if access.merge[HOST].is_empty() && access.merge[DEVICE].is_empty() {
                 continue;
             }
@@ -597,6 +632,8 @@ impl Builder<'_> {
                 }
             }
         }
+        self.access.tracked = Vec::with_capacity(self.tracked_accesses.len());
+        self.access.tracked.extend(self.tracked_accesses);
         self.access
     }
 }

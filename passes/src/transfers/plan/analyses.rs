@@ -26,6 +26,7 @@ use hat_ir::analysis::dataflow::{
 };
 use hat_ir::{Block, Context, Op};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 /// An edge, by its source op and its target.
@@ -62,7 +63,7 @@ pub fn available_after(pair: &Pair, access: &Access) -> Pair {
 pub fn with_copies(pair: &Pair, copies: Option<&Pair>) -> Pair {
     match copies {
         Some(copies) => unite(pair, copies),
-        None => pair.clone(),
+        None => super::facts::copy(pair),
     }
 }
 
@@ -104,16 +105,24 @@ impl DenseForwardAnalysis for Availability<'_> {
         }
     }
 
-    fn visit_edge(&self, _: &Context, edge: &Edge, state: &Available) -> Available {
+    fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Available) -> Available {
+        self.visit_edge_cow(ctx, edge, state).into_owned()
+    }
+
+    fn visit_edge_cow<'s>(&self, _: &Context, edge: &Edge, state: &'s Available) -> Cow<'s, Available> {
+        if self.copies.is_empty() {
+            return Cow::Borrowed(state);
+        }
         along_edge(state, self.copies.get(&key(edge)))
     }
 }
 
-/// What arrives along an edge from a source in `state`, with `copies` made on it.
-pub fn along_edge(state: &Available, copies: Option<&Pair>) -> Available {
+/// What arrives along an edge from a source in `state`, with `copies` made on it (`state`
+/// itself, borrowed, where the edge changes nothing).
+pub fn along_edge<'s>(state: &'s Available, copies: Option<&Pair>) -> Cow<'s, Available> {
     match copies {
-        None => state.clone(),
-        Some(copies) => state.map(|pair| unite(pair, copies)),
+        None => Cow::Borrowed(state),
+        Some(copies) => Cow::Owned(state.map(|pair| unite(pair, copies))),
     }
 }
 
@@ -167,6 +176,10 @@ impl DenseBackwardAnalysis for Anticipation<'_> {
 
     fn exit_state(&self, _: &Context, _: Block) -> Anticipated {
         Anticipated { must: Must::At(nothing()), may: May::At(nothing()) }
+    }
+
+    fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s Anticipated) -> Cow<'s, Anticipated> {
+        Cow::Borrowed(state)
     }
 }
 
@@ -246,12 +259,17 @@ impl<'a> Later<'a> {
 
     /// `later` along `edge` from the state at its source.
     pub fn along(&self, ctx: &Context, edge: &Edge, state: &Must) -> Must {
-        let Must::At(pair) = state else { return Must::Unreached };
+        self.along_cow(ctx, edge, state).into_owned()
+    }
+
+    /// [`along`](Self::along), borrowing `state` where the edge adds nothing.
+    fn along_cow<'s>(&self, ctx: &Context, edge: &Edge, state: &'s Must) -> Cow<'s, Must> {
+        let Must::At(pair) = state else { return Cow::Owned(Must::Unreached) };
         let earliest = self.earliest(ctx, edge);
         if is_nothing(&earliest) {
-            return state.clone();
+            return Cow::Borrowed(state);
         }
-        Must::At(unite(pair, &earliest))
+        Cow::Owned(Must::At(unite(pair, &earliest)))
     }
 }
 
@@ -286,5 +304,9 @@ impl DenseForwardAnalysis for Later<'_> {
 
     fn visit_edge(&self, ctx: &Context, edge: &Edge, state: &Must) -> Must {
         self.along(ctx, edge, state)
+    }
+
+    fn visit_edge_cow<'s>(&self, ctx: &Context, edge: &Edge, state: &'s Must) -> Cow<'s, Must> {
+        self.along_cow(ctx, edge, state)
     }
 }

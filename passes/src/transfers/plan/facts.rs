@@ -47,8 +47,19 @@ fn meet(a: &Pair, b: &Pair) -> Pair {
     [a[HOST].intersect(&b[HOST]), a[DEVICE].intersect(&b[DEVICE])]
 }
 
+/// Whether every element of `b` is in `a`, on both sides.
+fn covers(a: &Pair, b: &Pair) -> bool {
+    a[HOST].contains(&b[HOST]) && a[DEVICE].contains(&b[DEVICE])
+}
+
+/// A copy of `pair` (the two sets cloned one by one: an array's own `clone` goes through an
+/// iterator, several times slower, and the solvers copy states on every visit).
+pub fn copy(pair: &Pair) -> Pair {
+    [pair[HOST].clone(), pair[DEVICE].clone()]
+}
+
 /// Facts that hold on every path (joined by intersection); `Unreached` until a path arrives.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Debug, PartialEq, Default)]
 pub enum Must {
     /// No path has reached the point.
     #[default]
@@ -67,6 +78,15 @@ impl Must {
     }
 }
 
+impl Clone for Must {
+    fn clone(&self) -> Self {
+        match self {
+            Must::Unreached => Must::Unreached,
+            Must::At(pair) => Must::At(copy(pair)),
+        }
+    }
+}
+
 impl Lattice for Must {
     fn bottom() -> Self {
         Must::Unreached
@@ -79,6 +99,8 @@ impl Lattice for Must {
                 *self = other.clone();
                 true
             }
+            // Nothing lost: the meet is `a` itself (sets are kept in one normal form).
+            (Must::At(a), Must::At(b)) if covers(b, a) => false,
             (Must::At(a), Must::At(b)) => {
                 let joined = meet(a, b);
                 let changed = joined != *a;
@@ -92,7 +114,7 @@ impl Lattice for Must {
 /// What is current of one root: on every path (`current`, must) and on some path (`may`). An
 /// element current on a side on some paths only is *uncertain* there: a copy to that side is
 /// made when the root's run-time state says the side is stale ([`super::state`]).
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Debug, PartialEq, Default)]
 pub enum Available {
     /// No path has reached the point.
     #[default]
@@ -109,7 +131,7 @@ pub enum Available {
 impl Available {
     /// `current` on every path.
     pub fn of(current: Pair) -> Available {
-        Available::At { may: current.clone(), current }
+        Available::At { may: copy(&current), current }
     }
 
     /// The elements current on every path, when some path reaches the point.
@@ -137,6 +159,15 @@ impl Available {
     }
 }
 
+impl Clone for Available {
+    fn clone(&self) -> Self {
+        match self {
+            Available::Unreached => Available::Unreached,
+            Available::At { current, may } => Available::At { current: copy(current), may: copy(may) },
+        }
+    }
+}
+
 impl Lattice for Available {
     fn bottom() -> Self {
         Available::Unreached
@@ -148,6 +179,12 @@ impl Lattice for Available {
             (Available::Unreached, _) => {
                 *self = other.clone();
                 true
+            }
+            // Nothing lost, nothing added (sets are kept in one normal form).
+            (Available::At { current: a, may: m }, Available::At { current: b, may: n })
+                if covers(b, a) && covers(m, n) =>
+            {
+                false
             }
             (Available::At { current: a, may: m }, Available::At { current: b, may: n }) => {
                 let current = meet(a, b);
@@ -161,7 +198,7 @@ impl Lattice for Available {
 }
 
 /// Facts that hold on some path (joined by union); `Unreached` until a path arrives.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Debug, PartialEq, Default)]
 pub enum May {
     /// No path has reached the point.
     #[default]
@@ -180,6 +217,15 @@ impl May {
     }
 }
 
+impl Clone for May {
+    fn clone(&self) -> Self {
+        match self {
+            May::Unreached => May::Unreached,
+            May::At(pair) => May::At(copy(pair)),
+        }
+    }
+}
+
 impl Lattice for May {
     fn bottom() -> Self {
         May::Unreached
@@ -192,6 +238,8 @@ impl Lattice for May {
                 *self = other.clone();
                 true
             }
+            // Nothing new: the union is `a` itself.
+            (May::At(a), May::At(b)) if covers(a, b) => false,
             (May::At(a), May::At(b)) => {
                 let joined = unite(a, b);
                 let changed = joined != *a;
