@@ -5,6 +5,7 @@
 //! (the state before an op is the state after the previous one); a backward analysis stores the
 //! state before each op and at each block's end. Points in code that never runs, and around an op in no block (the root), hold bottom.
 
+use super::flow::{Edge, Target};
 use super::lattice::Lattice;
 use super::slice::FlowSlice;
 use crate::{Block, Context, Op};
@@ -214,6 +215,24 @@ impl<L: Lattice> DenseSolution<L> {
             (Direction::Backward, _) => self.at_block(block),
             (Direction::Forward, Some(last)) => self.at_op(last),
             (Direction::Forward, None) => self.at_block(block),
+        }
+    }
+
+    /// The state where control arrives at `target` (a block's start, or right after an op).
+    pub fn at_target(&self, ctx: &Context, target: Target) -> &L {
+        match target {
+            Target::Block(block) => self.block_start(ctx, block),
+            Target::After(op) => self.after(ctx, op),
+        }
+    }
+
+    /// The state where `edge` leaves its source: before it for an edge into its regions (or a
+    /// callee), after it otherwise.
+    pub fn at_source(&self, ctx: &Context, edge: &Edge) -> &L {
+        if edge.leaves_before() {
+            self.before(ctx, edge.from)
+        } else {
+            self.after(ctx, edge.from)
         }
     }
 }

@@ -183,17 +183,9 @@ impl DenseBackwardAnalysis for Anticipation<'_> {
     }
 }
 
-/// The anticipation at a target.
-pub fn anticipation_at<'a>(ctx: &Context, ant: &'a DenseSolution<Anticipated>, target: Target) -> &'a Anticipated {
-    match target {
-        Target::Block(block) => ant.block_start(ctx, block),
-        Target::After(op) => ant.after(ctx, op),
-    }
-}
-
 /// The must-anticipation at a target (nothing where no path reaches an exit).
 pub fn anticipated_at(ctx: &Context, ant: &DenseSolution<Anticipated>, target: Target) -> Pair {
-    anticipation_at(ctx, ant, target).must.pair().cloned().unwrap_or_else(nothing)
+    ant.at_target(ctx, target).must.pair().cloned().unwrap_or_else(nothing)
 }
 
 /// Forward, must: the copies of one root that may still wait (lazy code motion's `later`).
@@ -226,12 +218,7 @@ impl<'a> Later<'a> {
 
     /// Availability where `edge` arrives (its source's).
     pub fn available_on(&self, ctx: &Context, edge: &Edge) -> Option<Pair> {
-        let at_source = if edge.leaves_before() {
-            self.available.before(ctx, edge.from)
-        } else {
-            self.available.after(ctx, edge.from)
-        };
-        at_source.pair().cloned()
+        self.available.at_source(ctx, edge).pair().cloned()
     }
 
     /// `earliest` of a control-flow edge: anticipated at the target, not anticipated at the

@@ -37,17 +37,15 @@ use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
-use analyses::{Anticipation, Availability, EdgeCopies, EdgeKey, Later, OpCopies};
+use analyses::{Anticipation, Availability, EdgeCopies, Later, OpCopies};
 use emit::{direction, place_of_edge, Copy, Guard, Order, Place, States};
 use facts::{Pair, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{
-    solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder, Role,
-};
+use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
 use roots::Tracked;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use state::Bit;
 use std::rc::Rc;
 
@@ -145,30 +143,29 @@ pub fn plan(
             }
         };
         let buffer = tracked.roots[root];
-        if !planned.bits.is_empty() {
-            work.state_bits.update(|n| n + planned.bits.len() as u64);
-            states.insert(buffer, planned.bits.clone());
+        let state::Guarded { on_edges, at_ops, bits, events } = &planned.guarded;
+        if !bits.is_empty() {
+            work.state_bits.update(|n| n + bits.len() as u64);
+            states.insert(buffer, bits.clone());
         }
-        let tracked_bits: FxHashSet<Bit> = planned.bits.iter().map(|(bit, _)| *bit).collect();
-        // After each copy, the bits of what it made current are cleared (after a plain copy,
-        // those read later only).
-        let cleared = |place: Place,
-                       at: (Option<EdgeKey>, Option<Op>),
-                       side: usize,
-                       ranges: &super::ranges::RangeSet,
-                       guard: Option<Bit>,
-                       location| {
-            let atoms = planned.atoms.covering(ranges);
-            atoms
-                .into_iter()
-                .map(move |(atom, _)| Bit { atom, side })
-                .filter(|bit| tracked_bits.contains(bit))
-                .filter(|bit| guard.is_some() || planned.live_clears.contains(&(at.0, at.1, *bit)))
-                .map(move |bit| Copy::state(place, buffer, bit, false, guard, location))
-                .collect::<Vec<_>>()
+        // Each part of a copy, then the bits it clears (inside its guard).
+        let mut push = |place: Place,
+                        location,
+                        (pair, guard, clears): (&Pair, Option<Bit>, &[Bit]),
+                        reason: &dyn Fn(usize) -> Option<String>| {
+            for side in [HOST, DEVICE] {
+                if pair[side].is_empty() {
+                    continue;
+                }
+                let reason = reason(side).map(|r| describer.guarded(r, guard));
+                copies.push(Copy::of(place, side, buffer, pair[side].clone(), guard, location, reason));
+                for &bit in clears.iter().filter(|bit| bit.side == side) {
+                    copies.push(Copy::state(place, buffer, bit, false, guard, location));
+                }
+            }
         };
-        for (edge_key, pair, guard) in &planned.on_edges {
-            let edge = placement::edge_of(&flow, edge_key).expect("a copy on an edge of the graph");
+        for part in on_edges {
+            let edge = placement::edge_of(&flow, &part.at).expect("a copy on an edge of the graph");
             let place = place_of_edge(ctx, &flow, edge)?;
             if positions.as_ref().is_some_and(|p| !p.in_scope(ctx, buffer, place.anchor)) {
                 return Err(Unsupported {
@@ -176,32 +173,21 @@ pub fn plan(
                     location: ctx.location(edge.from),
                 });
             }
-            for side in [HOST, DEVICE] {
-                if pair[side].is_empty() {
-                    continue;
-                }
-                let reason = describer.on_edge(place, root, side).map(|r| describer.guarded(r, *guard));
-                let location = ctx.location(edge.from);
-                copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
-                copies.extend(cleared(place, (Some(*edge_key), None), side, &pair[side], *guard, location));
-            }
+            let part_of = (&part.pair, part.guard, part.clears.as_slice());
+            push(place, ctx.location(edge.from), part_of, &|side| describer.on_edge(place, root, side));
         }
-        for (op, pair, guard) in &planned.at_ops {
-            let place = Place { anchor: Anchor::Before(*op), order: Order::AtOp, guard: None };
+        for part in at_ops {
+            let op = part.at;
+            let place = Place { anchor: Anchor::Before(op), order: Order::AtOp, guard: None };
             // What a dispatch needs only because it may write part of it (not what it reads).
-            let merge = classified.of(*op).tracked.iter().find(|a| a.root == root).map(|a| a.merge.clone());
-            for side in [HOST, DEVICE] {
-                if pair[side].is_empty() {
-                    continue;
-                }
-                let merged = merge.as_ref().is_some_and(|m| m[side].contains(&pair[side]));
-                let reason = describer.at_op(*op, root, side, merged).map(|r| describer.guarded(r, *guard));
-                let location = ctx.location(*op);
-                copies.push(Copy::of(place, side, buffer, pair[side].clone(), *guard, location, reason));
-                copies.extend(cleared(place, (None, Some(*op)), side, &pair[side], *guard, location));
-            }
+            let merge = classified.of(op).tracked.iter().find(|a| a.root == root).map(|a| a.merge.clone());
+            let reason = |side: usize| {
+                let merged = merge.as_ref().is_some_and(|m| m[side].contains(&part.pair[side]));
+                describer.at_op(op, root, side, merged)
+            };
+            push(place, ctx.location(op), (&part.pair, part.guard, part.clears.as_slice()), &reason);
         }
-        for (op, bit, stale) in &planned.events {
+        for (op, bit, stale) in events {
             let Some(next) = ctx.next_op(*op) else { continue };
             let place = Place { anchor: Anchor::Before(next), order: Order::Arriving, guard: None };
             copies.push(Copy::state(place, buffer, *bit, *stale, None, ctx.location(*op)));
@@ -233,18 +219,8 @@ pub fn plan(
 
 /// The plan of one root.
 struct RootPlan {
-    /// Copies on edges (lazy code motion's), each part made always or when a bit says stale.
-    on_edges: Vec<(EdgeKey, Pair, Option<Bit>)>,
-    /// Copies just before ops, likewise.
-    at_ops: Vec<(Op, Pair, Option<Bit>)>,
-    /// The root's atoms.
-    atoms: state::Atoms,
-    /// The run-time bits the guarded copies read, with their values at the entry.
-    bits: Vec<(Bit, bool)>,
-    /// Bits set (stale) or cleared after ops.
-    events: Vec<(Op, Bit, bool)>,
-    /// The bits a plain copy clears that are read later (on an edge, or before an op).
-    live_clears: FxHashSet<(Option<EdgeKey>, Option<Op>, Bit)>,
+    /// Copies on edges and before ops (lazy code motion's), with their run-time state.
+    guarded: state::Guarded,
     /// Accesses at run-time indices served by a copy of their element (before a read, after a
     /// write).
     element_copies: Vec<(Op, DynamicAccess)>,
@@ -331,16 +307,8 @@ fn plan_root(
         }
     }
     if !widened.is_empty() {
-        return Ok(RootPlan {
-            on_edges: Vec::new(),
-            at_ops: Vec::new(),
-            atoms: state::Atoms::new([]),
-            bits: Vec::new(),
-            events: Vec::new(),
-            live_clears: FxHashSet::default(),
-            element_copies,
-            widened,
-        });
+        let guarded = state::Guarded { on_edges: Vec::new(), at_ops: Vec::new(), bits: Vec::new(), events: Vec::new() };
+        return Ok(RootPlan { guarded, element_copies, widened });
     }
     let later = Later::new(&accesses, flow, &available, &anticipated, entry.clone());
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
@@ -369,138 +337,8 @@ fn plan_root(
     })?;
 
     // Where the paths that reach a copy disagree on its side, it is made when the bit says stale.
-    let atoms = state::Atoms::of_root(&accesses, &on_edges, &at_ops, &entry.1);
-    let mut bits: Vec<Bit> = Vec::new();
-    let mut split = |pair: &Pair, at: &facts::Available| -> Vec<(Pair, Option<Bit>)> {
-        let uncertain = state::uncertain(pair, at);
-        let mut out = Vec::new();
-        let certain = facts::minus(pair, &uncertain);
-        if !facts::is_nothing(&certain) {
-            out.push((certain, None));
-        }
-        for side in [HOST, DEVICE] {
-            for (bit, range) in state::bits(&atoms, &uncertain[side], side) {
-                let mut part = facts::nothing();
-                part[side] = super::ranges::RangeSet::of(range);
-                bits.push(bit);
-                out.push((part, Some(bit)));
-            }
-        }
-        out
-    };
-    let mut edge_parts = Vec::new();
-    for (edge_key, pair) in &on_edges {
-        let Some(edge) = placement::edge_of(flow, edge_key) else { continue };
-        for (part, bit) in split(pair, placement::state_at_source(ctx, &final_available, edge)) {
-            edge_parts.push((*edge_key, part, bit));
-        }
-    }
-    let mut op_parts = Vec::new();
-    for (&op, pair) in &at_ops {
-        for (part, bit) in split(pair, final_available.before(ctx, op)) {
-            op_parts.push((op, part, bit));
-        }
-    }
-    bits.sort_unstable();
-    bits.dedup();
-    let ranges: Vec<(Bit, std::ops::Range<u64>)> = bits.iter().map(|bit| (*bit, atoms.range(bit.atom))).collect();
-    let mut events = Vec::new();
-    // Ops the solvers step over (availability after a loop or a branch is what its regions
-    // leave) change no bit themselves.
-    let stepped = |op: Op| !matches!(flow.role(ctx, op), Role::Definition | Role::RegionBranch(_) | Role::Call { .. });
-    for (op, access) in accesses.ops().filter(|(op, _)| stepped(*op)) {
-        // What holds just before the op, with the copies made right before it.
-        let before = final_available.before(ctx, op).map(|p| analyses::with_copies(p, at_ops.get(&op)));
-        for (bit, range) in &ranges {
-            let Some(stale) = state::after_access(access, *bit, range) else { continue };
-            // A bit that already says so on every path is not set again.
-            let atom = super::ranges::RangeSet::of(range.clone());
-            let already = match (&before, stale) {
-                (facts::Available::At { may, .. }, true) => may[bit.side].intersect(&atom).is_empty(),
-                (facts::Available::At { current, .. }, false) => current[bit.side].contains(&atom),
-                (facts::Available::Unreached, _) => true,
-            };
-            if !already {
-                events.push((op, *bit, stale));
-            }
-        }
-    }
-    // A set no guarded copy reads before the next set of the same bit is dead: of the sets
-    // after ops and of the clears after plain copies.
-    let mut live_clears: FxHashSet<(Option<EdgeKey>, Option<Op>, Bit)> = FxHashSet::default();
-    if !ranges.is_empty() {
-        let mut at: FxHashMap<Op, (Vec<Bit>, Vec<Bit>)> = FxHashMap::default();
-        for (op, bit, _) in &events {
-            at.entry(*op).or_default().0.push(*bit);
-        }
-        for (op, _, bit) in &op_parts {
-            if let Some(bit) = bit {
-                at.entry(*op).or_default().1.push(*bit);
-            }
-        }
-        let mut on: FxHashMap<EdgeKey, Vec<Bit>> = FxHashMap::default();
-        for (edge, _, bit) in &edge_parts {
-            if let Some(bit) = bit {
-                on.entry(*edge).or_default().push(*bit);
-            }
-        }
-        let live = solve_dense_backward_on(ctx, flow, &slice, &state::Liveness { at_ops: &at, on_edges: &on });
-        work.solves.update(|n| n + 1);
-        events.retain(|(op, bit, _)| live.after(ctx, *op).0.contains(bit));
-        let sets_at = |op: Op| at.get(&op).map_or(&[][..], |(sets, _)| sets.as_slice());
-        for (op, pair, bit) in &op_parts {
-            if bit.is_some() {
-                continue;
-            }
-            let live_there = &live.after(ctx, *op).0;
-            for side in [HOST, DEVICE] {
-                for (bit, _) in state::bits(&atoms, &pair[side], side) {
-                    if live_there.contains(&bit) && !sets_at(*op).contains(&bit) {
-                        live_clears.insert((None, Some(*op), bit));
-                    }
-                }
-            }
-        }
-        for (edge_key, pair, bit) in &edge_parts {
-            if bit.is_some() {
-                continue;
-            }
-            let live_there = &analyses_live_at(ctx, &live, edge_key.1).0;
-            for side in [HOST, DEVICE] {
-                for (bit, _) in state::bits(&atoms, &pair[side], side) {
-                    if live_there.contains(&bit) {
-                        live_clears.insert((Some(*edge_key), None, bit));
-                    }
-                }
-            }
-        }
-    }
-    let initial = ranges
-        .iter()
-        .map(|(bit, range)| (*bit, !entry.1[bit.side].contains(&super::ranges::RangeSet::of(range.clone()))))
-        .collect();
-    Ok(RootPlan {
-        on_edges: edge_parts,
-        at_ops: op_parts,
-        atoms,
-        bits: initial,
-        events,
-        live_clears,
-        element_copies,
-        widened,
-    })
-}
-
-/// A backward solution at a target (a block's start, or right after an op).
-fn analyses_live_at<'s, L: hat_ir::analysis::dataflow::Lattice>(
-    ctx: &Context,
-    solution: &'s hat_ir::analysis::dataflow::DenseSolution<L>,
-    target: hat_ir::analysis::dataflow::Target,
-) -> &'s L {
-    match target {
-        hat_ir::analysis::dataflow::Target::Block(block) => solution.block_start(ctx, block),
-        hat_ir::analysis::dataflow::Target::After(op) => solution.after(ctx, op),
-    }
+    let guarded = state::guard(ctx, flow, &slice, &accesses, &entry.1, &on_edges, &at_ops, &final_available, work);
+    Ok(RootPlan { guarded, element_copies, widened })
 }
 
 /// Writes a plan into its function; `[to_device, from_device]` counts.

@@ -15,21 +15,12 @@ use super::access::RootAccesses;
 use super::analyses::{key, with_copies, Anticipated, EdgeCopies, EdgeKey, OpCopies};
 use super::facts::{is_nothing, minus, unite, Available, Must, Pair, DEVICE, HOST};
 use super::joins::Join;
-use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, FlowSlice, Target};
+use hat_ir::analysis::dataflow::{DenseSolution, Edge, FlowGraph, FlowSlice};
 use hat_ir::{Context, Op};
-
-/// Availability at the source of `edge` (before the copies on it).
-pub fn state_at_source<'a>(ctx: &Context, available: &'a DenseSolution<Available>, edge: &Edge) -> &'a Available {
-    if edge.leaves_before() {
-        available.before(ctx, edge.from)
-    } else {
-        available.after(ctx, edge.from)
-    }
-}
 
 /// The current elements at the source of `edge` (before the copies on it).
 fn at_source(ctx: &Context, available: &DenseSolution<Available>, edge: &Edge) -> Option<Pair> {
-    state_at_source(ctx, available, edge).pair().cloned()
+    available.at_source(ctx, edge).pair().cloned()
 }
 
 /// Adds `pair` to the copies on `edge`.
@@ -95,15 +86,9 @@ pub fn inserts(
 ) -> EdgeCopies {
     let mut out = EdgeCopies::default();
     for Join { target, edges } in joins {
-        let at_target = match target {
-            Target::Block(block) => delayed.block_start(ctx, *block),
-            Target::After(op) => delayed.after(ctx, *op),
-        };
-        let Some(at_target) = at_target.pair() else { continue };
+        let Some(at_target) = delayed.at_target(ctx, *target).pair() else { continue };
         for edge in edges {
-            let source =
-                if edge.leaves_before() { delayed.before(ctx, edge.from) } else { delayed.after(ctx, edge.from) };
-            let Must::At(along) = later.along(ctx, edge, source) else { continue };
+            let Must::At(along) = later.along(ctx, edge, delayed.at_source(ctx, edge)) else { continue };
             let extra = minus(&along, at_target);
             if !is_nothing(&extra) {
                 add(&mut out, key(edge), &extra);
@@ -183,7 +168,7 @@ pub fn check(
     for &op in slice.ops() {
         for edge in flow.edges_from(op) {
             let Some(copies) = edges.get(&key(edge)) else { continue };
-            if !sourced(state_at_source(ctx, available, edge), copies) {
+            if !sourced(available.at_source(ctx, edge), copies) {
                 return fail(edge.from, format!("a copy on an edge from a stale source ({copies:?})"));
             }
         }

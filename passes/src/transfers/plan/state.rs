@@ -17,12 +17,15 @@
 
 use super::super::ranges::{RangeSet, END};
 use super::access::RootAccesses;
-use super::analyses::{key, EdgeCopies, EdgeKey, OpCopies};
-use super::facts::{Available, Pair, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{DenseBackwardAnalysis, Edge, Lattice, UnionSet};
+use super::analyses::{key, with_copies, EdgeCopies, EdgeKey, OpCopies};
+use super::facts::{is_nothing, minus, nothing, Available, Pair, DEVICE, HOST};
+use hat_ir::analysis::dataflow::{
+    solve_dense_backward_on, DenseBackwardAnalysis, DenseSolution, Edge, FlowGraph, FlowSlice, Lattice, Role, UnionSet,
+};
 use hat_ir::{Block, Context, Op};
 use rustc_hash::FxHashMap;
 use std::ops::Range;
+use std::rc::Rc;
 
 /// The atoms of one root.
 pub struct Atoms {
@@ -113,6 +116,150 @@ pub fn after_access(access: &super::access::Access, bit: Bit, range: &Range<u64>
     } else {
         None
     }
+}
+
+/// One part of a copy placed at `at` (an edge or an op): made always, or only when `guard`'s bit
+/// says its side is stale; then the bits it clears (made current) that are read later.
+pub struct Part<K> {
+    /// Where.
+    pub at: K,
+    /// The elements to each side.
+    pub pair: Pair,
+    /// The bit that guards it.
+    pub guard: Option<Bit>,
+    /// The bits cleared after it, in atom order.
+    pub clears: Vec<Bit>,
+}
+
+/// The copies of one root with their run-time state.
+pub struct Guarded {
+    /// Copies on edges.
+    pub on_edges: Vec<Part<EdgeKey>>,
+    /// Copies just before ops.
+    pub at_ops: Vec<Part<Op>>,
+    /// The bits the guarded copies read, with their values at the entry.
+    pub bits: Vec<(Bit, bool)>,
+    /// Bits set (stale) or cleared after ops.
+    pub events: Vec<(Op, Bit, bool)>,
+}
+
+/// The root's copies (`on_edges`, `at_ops`, placed over `available`, the availability with all
+/// of them) split where the paths that reach them disagree, and the bits that guard those
+/// parts: set and cleared where they change and are read later.
+#[allow(clippy::too_many_arguments)]
+pub fn guard(
+    ctx: &Context,
+    flow: &FlowGraph,
+    slice: &Rc<FlowSlice>,
+    accesses: &RootAccesses,
+    entry: &Pair,
+    on_edges: &EdgeCopies,
+    at_ops: &OpCopies,
+    available: &DenseSolution<Available>,
+    work: &super::Work,
+) -> Guarded {
+    let atoms = Atoms::of_root(accesses, on_edges, at_ops, entry);
+    let mut read: Vec<Bit> = Vec::new();
+    let mut split = |pair: &Pair, state: &Available| -> Vec<(Pair, Option<Bit>)> {
+        let uncertain = uncertain(pair, state);
+        let mut out = Vec::new();
+        let certain = minus(pair, &uncertain);
+        if !is_nothing(&certain) {
+            out.push((certain, None));
+        }
+        for side in [HOST, DEVICE] {
+            for (bit, range) in bits(&atoms, &uncertain[side], side) {
+                let mut part = nothing();
+                part[side] = RangeSet::of(range);
+                read.push(bit);
+                out.push((part, Some(bit)));
+            }
+        }
+        out
+    };
+    let mut edge_parts: Vec<Part<EdgeKey>> = Vec::new();
+    for (edge_key, pair) in on_edges {
+        let Some(edge) = super::placement::edge_of(flow, edge_key) else { continue };
+        edge_parts.extend(split(pair, available.at_source(ctx, edge)).into_iter().map(|p| part(*edge_key, p)));
+    }
+    let mut op_parts: Vec<Part<Op>> = Vec::new();
+    for (&op, pair) in at_ops {
+        op_parts.extend(split(pair, available.before(ctx, op)).into_iter().map(|p| part(op, p)));
+    }
+    read.sort_unstable();
+    read.dedup();
+    let ranges: Vec<(Bit, Range<u64>)> = read.iter().map(|bit| (*bit, atoms.range(bit.atom))).collect();
+    let mut events = Vec::new();
+    // Ops the solvers step over (availability after a loop or a branch is what its regions
+    // leave) change no bit themselves.
+    let stepped = |op: Op| !matches!(flow.role(ctx, op), Role::Definition | Role::RegionBranch(_) | Role::Call { .. });
+    for (op, access) in accesses.ops().filter(|(op, _)| stepped(*op)) {
+        // What holds just before the op, with the copies made right before it.
+        let before = available.before(ctx, op).map(|p| with_copies(p, at_ops.get(&op)));
+        for (bit, range) in &ranges {
+            let Some(stale) = after_access(access, *bit, range) else { continue };
+            // A bit that already says so on every path is not set again.
+            let atom = RangeSet::of(range.clone());
+            let already = match (&before, stale) {
+                (Available::At { may, .. }, true) => may[bit.side].intersect(&atom).is_empty(),
+                (Available::At { current, .. }, false) => current[bit.side].contains(&atom),
+                (Available::Unreached, _) => true,
+            };
+            if !already {
+                events.push((op, *bit, stale));
+            }
+        }
+    }
+    // A set no guarded copy reads before the next set of the same bit is dead: of the sets
+    // after ops and of the clears after plain copies.
+    if !ranges.is_empty() {
+        let mut at: FxHashMap<Op, (Vec<Bit>, Vec<Bit>)> = FxHashMap::default();
+        for (op, bit, _) in &events {
+            at.entry(*op).or_default().0.push(*bit);
+        }
+        for part in &op_parts {
+            if let Some(bit) = part.guard {
+                at.entry(part.at).or_default().1.push(bit);
+            }
+        }
+        let mut on: FxHashMap<EdgeKey, Vec<Bit>> = FxHashMap::default();
+        for part in &edge_parts {
+            if let Some(bit) = part.guard {
+                on.entry(part.at).or_default().push(bit);
+            }
+        }
+        let live = solve_dense_backward_on(ctx, flow, slice, &Liveness { at_ops: &at, on_edges: &on });
+        work.solves.update(|n| n + 1);
+        events.retain(|(op, bit, _)| live.after(ctx, *op).0.contains(bit));
+        // A plain copy before an op clears what is read after the op and the op does not set.
+        let sets_at = |op: Op| at.get(&op).map_or(&[][..], |(sets, _)| sets.as_slice());
+        for part in op_parts.iter_mut().filter(|p| p.guard.is_none()) {
+            let live_there = &live.after(ctx, part.at).0;
+            part.clears =
+                live_clears(&atoms, &part.pair, |bit| live_there.contains(bit) && !sets_at(part.at).contains(bit));
+        }
+        for part in edge_parts.iter_mut().filter(|p| p.guard.is_none()) {
+            let live_there = &live.at_target(ctx, part.at.1).0;
+            part.clears = live_clears(&atoms, &part.pair, |bit| live_there.contains(bit));
+        }
+    }
+    let bits =
+        ranges.iter().map(|(bit, range)| (*bit, !entry[bit.side].contains(&RangeSet::of(range.clone())))).collect();
+    Guarded { on_edges: edge_parts, at_ops: op_parts, bits, events }
+}
+
+/// A part at `at`; a guarded one clears its own bit.
+fn part<K>(at: K, (pair, guard): (Pair, Option<Bit>)) -> Part<K> {
+    Part { at, pair, guard, clears: guard.into_iter().collect() }
+}
+
+/// The bits of the atoms `pair` covers, side by side in atom order, that `live` keeps.
+fn live_clears(atoms: &Atoms, pair: &Pair, live: impl Fn(&Bit) -> bool) -> Vec<Bit> {
+    [HOST, DEVICE]
+        .into_iter()
+        .flat_map(|side| bits(atoms, &pair[side], side).map(|(bit, _)| bit))
+        .filter(|b| live(b))
+        .collect()
 }
 
 /// Backward, may: the bits a guarded copy may read before anything sets them again ("live").
