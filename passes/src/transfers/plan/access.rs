@@ -301,12 +301,22 @@ impl Classifier<'_> {
         };
         if ctx.interface::<dyn LaunchOpInterface>(op).is_some() {
             for arg in self.kernels.args(ctx, op).iter() {
-                let direct = |before, direction, ranges: &RangeSet| Direct {
-                    before,
-                    direction,
-                    value: arg.value,
-                    ranges: ranges.clone(),
-                    reads: arg.reads,
+                // The value copied the `kernel` strategy's way: what the dispatch needs in
+                // before it, what it may write back after it.
+                let kernel_way = |out: &mut Builder<'_>| {
+                    let direct = |before, direction, ranges: &RangeSet| Direct {
+                        before,
+                        direction,
+                        value: arg.value,
+                        ranges: ranges.clone(),
+                        reads: arg.reads,
+                    };
+                    if !arg.needs.is_empty() {
+                        out.access.direct.push(direct(true, Direction::ToDevice, &arg.needs));
+                    }
+                    if !arg.written.is_empty() {
+                        out.access.direct.push(direct(false, Direction::FromDevice, &arg.written));
+                    }
                 };
                 let either = self.tracked.candidates_of(self.roots, arg.value);
                 let copied = either.iter().filter(|&&r| !self.tracked.is_device_only(r)).count();
@@ -323,18 +333,13 @@ impl Classifier<'_> {
                 }
                 if !either.is_empty() {
                     // Which of them it is is known at run time only: the value itself is copied
-                    // the `kernel` strategy's way (what the dispatch needs in, from the host;
-                    // what it may write back), so each may-be root must be current on the host
-                    // where the copy in reads it, and is left as it was or current on both sides.
+                    // the `kernel` strategy's way, so each may-be root must be current on the
+                    // host where the copy in reads it, and is left as it was or current on both
+                    // sides.
                     for &root in &either {
                         out.read(root, HOST, &arg.needs);
                     }
-                    if !arg.needs.is_empty() {
-                        out.access.direct.push(direct(true, Direction::ToDevice, &arg.needs));
-                    }
-                    if !arg.written.is_empty() {
-                        out.access.direct.push(direct(false, Direction::FromDevice, &arg.written));
-                    }
+                    kernel_way(&mut out);
                     continue;
                 }
                 match self.tracked.root_of(self.roots, arg.value) {
@@ -348,14 +353,7 @@ impl Classifier<'_> {
                         access.made[DEVICE] = access.made[DEVICE].union(&arg.surely_written);
                         access.stale[HOST] = access.stale[HOST].union(&arg.written);
                     }
-                    None => {
-                        if !arg.needs.is_empty() {
-                            out.access.direct.push(direct(true, Direction::ToDevice, &arg.needs));
-                        }
-                        if !arg.written.is_empty() {
-                            out.access.direct.push(direct(false, Direction::FromDevice, &arg.written));
-                        }
-                    }
+                    None => kernel_way(&mut out),
                 }
             }
             return out.finish();
