@@ -7,7 +7,7 @@
 //! an analysis must assume it may be any buffer.
 
 use hat_dialects::arith_views::SelectOp;
-use hat_ir::interfaces::{LaunchOpInterface, RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
 use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, Op, TypeKind, Value};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -145,79 +145,6 @@ impl BufferRoots {
         self.roots.get(&value).unwrap_or(&UNKNOWN)
     }
 
-    /// A buffer made inside a control-flow op (a loop body, a branch) that outlives it (one of
-    /// the op's results or region arguments may be it) and that the host may touch. Such a root
-    /// names a new buffer each time its op runs while an older one may still be in use (a loop
-    /// that carries the buffer it allocated), or a buffer that the code after the op reaches only
-    /// through the op's results: one state per root cannot say which copy of which of them is
-    /// current, nor can a transfer name the older ones. Where only dispatches touch them (the
-    /// intermediates of an image pipeline), every device copy is current and nothing is ever
-    /// copied, so those are followed. `outliving`: [`BufferRoots::outliving_roots`] of
-    /// `function`. Returns the allocating op.
-    pub fn outliving_allocation(&self, ctx: &Context, function: Op, outliving: &FxHashMap<Value, Op>) -> Option<Op> {
-        if outliving.is_empty() {
-            return None;
-        }
-        let ops = ctx.walk(function);
-        // Anything but a dispatch, a select or the carrying of values by control flow touches
-        // the host copy (or may: a call, the return).
-        for &op in &ops {
-            let carries = SelectOp::wrap(ctx, op).is_some()
-                || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some()
-                || ctx.interface::<dyn LaunchOpInterface>(op).is_some()
-                || ctx.parent_op(op).is_some_and(|p| {
-                    p != function
-                        && ctx.interface::<dyn RegionBranchOpInterface>(p).is_some()
-                        && ctx.parent_block(op).and_then(|b| ctx.last_op(b)) == Some(op)
-                });
-            if carries || op == function {
-                continue;
-            }
-            for &value in ctx.operands(op) {
-                if !is_buffer(ctx, value) {
-                    continue;
-                }
-                match self.roots_ref(value) {
-                    Roots::Known(set) => {
-                        if let Some(made) = set.iter().find_map(|r| outliving.get(r)) {
-                            return Some(*made);
-                        }
-                    }
-                    Roots::Unknown => return outliving.values().next().copied(),
-                }
-            }
-        }
-        None
-    }
-
-    /// The buffers made inside a loop or branch of `function` that outlive it (carried by the
-    /// loop, yielded by the branch), each with the op that makes it.
-    pub fn outliving_roots(&self, ctx: &Context, function: Op) -> FxHashMap<Value, Op> {
-        let ops = ctx.walk(function);
-        let mut outliving: FxHashMap<Value, Op> = FxHashMap::default();
-        for &op in &ops {
-            if op == function || ctx.interface::<dyn RegionBranchOpInterface>(op).is_none() {
-                continue;
-            }
-            let mut carried: Vec<Value> = ctx.results(op).collect();
-            for &region in ctx.regions(op) {
-                for &block in ctx.region_blocks(region) {
-                    carried.extend(ctx.block_arguments(block).iter().copied());
-                }
-            }
-            for value in carried {
-                let Roots::Known(set) = self.roots_ref(value) else { continue };
-                for &root in set {
-                    let Some(made) = ctx.defining_op(root) else { continue };
-                    if is_ancestor(ctx, op, made) {
-                        outliving.insert(root, made);
-                    }
-                }
-            }
-        }
-        outliving
-    }
-
     /// Whether `a` and `b` may be the same buffer (an unknown value may be any).
     pub fn may_alias(&self, a: Value, b: Value) -> bool {
         match (self.roots_ref(a), self.roots_ref(b)) {
@@ -303,18 +230,6 @@ impl BufferRoots {
         }
         changed
     }
-}
-
-/// Whether `ancestor` encloses `op` (strictly).
-fn is_ancestor(ctx: &Context, ancestor: Op, op: Op) -> bool {
-    let mut current = ctx.parent_op(op);
-    while let Some(parent) = current {
-        if parent == ancestor {
-            return true;
-        }
-        current = ctx.parent_op(parent);
-    }
-    false
 }
 
 /// Whether `op` allocates `result` (an `Allocate` effect on it).

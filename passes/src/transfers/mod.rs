@@ -21,6 +21,5 @@ pub mod insert;
 pub mod kernel_effects;
 pub mod plan;
 pub mod ranges;
-pub mod sorted_map;
 pub mod track_accesses;
 pub mod unswitch;
