@@ -10,7 +10,7 @@ pub const END: u64 = u64::MAX;
 
 /// A set of element positions.
 #[derive(Debug, Default, PartialEq, Eq, Hash)]
-pub struct RangeSet(SmallVec<[(u64, u64); 2]>);
+pub struct RangeSet(SmallVec<[(u64, u64); 1]>);
 
 /// The planner clones states (and so these sets) on every round of a loop's fixpoint:
 /// `SmallVec`'s own `clone` goes through `extend`, a copy of the slice is a few times cheaper.
@@ -73,7 +73,7 @@ impl RangeSet {
             };
         }
         // Both are sorted: merge them, joining ranges that touch or overlap.
-        let mut out: SmallVec<[(u64, u64); 2]> = SmallVec::with_capacity(self.0.len() + other.0.len());
+        let mut out: SmallVec<[(u64, u64); 1]> = SmallVec::with_capacity(self.0.len() + other.0.len());
         let (mut i, mut j) = (0, 0);
         while i < self.0.len() || j < other.0.len() {
             let next = if j == other.0.len() || (i < self.0.len() && self.0[i] <= other.0[j]) {
@@ -205,7 +205,7 @@ impl RangeSet {
     /// compare equal however they were built.
     pub fn clamp(&self, len: Option<u64>) -> RangeSet {
         let Some(len) = len else { return self.clone() };
-        let mut out: SmallVec<[(u64, u64); 2]> = SmallVec::new();
+        let mut out: SmallVec<[(u64, u64); 1]> = SmallVec::new();
         for &(a, b) in self.0.iter().take_while(|&&(a, _)| a < len) {
             out.push((a, if b >= len { END } else { b }));
         }

@@ -40,7 +40,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Where an edge of control goes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -205,7 +205,7 @@ impl Discoveries {
 #[derive(Clone, Debug)]
 pub struct FlowGraph {
     root: Op,
-    calls: Rc<CallGraph>,
+    calls: Arc<CallGraph>,
     /// Whether calls of callables with bodies are followed into them (see
     /// [`FlowGraph::intraprocedural`]).
     follow_calls: bool,
@@ -234,7 +234,7 @@ impl FlowGraph {
     /// The skeleton under `root` with branches narrowed by `constant`: the integer a value is
     /// known to hold (from a constant propagation, say).
     pub fn with_constants(ctx: &Context, root: Op, constant: impl Fn(Value) -> Option<i64>) -> Self {
-        Self::with_call_graph(ctx, root, Rc::new(CallGraph::new(ctx, root)), constant)
+        Self::with_call_graph(ctx, root, Arc::new(CallGraph::new(ctx, root)), constant)
     }
 
     /// The skeleton of one callable on its own: every call is an op like any other
@@ -245,7 +245,7 @@ impl FlowGraph {
         Self::with_call_graph_following(
             ctx,
             root,
-            Rc::new(CallGraph::new(ctx, root)),
+            Arc::new(CallGraph::new(ctx, root)),
             |value| crate::interfaces::constant_integer(ctx, value),
             false,
         )
@@ -256,7 +256,7 @@ impl FlowGraph {
     pub fn with_call_graph(
         ctx: &Context,
         root: Op,
-        calls: Rc<CallGraph>,
+        calls: Arc<CallGraph>,
         constant: impl Fn(Value) -> Option<i64>,
     ) -> Self {
         Self::with_call_graph_following(ctx, root, calls, constant, true)
@@ -265,7 +265,7 @@ impl FlowGraph {
     fn with_call_graph_following(
         ctx: &Context,
         root: Op,
-        calls: Rc<CallGraph>,
+        calls: Arc<CallGraph>,
         constant: impl Fn(Value) -> Option<i64>,
         follow_calls: bool,
     ) -> Self {
@@ -293,7 +293,7 @@ impl FlowGraph {
 
     /// The skeleton before any op is explored: the root's regions and the bodies of callables
     /// with unknown callers are live, open entries.
-    pub(crate) fn start(ctx: &Context, root: Op, calls: Rc<CallGraph>) -> Self {
+    pub(crate) fn start(ctx: &Context, root: Op, calls: Arc<CallGraph>) -> Self {
         let mut graph = FlowGraph {
             root,
             calls,
@@ -603,7 +603,8 @@ pub fn is_exit(ctx: &Context, op: Op) -> bool {
 /// The flow graph narrowed by constant-like ops, built on the cached call graph.
 impl crate::pass::Analysis for FlowGraph {
     fn compute(ctx: &Context, op: Op, analyses: &mut crate::pass::AnalysisManager) -> Self {
-        let calls = analyses.get::<CallGraph>(ctx, op);
+        // The manager shares analyses within a thread; the graph is shared across threads.
+        let calls = Arc::new(CallGraph::clone(&analyses.get::<CallGraph>(ctx, op)));
         FlowGraph::with_call_graph(ctx, op, calls, |value| crate::interfaces::constant_integer(ctx, value))
     }
 }

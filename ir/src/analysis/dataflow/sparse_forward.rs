@@ -122,7 +122,7 @@ pub fn solve_sparse_forward<A: SparseForwardAnalysis>(
     root: Op,
     analysis: &A,
 ) -> SparseSolution<A::Lattice> {
-    let flow = FlowGraph::start(ctx, root, std::rc::Rc::new(CallGraph::new(ctx, root)));
+    let flow = FlowGraph::start(ctx, root, std::sync::Arc::new(CallGraph::new(ctx, root)));
     let mut users: FxHashMap<Value, SmallVec<[Op; 4]>> = FxHashMap::default();
     for op in ctx.walk(root) {
         for &operand in ctx.operands(op) {

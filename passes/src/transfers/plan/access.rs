@@ -164,8 +164,9 @@ impl Accesses {
         RootAccesses { ops, dynamic }
     }
 
-    /// Classifies `op` again (an access at a run-time index became one of the whole buffer).
-    pub fn reclassify(&mut self, classifier: &Classifier<'_>, op: Op) {
+    /// Classifies `op` again (an access at a run-time index became one of the whole buffer);
+    /// the roots it touched before or touches now.
+    pub fn reclassify(&mut self, classifier: &Classifier<'_>, op: Op) -> Vec<usize> {
         let access = classifier.classify(op);
         let e = match self.ops.get(&op) {
             Some(&e) => e,
@@ -175,12 +176,17 @@ impl Accesses {
                 self.table.len() as u32 - 1
             }
         };
-        for root in access.tracked.iter().map(|a| a.root).chain(access.dynamic.as_ref().map(|d| d.root)) {
+        let touched =
+            |a: &OpAccess| a.tracked.iter().map(|a| a.root).chain(a.dynamic.as_ref().map(|d| d.root)).collect();
+        let mut roots: Vec<usize> = touched(&access);
+        for &root in &roots {
             if !self.by_root[root].iter().any(|&(o, _)| o == op) {
                 self.by_root[root].push((op, e));
             }
         }
+        roots.extend(touched(&self.table[e as usize]));
         self.table[e as usize] = access;
+        roots
     }
 }
 

@@ -44,6 +44,7 @@ use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
+use rayon::prelude::*;
 use roots::Tracked;
 use rustc_hash::FxHashSet;
 use state::Bit;
@@ -72,16 +73,32 @@ pub struct Plan {
 
 /// What planning a function took: the pass reports it as statistics (`--mlir-pass-statistics`),
 /// so that the cost of a program can be read without a profiler.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Work {
     /// Roots planned (a root planned again after an access at a run-time index widened counts again).
-    pub roots: std::cell::Cell<u64>,
+    pub roots: Counter,
     /// Ops of their slices, summed.
-    pub slice_ops: std::cell::Cell<u64>,
+    pub slice_ops: Counter,
     /// Run-time bits kept where paths disagree, summed over the roots.
-    pub state_bits: std::cell::Cell<u64>,
+    pub state_bits: Counter,
     /// Dataflow solves over a slice, summed.
-    pub solves: std::cell::Cell<u64>,
+    pub solves: Counter,
+}
+
+/// A count the roots, planned on several threads, add to.
+#[derive(Debug, Default)]
+pub struct Counter(std::sync::atomic::AtomicU64);
+
+impl Counter {
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The count.
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Plans `function`. `aliased[i]`: whether a call site may pass parameter `i` a buffer it also
@@ -114,20 +131,32 @@ pub fn plan(
     let mut copies = Vec::new();
     let mut states = States::default();
     let work = Work::default();
-    for root in 0..tracked.len() {
+    // Roots are independent: each is planned on its own (on as many threads as there are).
+    let first_plans: Vec<Result<RootPlan, Unsupported>> = (0..tracked.len())
+        .into_par_iter()
+        .map(|root| {
+            let entry = (body, entry_pair(ctx, function, &tracked, root));
+            plan_root(ctx, function, &flow, &order, classified.of_root(root), &entry, &work)
+        })
+        .collect();
+    // The roots whose accesses changed after their first plan.
+    let mut changed: FxHashSet<usize> = FxHashSet::default();
+    for (root, first_plan) in first_plans.into_iter().enumerate() {
         let entry = (body, entry_pair(ctx, function, &tracked, root));
         // Accesses at run-time indices copy one element where the other side is current
-        // everywhere; where it is not, they need the whole buffer, and the root is solved again.
+        // everywhere; where it is not, they need the whole buffer, and the root is solved again
+        // (so is a root whose accesses changed since its first plan, when another root's
+        // widened).
+        let mut first = (!changed.contains(&root)).then_some(first_plan);
         let planned = loop {
-            let accesses = classified.of_root(root);
-            let widened = {
-                let planned = plan_root(ctx, function, &flow, &order, accesses, &entry, &work)?;
-                let widened: Vec<Op> = planned.widened.clone();
-                if widened.is_empty() {
-                    break planned;
-                }
-                widened
+            let planned = match first.take() {
+                Some(planned) => planned?,
+                None => plan_root(ctx, function, &flow, &order, classified.of_root(root), &entry, &work)?,
             };
+            if planned.widened.is_empty() {
+                break planned;
+            }
+            let widened: Vec<Op> = planned.widened.clone();
             whole_accesses.extend(widened.iter().copied());
             let classifier = Classifier {
                 ctx,
@@ -139,13 +168,13 @@ pub fn plan(
                 whole_accesses: &whole_accesses,
             };
             for op in widened {
-                classified.reclassify(&classifier, op);
+                changed.extend(classified.reclassify(&classifier, op));
             }
         };
         let buffer = tracked.roots[root];
         let state::Guarded { on_edges, at_ops, bits, events } = &planned.guarded;
         if !bits.is_empty() {
-            work.state_bits.update(|n| n + bits.len() as u64);
+            work.state_bits.add(bits.len() as u64);
             states.insert(buffer, bits.clone());
         }
         // Each part of a copy, then the bits it clears (inside its guard).
@@ -239,11 +268,11 @@ fn plan_root(
     work: &Work,
 ) -> Result<RootPlan, Unsupported> {
     let slice = Rc::new(FlowSlice::new(ctx, flow, order, accesses.touching()));
-    work.roots.update(|n| n + 1);
-    work.slice_ops.update(|n| n + slice.ops().len() as u64);
+    work.roots.add(1);
+    work.slice_ops.add(slice.ops().len() as u64);
     let anticipated = loop {
         let anticipated = solve_dense_backward_on(ctx, flow, &slice, &Anticipation { accesses: &accesses });
-        work.solves.update(|n| n + 1);
+        work.solves.add(1);
         let live = |op: Op| {
             let may = anticipated.after(ctx, op).may.pair()?;
             Some(may[HOST].union(&may[DEVICE]))
@@ -255,7 +284,7 @@ fn plan_root(
     let joins = joins::joins(ctx, function, flow, &slice);
     let no_copies = EdgeCopies::default();
     let solve_available = |on_edges: &EdgeCopies, at_ops: Option<&OpCopies>| {
-        work.solves.update(|n| n + 1);
+        work.solves.add(1);
         let availability = Availability { accesses: &accesses, entry: entry.clone(), copies: on_edges, before: at_ops };
         solve_dense_forward_on(ctx, flow, &slice, &availability)
     };
@@ -312,7 +341,7 @@ fn plan_root(
     }
     let later = Later::new(&accesses, flow, &available, &anticipated, entry.clone());
     let delayed = solve_dense_forward_on(ctx, flow, &slice, &later);
-    work.solves.update(|n| n + 1);
+    work.solves.add(1);
     let on_edges = placement::inserts(ctx, &joins, &later, &delayed);
     let at_ops =
         placement::coalesced_at_ops(ctx, &anticipated, &available, placement::at_ops(ctx, &accesses, &delayed));

@@ -229,7 +229,7 @@ pub fn guard(
             }
         }
         let live = solve_dense_backward_on(ctx, flow, slice, &Liveness { at_ops: &at, on_edges: &on });
-        work.solves.update(|n| n + 1);
+        work.solves.add(1);
         events.retain(|(op, bit, _)| live.after(ctx, *op).0.contains(bit));
         // A plain copy before an op clears what is read after the op and the op does not set.
         let sets_at = |op: Op| at.get(&op).map_or(&[][..], |(sets, _)| sets.as_slice());
