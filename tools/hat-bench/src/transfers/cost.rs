@@ -22,12 +22,12 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Instant;
 
-/// The CPU time this thread has used, in seconds.
-pub fn thread_cpu_seconds() -> f64 {
+/// The CPU time the process has used, in seconds (all threads: the planner plans roots on several).
+pub fn process_cpu_seconds() -> f64 {
     // SAFETY: `timespec` is plain old data, for which all-zero bytes are a valid value.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: a valid clock id and a pointer to a live local.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     if r != 0 {
         return 0.0;
     }
@@ -45,13 +45,13 @@ struct PassClock {
 
 impl PassInstrumentation for PassClock {
     fn before_pass(&mut self, _pass: &str, _ctx: &Context, _op: Op) {
-        self.started = Some((Instant::now(), thread_cpu_seconds()));
+        self.started = Some((Instant::now(), process_cpu_seconds()));
     }
 
     fn after_pass(&mut self, pass: &str, _ctx: &Context, _op: Op) {
         if let Some((start, cpu)) = self.started.take() {
             let wall = start.elapsed().as_secs_f64();
-            self.times.borrow_mut().push((pass.to_string(), wall, thread_cpu_seconds() - cpu));
+            self.times.borrow_mut().push((pass.to_string(), wall, process_cpu_seconds() - cpu));
         }
     }
 }
@@ -100,9 +100,9 @@ pub fn run_pipeline(text: &str, pipeline: &str, count_heap: bool) -> Result<Pipe
     manager.add_instrumentation(Box::new(PassClock { started: None, times: times.clone() }));
     let window = count_heap.then(heap::Window::open);
     let start = Instant::now();
-    let cpu = thread_cpu_seconds();
+    let cpu = process_cpu_seconds();
     let outcome = manager.run(&mut ctx, module);
-    let cpu_seconds = thread_cpu_seconds() - cpu;
+    let cpu_seconds = process_cpu_seconds() - cpu;
     let seconds = start.elapsed().as_secs_f64();
     let heap_bytes = window.map_or(0, heap::Window::close);
     let diagnostics = match outcome {
