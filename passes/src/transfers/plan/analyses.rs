@@ -13,6 +13,10 @@
 //!   before anything kills them (`in = need ∪ (out − stale − made)`); `may` — the elements whose
 //!   next observer, on some path, wants them on that side (with kills: an element written in
 //!   full before anyone looks at it is dead).
+//! - [`WrittenAgain`] (backward, may): whether a write at a run-time index to a side may come
+//!   again before anything touches the root on the other side (an element written through
+//!   after each such write would be copied once per write, with no read on the other side to
+//!   need them one by one).
 //! - [`Later`] (forward, must): lazy code motion's "delayable" (Knoop, Rüthing and Steffen;
 //!   edge form of Drechsler and Stadel): a copy may still wait at a point when every path to it
 //!   passed its earliest point and no need of it yet. `earliest(e)` on an edge is what is
@@ -295,5 +299,37 @@ impl DenseForwardAnalysis for Later<'_> {
 
     fn visit_edge_cow<'s>(&self, ctx: &Context, edge: &Edge, state: &'s Must) -> Cow<'s, Must> {
         self.along_cow(ctx, edge, state)
+    }
+}
+
+/// Backward, may: on some path from here, a write to `side` at a run-time index comes before any
+/// access to the root on the other side.
+pub struct WrittenAgain<'a> {
+    /// What the ops do to the root.
+    pub accesses: &'a RootAccesses,
+    /// The side written.
+    pub side: usize,
+}
+
+impl DenseBackwardAnalysis for WrittenAgain<'_> {
+    type Lattice = bool;
+
+    fn visit_op(&self, _: &Context, op: Op, after: &bool) -> bool {
+        if self.accesses.dynamic().iter().any(|(o, d)| *o == op && d.writes && d.side == self.side) {
+            return true;
+        }
+        let other = 1 - self.side;
+        match self.accesses.of(op) {
+            Some(a) if !(a.need[other].is_empty() && a.made[other].is_empty() && a.stale[other].is_empty()) => false,
+            _ => *after,
+        }
+    }
+
+    fn exit_state(&self, _: &Context, _: Block) -> bool {
+        false
+    }
+
+    fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s bool) -> Cow<'s, bool> {
+        Cow::Borrowed(state)
     }
 }

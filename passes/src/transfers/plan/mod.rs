@@ -37,7 +37,7 @@ use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
-use analyses::{Anticipation, Availability, EdgeCopies, Later, OpCopies};
+use analyses::{Anticipation, Availability, EdgeCopies, Later, OpCopies, WrittenAgain};
 use emit::{direction, place_of_edge, Copy, Guard, Order, Place, States};
 use facts::{Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
@@ -291,6 +291,14 @@ fn plan_root(
     let available = solve_available(&no_copies, None);
     let mut element_copies = Vec::new();
     let mut widened = Vec::new();
+    // Per side written at run-time indices: whether such a write may come again before the
+    // other side is touched (solved only for roots that have such writes).
+    let written_again: [Option<hat_ir::analysis::dataflow::DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
+        accesses.dynamic().iter().any(|(_, d)| d.writes && d.side == side).then(|| {
+            work.solves.add(1);
+            solve_dense_backward_on(ctx, flow, &slice, &WrittenAgain { accesses: &accesses, side })
+        })
+    });
     for (op, read) in accesses.dynamic() {
         let Some(pair) = available.before(ctx, *op).pair() else { continue };
         let all = whole(ctx, read.buffer);
@@ -309,10 +317,15 @@ fn plan_root(
             // writes made stale).
             let read_there_next =
                 anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[1 - read.side].contains(&all));
+            // Nor where such a write may come again first (a loop of stores, say): one element
+            // per write, with nothing on the other side between them to need it, is not bounded
+            // by what the other side reads; the range once each way is.
+            let again = written_again[read.side].as_ref().is_some_and(|w| *w.after(ctx, *op));
             if pair[1 - read.side].contains(&all)
                 && !pair[read.side].contains(&all)
                 && !needed_anyway
                 && read_there_next
+                && !again
             {
                 element_copies.push((*op, read.clone()));
             } else {
