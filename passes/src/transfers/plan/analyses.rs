@@ -14,9 +14,11 @@
 //!   next observer, on some path, wants them on that side (with kills: an element written in
 //!   full before anyone looks at it is dead).
 //! - [`WrittenAgain`] (backward, may): whether a write at a run-time index to a side may come
-//!   again before anything touches the root on the other side (an element written through
-//!   after each such write would be copied once per write, with no read on the other side to
-//!   need them one by one).
+//!   again before anything touches the root on the other side.
+//! - [`NotReadThereNext`] (backward, may): whether, on some path, something other than a read of
+//!   the root on a side comes first (another access of the root, or the end): an element written
+//!   through to that side after a write at a run-time index is then not paid for by a copy the
+//!   `kernel` strategy makes to that read.
 //! - [`Later`] (forward, must): lazy code motion's "delayable" (Knoop, Rüthing and Steffen;
 //!   edge form of Drechsler and Stadel): a copy may still wait at a point when every path to it
 //!   passed its earliest point and no need of it yet. `earliest(e)` on an edge is what is
@@ -299,6 +301,37 @@ impl DenseForwardAnalysis for Later<'_> {
 
     fn visit_edge_cow<'s>(&self, ctx: &Context, edge: &Edge, state: &'s Must) -> Cow<'s, Must> {
         self.along_cow(ctx, edge, state)
+    }
+}
+
+/// Backward, may: on some path from here, the next thing to touch the root is not a read of it
+/// on `side` (another access, on either side, or the end of the function comes first).
+pub struct NotReadThereNext<'a> {
+    /// What the ops do to the root.
+    pub accesses: &'a RootAccesses,
+    /// The side whose read is looked for.
+    pub side: usize,
+}
+
+impl DenseBackwardAnalysis for NotReadThereNext<'_> {
+    type Lattice = bool;
+
+    fn visit_op(&self, _: &Context, op: Op, after: &bool) -> bool {
+        if self.accesses.dynamic().iter().any(|(o, _)| *o == op) {
+            return true;
+        }
+        match self.accesses.of(op) {
+            Some(a) => a.need[self.side].is_empty(),
+            None => *after,
+        }
+    }
+
+    fn exit_state(&self, _: &Context, _: Block) -> bool {
+        true
+    }
+
+    fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s bool) -> Cow<'s, bool> {
+        Cow::Borrowed(state)
     }
 }
 

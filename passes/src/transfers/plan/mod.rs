@@ -37,10 +37,12 @@ use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
-use analyses::{Anticipation, Availability, EdgeCopies, Later, OpCopies, WrittenAgain};
+use analyses::{Anticipation, Availability, EdgeCopies, Later, NotReadThereNext, OpCopies, WrittenAgain};
 use emit::{direction, place_of_edge, Copy, Guard, Order, Place, States};
 use facts::{Pair, DEVICE, HOST};
-use hat_ir::analysis::dataflow::{solve_dense_backward_on, solve_dense_forward_on, FlowGraph, FlowSlice, ProgramOrder};
+use hat_ir::analysis::dataflow::{
+    solve_dense_backward_on, solve_dense_forward_on, DenseSolution, FlowGraph, FlowSlice, ProgramOrder,
+};
 use hat_ir::interfaces::CallableOpInterface;
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Context, Location, Op};
@@ -291,10 +293,18 @@ fn plan_root(
     let available = solve_available(&no_copies, None);
     let mut element_copies = Vec::new();
     let mut widened = Vec::new();
-    // Per side written at run-time indices: whether such a write may come again before the
-    // other side is touched (solved only for roots that have such writes).
-    let written_again: [Option<hat_ir::analysis::dataflow::DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
-        accesses.dynamic().iter().any(|(_, d)| d.writes && d.side == side).then(|| {
+    // Per side written at run-time indices (solved only for roots that have such writes):
+    // whether, on some path, the next thing to touch the root is not a read on the other side;
+    // whether such a write may come again before the other side is touched.
+    let written = |side: usize| accesses.dynamic().iter().any(|(_, d)| d.writes && d.side == side);
+    let not_read_next: [Option<DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
+        written(1 - side).then(|| {
+            work.solves.add(1);
+            solve_dense_backward_on(ctx, flow, &slice, &NotReadThereNext { accesses: &accesses, side })
+        })
+    });
+    let written_again: [Option<DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
+        written(side).then(|| {
             work.solves.add(1);
             solve_dense_backward_on(ctx, flow, &slice, &WrittenAgain { accesses: &accesses, side })
         })
@@ -308,24 +318,27 @@ fn plan_root(
         // loop changes the buffer.)
         let needed_anyway = anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[read.side].contains(&all));
         if read.writes {
-            // A write where the other side is current everywhere and this one is not, the whole
-            // buffer is not needed on this side later anyway, and every path from here reads it
-            // on the other side before anything overwrites it (so the element would be copied
-            // there anyway): the element goes to the other side right after it (which stays
-            // current); otherwise it is a write of the range the index may reach, which needs
-            // that range current first (a copy of what this side lacks, which the other side's
-            // writes made stale).
-            let read_there_next =
-                anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[1 - read.side].contains(&all));
-            // Nor where such a write may come again first (a loop of stores, say): one element
-            // per write, with nothing on the other side between them to need it, is not bounded
-            // by what the other side reads; the range once each way is.
-            let again = written_again[read.side].as_ref().is_some_and(|w| *w.after(ctx, *op));
+            // A write where the other side is current everywhere and this one is not, and the
+            // whole buffer is not needed on this side later anyway: the element goes to the
+            // other side right after it (which stays current) where `kernel`'s copies to the
+            // other side pay for it, which this plan does not make (the other side stays
+            // current): either on every path the next thing to touch the root is a read of it
+            // there (one write-through at most before each such read: another write first is
+            // another thing touching the root), or every path reads all of it there before
+            // anything overwrites it and no such write comes again before the other side is
+            // touched. Otherwise (a loop of stores, say, or a write nothing reads there) it is a
+            // write of the range the index may reach, which needs that range current first (a
+            // copy of what this side lacks, which the other side's writes made stale), hoisted
+            // where it can be.
+            let next_read = not_read_next[1 - read.side].as_ref().is_some_and(|n| !*n.after(ctx, *op));
+            let all_read_there =
+                anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[1 - read.side].contains(&all))
+                    && !written_again[read.side].as_ref().is_some_and(|w| *w.after(ctx, *op));
+            let read_there_next = next_read || all_read_there;
             if pair[1 - read.side].contains(&all)
                 && !pair[read.side].contains(&all)
                 && !needed_anyway
                 && read_there_next
-                && !again
             {
                 element_copies.push((*op, read.clone()));
             } else {
