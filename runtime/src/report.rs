@@ -2,6 +2,7 @@
 //! buffer), the dispatches (per kernel), host-function calls, the runtime-tracking hooks reached,
 //! device memory, and time. [`RunReport::to_json`] gives the object `hat-opt --report=json` prints.
 
+use crate::kernel_cache::KernelCacheStats;
 use hat_dialects::buffer::{AfterHostReadOp, AfterHostWriteOp, BeforeHostReadOp, BeforeHostWriteOp};
 use hat_ir::{Context, Op};
 use serde_json::{json, Value as Json};
@@ -129,6 +130,9 @@ pub struct RunReport {
     pub device_time: Option<Duration>,
     /// The whole run, from the entry's call to its return.
     pub total_time: Duration,
+    /// What the backend's kernel cache on disk did during the run
+    /// ([`crate::Backend::kernel_cache`]); `None` for a backend without one.
+    pub kernel_cache: Option<KernelCacheStats>,
 }
 
 impl RunReport {
@@ -158,10 +162,13 @@ impl RunReport {
     ///  "host_calls": 0, "syncs": 0, "waits": 1,
     ///  "hooks": {"before_host_read": 0, "after_host_read": 0, "before_host_write": 0, "after_host_write": 0},
     ///  "device_memory": {"allocations": 1, "peak_bytes": 256},
-    ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01, "device_ms": 0.02}}
+    ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01, "device_ms": 0.02},
+    ///  "kernel_cache": null}
     /// ```
     ///
-    /// A `device_ms` is `null` where the backend measured no device time.
+    /// A `device_ms` is `null` where the backend measured no device time; `kernel_cache` is
+    /// `null` for a backend without a kernel cache on disk, else
+    /// [`KernelCacheStats::to_json`].
     pub fn to_json(&self) -> Json {
         let per_buffer: Vec<Json> = self
             .per_buffer
@@ -208,6 +215,7 @@ impl RunReport {
                 "transfers_ms": millis(self.transfer_time),
                 "device_ms": self.device_time.map(millis),
             },
+            "kernel_cache": self.kernel_cache.as_ref().map(KernelCacheStats::to_json),
         })
     }
 }
@@ -259,9 +267,13 @@ impl fmt::Display for RunReport {
             millis(self.transfer_time)
         )?;
         match self.device_time {
-            Some(time) => write!(f, ", device {:.3} ms ({} waits)", millis(time), self.waits),
-            None => write!(f, " ({} waits)", self.waits),
+            Some(time) => write!(f, ", device {:.3} ms ({} waits)", millis(time), self.waits)?,
+            None => write!(f, " ({} waits)", self.waits)?,
         }
+        if let Some(cache) = &self.kernel_cache {
+            write!(f, "\n  kernel cache {}", cache.summary())?;
+        }
+        Ok(())
     }
 }
 
