@@ -163,12 +163,10 @@ impl RunReport {
     ///  "hooks": {"before_host_read": 0, "after_host_read": 0, "before_host_write": 0, "after_host_write": 0},
     ///  "device_memory": {"allocations": 1, "peak_bytes": 256},
     ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01, "device_ms": 0.02},
-    ///  "kernel_cache": null}
     /// ```
     ///
-    /// A `device_ms` is `null` where the backend measured no device time; `kernel_cache` is
-    /// `null` for a backend without a kernel cache on disk, else
-    /// [`KernelCacheStats::to_json`].
+    /// A `device_ms` is `null` where the backend measured no device time. A backend with a
+    /// kernel cache on disk adds `"kernel_cache"`: [`KernelCacheStats::to_json`].
     pub fn to_json(&self) -> Json {
         let per_buffer: Vec<Json> = self
             .per_buffer
@@ -188,7 +186,7 @@ impl RunReport {
             .iter()
             .map(|k| json!({ "name": k.name, "dispatches": k.dispatches, "device_ms": k.device_time.map(millis) }))
             .collect();
-        json!({
+        let mut json = json!({
             "mode": self.mode,
             "backend": self.backend,
             "device": self.device,
@@ -215,8 +213,11 @@ impl RunReport {
                 "transfers_ms": millis(self.transfer_time),
                 "device_ms": self.device_time.map(millis),
             },
-            "kernel_cache": self.kernel_cache.as_ref().map(KernelCacheStats::to_json),
-        })
+        });
+        if let (Some(cache), Some(object)) = (&self.kernel_cache, json.as_object_mut()) {
+            object.insert("kernel_cache".to_string(), cache.to_json());
+        }
+        json
     }
 }
 
