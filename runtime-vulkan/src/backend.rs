@@ -6,19 +6,23 @@ use crate::gpu::{DeviceDescription, Gpu};
 use crate::kernels::{Bound, Kernels, SpirvLowered};
 use crate::memory::{check_size, Block, DeviceMemory, Ring, RingState};
 use crate::memory::{copy_bytes, Pieces};
+use crate::module_cache;
+use crate::pipeline_cache::PipelineCache;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
 use hat_ir::Verified;
 use hat_lowering::{ScalarEncoding, StoredElement};
+use hat_runtime::kernel_cache::EntryProblem;
 use hat_runtime::{
     Backend, BufferLayout, Command, DeviceBuffer, DispatchTime, ElementType, Fence, HandleTable, KernelArg,
-    KernelArtifact, KernelHandle, LoweredModule, RuntimeError, Scalar,
+    KernelArtifact, KernelCacheStats, KernelHandle, LoweredModule, RuntimeError, Scalar,
 };
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,6 +72,10 @@ pub struct VulkanOptions {
     /// Optional features not to enable even where the device has them (to see what a device
     /// without them does).
     pub withhold: Vec<hat_lowering::Feature>,
+    /// The directory of the kernel cache on disk (lowered modules and the device's pipeline
+    /// cache, kept between processes: `module_cache.rs`, `pipeline_cache.rs`); `None`: no cache
+    /// on disk (kernels are still cached in the process).
+    pub kernel_cache: Option<PathBuf>,
 }
 
 impl Default for VulkanOptions {
@@ -78,7 +86,9 @@ impl Default for VulkanOptions {
     /// apply (not with `HAT_VULKAN_SCALAR_ACCESSES=1`), stencils coarsened by [`COARSEN_ROWS`]
     /// rows (`HAT_VULKAN_COARSEN_ROWS` sets another number, 1 none), global barriers (buffer
     /// barriers with `HAT_VULKAN_BUFFER_BARRIERS=1`), pipelines without the grid check for
-    /// whole grids (not with `HAT_VULKAN_ALWAYS_CHECK_GRID=1`).
+    /// whole grids (not with `HAT_VULKAN_ALWAYS_CHECK_GRID=1`), and a kernel cache on disk only
+    /// where `HAT_CACHE_DIR` names its directory (hat-opt keeps one in the user's cache
+    /// directory by default: [`hat_runtime::kernel_cache::default_directory`]).
     fn default() -> Self {
         VulkanOptions {
             device: std::env::var("HAT_VULKAN_DEVICE").ok().filter(|d| !d.trim().is_empty()),
@@ -101,6 +111,7 @@ impl Default for VulkanOptions {
             buffer_barriers: std::env::var("HAT_VULKAN_BUFFER_BARRIERS").is_ok_and(|v| v == "1"),
             whole_grid_pipelines: !std::env::var("HAT_VULKAN_ALWAYS_CHECK_GRID").is_ok_and(|v| v == "1"),
             withhold: Vec::new(),
+            kernel_cache: std::env::var_os("HAT_CACHE_DIR").filter(|d| !d.is_empty()).map(PathBuf::from),
         }
     }
 }
@@ -145,6 +156,14 @@ pub struct VulkanBackend {
     coarsen_rows: u32,
     /// Modules lowered before, by their text (see [`VulkanBackend::lower`]).
     lowered: FxHashMap<String, Arc<dyn LoweredModule>>,
+    /// [`VulkanOptions::kernel_cache`].
+    kernel_cache: Option<PathBuf>,
+    /// The device's pipeline cache, from and to the kernel cache on disk.
+    pipeline_cache: PipelineCache,
+    /// Modules read from the kernel cache on disk, lowered, and entries of it ignored.
+    modules_from_disk: u64,
+    modules_lowered: u64,
+    modules_ignored: u64,
     command_pool: vk::CommandPool,
     /// The batch being recorded.
     open: Option<Frame>,
@@ -194,6 +213,12 @@ impl VulkanBackend {
             }
         };
         let timestamps = options.timestamps && gpu.limits.timestamp_bits > 0;
+        let pipeline_cache = PipelineCache::open(
+            &gpu.device,
+            gpu.identity.clone(),
+            options.kernel_cache.as_deref(),
+            gpu.creation_feedback,
+        );
         let piece = (options.staging_bytes / 2).clamp(256, 32 << 20);
         let kept = options.staging_kept_bytes;
         Ok(VulkanBackend {
@@ -223,6 +248,11 @@ impl VulkanBackend {
             vectorize_accesses: options.vectorize_accesses,
             coarsen_rows: options.coarsen_rows.max(1),
             lowered: FxHashMap::default(),
+            kernel_cache: options.kernel_cache.clone(),
+            pipeline_cache,
+            modules_from_disk: 0,
+            modules_lowered: 0,
+            modules_ignored: 0,
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
@@ -281,6 +311,38 @@ impl VulkanBackend {
             Ring { block: down, state: RingState::new(capacity) },
             pool,
         ))
+    }
+
+    /// The module `module` lowered with `options`: from the kernel cache on disk when it holds
+    /// it (`module_cache.rs`), else lowered (and written there).
+    fn lower_or_load(
+        &mut self,
+        module: Verified<'_>,
+        options: &hat_lowering::LoweringOptions,
+    ) -> Result<hat_lowering::SpirvModule, RuntimeError> {
+        let lower = || {
+            hat_lowering::lower_module(module.ctx(), module, options)
+                .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))
+        };
+        let Some(directory) = self.kernel_cache.clone() else {
+            self.modules_lowered += 1;
+            return lower();
+        };
+        // The key leaves locations out (the SPIR-V has none); `load` finds the entry points'.
+        let print = hat_ir::PrintOptions { generic: true, debug_info: false, assume_verified: true };
+        let key = module_cache::module_key(&hat_ir::print_op(module.ctx(), module.op(), print), options);
+        match module_cache::load(&directory, &key, module.ctx(), module.op()) {
+            Ok(loaded) => {
+                self.modules_from_disk += 1;
+                return Ok(loaded);
+            }
+            Err(EntryProblem::Missing) => {}
+            Err(EntryProblem::Ignored(_)) => self.modules_ignored += 1,
+        }
+        let lowered = lower()?;
+        self.modules_lowered += 1;
+        module_cache::store(&directory, &key, &lowered);
+        Ok(lowered)
     }
 
     /// The device in use.
@@ -722,6 +784,22 @@ impl Backend for VulkanBackend {
         self.gpu.description.name.clone()
     }
 
+    fn kernel_cache(&self) -> Option<KernelCacheStats> {
+        let cache = &self.pipeline_cache;
+        Some(KernelCacheStats {
+            directory: self.kernel_cache.clone(),
+            modules_from_disk: self.modules_from_disk,
+            modules_lowered: self.modules_lowered,
+            modules_ignored: self.modules_ignored,
+            pipelines_created: cache.created,
+            pipelines_from_disk: cache.from_disk,
+            driver_cache_hits: cache.driver_hits,
+            driver_cache_misses: cache.driver_misses,
+            driver_silent: cache.driver_silent,
+            pipeline_cache: cache.state.clone(),
+        })
+    }
+
     /// Lowers `module`, or gives the module lowered before from the same text. Each executor
     /// lowers its module on its first dispatch; a process that runs one program many times (a
     /// benchmark, a server) would otherwise lower and validate it again on every run, which
@@ -740,9 +818,7 @@ impl Backend for VulkanBackend {
             coarsen_rows: self.coarsen_rows,
             ..self.gpu.lowering_options()
         };
-        let lowered = hat_lowering::lower_module(module.ctx(), module, &options)
-            .map(|module| Arc::new(SpirvLowered(module)) as Arc<dyn LoweredModule>)
-            .map_err(|diagnostics| hat_runtime::artifact::lowering_error(module, &diagnostics))?;
+        let lowered = Arc::new(SpirvLowered(self.lower_or_load(module, &options)?)) as Arc<dyn LoweredModule>;
         if self.lowered.len() >= LOWERED_KEPT {
             self.lowered.clear();
         }
@@ -799,7 +875,7 @@ impl Backend for VulkanBackend {
             .0
             .entry_point(&kernel.name)
             .ok_or_else(|| unsupported(format!("the SPIR-V module has no entry point '{}'", kernel.name)))?;
-        let index = self.kernels.compile(&self.gpu.device, &module.0, entry)?;
+        let index = self.kernels.compile(&self.gpu.device, &mut self.pipeline_cache, &module.0, entry)?;
         Ok(KernelHandle::new(index))
     }
 
@@ -1001,7 +1077,7 @@ impl Backend for VulkanBackend {
             return Ok(command);
         }
         let pipeline = if whole {
-            self.kernels.whole_grid_pipeline(&self.gpu.device, index)?
+            self.kernels.whole_grid_pipeline(&self.gpu.device, &mut self.pipeline_cache, index)?
         } else {
             self.kernels.list[index as usize].pipeline
         };
@@ -1163,6 +1239,8 @@ impl Drop for VulkanBackend {
             self.completed = u64::MAX;
             self.release_retired();
             device.destroy_command_pool(self.command_pool, None);
+            self.pipeline_cache.save(&device);
+            self.pipeline_cache.destroy(&device);
             self.kernels.destroy(&device);
             for memory in self.buffers.take_all() {
                 memory.block.destroy(&device, &mut self.allocator);

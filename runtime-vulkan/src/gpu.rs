@@ -16,6 +16,7 @@
 //!   and a debug-utils messenger that records every warning and error (`validation.rs`).
 
 use crate::errors::vk_error;
+use crate::pipeline_cache::DeviceIdentity;
 use crate::validation::Messages;
 use ash::vk;
 use hat_lowering::{DeviceFeatures, Feature, IndexWidth, LoweringOptions};
@@ -194,6 +195,11 @@ pub(crate) struct Gpu {
     pub limits: Limits,
     pub features: DeviceFeatures,
     pub messages: Option<Messages>,
+    /// What the device's pipeline cache is keyed by.
+    pub identity: DeviceIdentity,
+    /// Whether `VK_EXT_pipeline_creation_feedback` is enabled (the driver says whether a
+    /// pipeline came from the cache).
+    pub creation_feedback: bool,
 }
 
 impl Gpu {
@@ -204,7 +210,8 @@ impl Gpu {
         let opened = Self::open_on(&entry, &instance, wanted, validation, withhold);
         match opened {
             Ok(parts) => {
-                let (physical, device, queue, family, description, limits, features, messages) = parts;
+                let (physical, device, queue, family, description, limits, features, messages) = parts.0;
+                let (identity, creation_feedback) = parts.1;
                 Ok(Gpu {
                     _entry: entry,
                     instance,
@@ -216,6 +223,8 @@ impl Gpu {
                     limits,
                     features,
                     messages,
+                    identity,
+                    creation_feedback,
                 })
             }
             Err(error) => {
@@ -234,7 +243,19 @@ impl Gpu {
         validation: bool,
         withhold: &[Feature],
     ) -> Result<
-        (vk::PhysicalDevice, ash::Device, vk::Queue, u32, DeviceDescription, Limits, DeviceFeatures, Option<Messages>),
+        (
+            (
+                vk::PhysicalDevice,
+                ash::Device,
+                vk::Queue,
+                u32,
+                DeviceDescription,
+                Limits,
+                DeviceFeatures,
+                Option<Messages>,
+            ),
+            (DeviceIdentity, bool),
+        ),
         RuntimeError,
     > {
         let messages = if validation { Some(Messages::install(entry, instance)?) } else { None };
@@ -319,9 +340,17 @@ impl Gpu {
                 features.enable(Feature::Int64Atomics);
             }
         }
+        // SAFETY: a plain query of a physical device the instance enumerated.
+        let extensions = unsafe { instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
+        let feedback_name = ash::ext::pipeline_creation_feedback::NAME;
+        let creation_feedback = extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(feedback_name));
+        let enabled_extensions = if creation_feedback { vec![feedback_name.as_ptr()] } else { Vec::new() };
         let priorities = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let mut info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_features(&enable);
+        let mut info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_features(&enable)
+            .enabled_extension_names(&enabled_extensions);
         info = info.push_next(&mut enable11);
         if v12 {
             info = info.push_next(&mut enable12);
@@ -352,7 +381,16 @@ impl Gpu {
                 0
             },
         };
-        Ok((physical, device, queue, family, chosen.clone(), limits, features, messages))
+        let identity = DeviceIdentity {
+            vendor_id: properties.vendor_id,
+            device_id: properties.device_id,
+            driver_version: properties.driver_version,
+            pipeline_cache_uuid: properties.pipeline_cache_uuid,
+        };
+        Ok((
+            (physical, device, queue, family, chosen.clone(), limits, features, messages),
+            (identity, creation_feedback),
+        ))
     }
 
     /// What the lowering may assume: the features enabled and the device's limits; `index` is

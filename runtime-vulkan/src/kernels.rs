@@ -1,5 +1,7 @@
 //! Compiled kernels: compute pipelines, cached by a hash of the SPIR-V module and the entry
-//! point, so that the same kernel compiled by several executors is one pipeline; and
+//! point, so that the same kernel compiled by several executors is one pipeline (and created
+//! with the device's pipeline cache, which a later process loads from disk:
+//! `pipeline_cache.rs`); and
 //! descriptor sets, cached by the kernel's set layout and the buffers bound, so that a
 //! dispatch of the same kernel on the same buffers reuses its set. A set that names a freed buffer is dropped from the cache
 //! and freed once the commands that may use it are done (the backend's retired list).
@@ -15,6 +17,7 @@
 //! with the kernel.
 
 use crate::errors::vk_error;
+use crate::pipeline_cache::{self, PipelineCache};
 use ash::vk;
 use hat_lowering::{EntryPoint, SpirvModule};
 use hat_runtime::RuntimeError;
@@ -52,6 +55,8 @@ pub(crate) struct Kernel {
     /// The pipeline without the check against the grid, once a dispatch needed it.
     pub whole_grid: Option<vk::Pipeline>,
     pub shader: vk::ShaderModule,
+    /// The module's stable hash ([`pipeline_cache::words_hash`]).
+    pub module_hash: u64,
     pub layout: vk::PipelineLayout,
     pub set_layout: vk::DescriptorSetLayout,
     pub entry: EntryPoint,
@@ -66,7 +71,8 @@ pub(crate) struct Kernels {
     pub list: Vec<Kernel>,
     /// By the hash of (module, entry point, specialisation): the kernel's index.
     cache: FxHashMap<u64, u32>,
-    modules: FxHashMap<u64, vk::ShaderModule>,
+    /// By the hash of the words: the shader module and its stable hash.
+    modules: FxHashMap<u64, (vk::ShaderModule, u64)>,
     /// By (bindings, push-constant bytes).
     layouts: FxHashMap<(u32, u32), (vk::DescriptorSetLayout, vk::PipelineLayout)>,
     pools: Vec<vk::DescriptorPool>,
@@ -80,9 +86,12 @@ const BUFFERS_PER_SET: u32 = 8;
 
 /// The compute pipeline of `entry` in `shader`; with `whole_grid`, the boolean specialisation
 /// constant of that id set `true`.
+/// `module_hash` is the module's stable hash ([`pipeline_cache::words_hash`]), by which the
+/// pipeline cache lists the pipeline.
 fn create_pipeline(
     device: &ash::Device,
-    shader: vk::ShaderModule,
+    cache: &mut PipelineCache,
+    (shader, module_hash): (vk::ShaderModule, u64),
     layout: vk::PipelineLayout,
     entry: &EntryPoint,
     whole_grid: Option<u32>,
@@ -99,11 +108,9 @@ fn create_pipeline(
     if let Some(specialization) = &specialization {
         stage = stage.specialization_info(specialization);
     }
-    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
-    // SAFETY: the module, the entry point, the specialisation and the layout are valid.
-    let pipeline = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
-        .map_err(|(_, e)| vk_error("create a compute pipeline")(e))?[0];
-    Ok(pipeline)
+    let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
+    // The module, the entry point, the specialisation and the layout are valid.
+    cache.create(device, info, pipeline_cache::pipeline_key(module_hash, &entry.name, whole_grid))
 }
 
 fn module_hash(words: &[u32]) -> u64 {
@@ -117,6 +124,7 @@ impl Kernels {
     pub(crate) fn compile(
         &mut self,
         device: &ash::Device,
+        cache: &mut PipelineCache,
         module: &SpirvModule,
         entry: &EntryPoint,
     ) -> Result<u32, RuntimeError> {
@@ -127,13 +135,14 @@ impl Kernels {
         if let Some(&index) = self.cache.get(&key) {
             return Ok(index);
         }
-        let shader = match self.modules.get(&words_hash) {
+        let (shader, module_hash) = match self.modules.get(&words_hash) {
             Some(&shader) => shader,
             None => {
                 let info = vk::ShaderModuleCreateInfo::default().code(&module.words);
                 // SAFETY: the words are a module the validator accepted.
                 let shader =
                     unsafe { device.create_shader_module(&info, None) }.map_err(vk_error("create a shader module"))?;
+                let shader = (shader, pipeline_cache::words_hash(&module.words));
                 self.modules.insert(words_hash, shader);
                 shader
             }
@@ -141,8 +150,9 @@ impl Kernels {
         let bindings = entry.bindings.len() as u32;
         let push_bytes = entry.push_constants.size;
         let (set_layout, layout) = self.layout(device, bindings, push_bytes)?;
-        let pipeline = create_pipeline(device, shader, layout, entry, None)?;
-        self.list.push(Kernel { pipeline, whole_grid: None, shader, layout, set_layout, entry: entry.clone() });
+        let pipeline = create_pipeline(device, cache, (shader, module_hash), layout, entry, None)?;
+        let entry = entry.clone();
+        self.list.push(Kernel { pipeline, whole_grid: None, shader, module_hash, layout, set_layout, entry });
         let index = self.list.len() as u32 - 1;
         self.cache.insert(key, index);
         Ok(index)
@@ -154,6 +164,7 @@ impl Kernels {
     pub(crate) fn whole_grid_pipeline(
         &mut self,
         device: &ash::Device,
+        cache: &mut PipelineCache,
         kernel: u32,
     ) -> Result<vk::Pipeline, RuntimeError> {
         let kernel = &mut self.list[kernel as usize];
@@ -161,7 +172,8 @@ impl Kernels {
             return Ok(pipeline);
         }
         let id = kernel.entry.whole_grid_constant.expect("asked only for kernels with the constant");
-        let pipeline = create_pipeline(device, kernel.shader, kernel.layout, &kernel.entry, Some(id))?;
+        let shader = (kernel.shader, kernel.module_hash);
+        let pipeline = create_pipeline(device, cache, shader, kernel.layout, &kernel.entry, Some(id))?;
         kernel.whole_grid = Some(pipeline);
         Ok(pipeline)
     }
@@ -309,7 +321,7 @@ impl Kernels {
                 device.destroy_pipeline_layout(layout, None);
                 device.destroy_descriptor_set_layout(set_layout, None);
             }
-            for (_, module) in self.modules.drain() {
+            for (_, (module, _)) in self.modules.drain() {
                 device.destroy_shader_module(module, None);
             }
             for pool in self.pools.drain(..) {

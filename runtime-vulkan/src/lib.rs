@@ -27,6 +27,12 @@
 //!   point, each with a second pipeline specialised without the check against the grid for
 //!   dispatches whose grid is whole workgroups ([`VulkanOptions::whole_grid_pipelines`]);
 //!   descriptor sets cached by the buffers they bind.
+//! - **Kernel cache on disk** (`module_cache.rs`, `pipeline_cache.rs`): with
+//!   [`VulkanOptions::kernel_cache`] (or `HAT_CACHE_DIR`), lowered modules and the device's
+//!   `VkPipelineCache` are kept in a directory between processes, so that a second process
+//!   running the same program lowers nothing and creates its pipelines from the cache; every
+//!   entry is checked before use (a corrupt or foreign one is ignored and written anew).
+//!   [`hat_runtime::Backend::kernel_cache`] counts hits and misses.
 //! - **Batches** (`frames.rs`): the executor's copies and dispatches are recorded into command
 //!   buffers with a pipeline barrier only where a command depends on an earlier one; a fence per
 //!   batch; GPU timestamps around each dispatch give its device time. A batch is submitted when
@@ -47,6 +53,8 @@ mod frames;
 mod gpu;
 mod kernels;
 mod memory;
+mod module_cache;
+mod pipeline_cache;
 mod validation;
 
 pub use backend::{VulkanBackend, VulkanOptions, COARSEN_ROWS};

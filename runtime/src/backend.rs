@@ -41,6 +41,7 @@
 
 use crate::artifact::{KernelArtifact, LoweredModule};
 use crate::error::RuntimeError;
+use crate::kernel_cache::KernelCacheStats;
 use crate::value::{BufferLayout, ElementType, Scalar};
 use hat_ir::Verified;
 use std::sync::Arc;
@@ -176,6 +177,14 @@ pub trait Backend {
     fn lower(&mut self, module: Verified<'_>) -> Result<Option<Arc<dyn LoweredModule>>, RuntimeError> {
         let _ = module;
         Ok(None)
+    }
+
+    /// What the backend's kernel cache on disk did so far (see [`crate::kernel_cache`]): modules
+    /// read from disk or lowered, pipelines held by the cache or compiled. `None` (the default):
+    /// the backend keeps no such cache. The executor reports the counts of each run
+    /// ([`crate::RunReport::kernel_cache`]).
+    fn kernel_cache(&self) -> Option<KernelCacheStats> {
+        None
     }
 
     /// The most work items one dispatch may have (the product of the grid's sizes). The executor

@@ -13,6 +13,7 @@ pub mod error;
 pub mod eval;
 pub mod executor;
 pub mod handles;
+pub mod kernel_cache;
 pub mod oracle;
 pub mod report;
 pub mod value;
@@ -27,5 +28,6 @@ pub use executor::{
     TransferMode,
 };
 pub use handles::HandleTable;
+pub use kernel_cache::{KernelCacheStats, PipelineCacheState};
 pub use report::{BufferTransfers, RunReport, TransferCount};
 pub use value::{BufferLayout, ElementType, Scalar};

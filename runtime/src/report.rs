@@ -2,6 +2,7 @@
 //! buffer), the dispatches (per kernel), host-function calls, the runtime-tracking hooks reached,
 //! device memory, and time. [`RunReport::to_json`] gives the object `hat-opt --report=json` prints.
 
+use crate::kernel_cache::KernelCacheStats;
 use hat_dialects::buffer::{AfterHostReadOp, AfterHostWriteOp, BeforeHostReadOp, BeforeHostWriteOp};
 use hat_ir::{Context, Op};
 use serde_json::{json, Value as Json};
@@ -129,6 +130,9 @@ pub struct RunReport {
     pub device_time: Option<Duration>,
     /// The whole run, from the entry's call to its return.
     pub total_time: Duration,
+    /// What the backend's kernel cache on disk did during the run
+    /// ([`crate::Backend::kernel_cache`]); `None` for a backend without one.
+    pub kernel_cache: Option<KernelCacheStats>,
 }
 
 impl RunReport {
@@ -158,10 +162,11 @@ impl RunReport {
     ///  "host_calls": 0, "syncs": 0, "waits": 1,
     ///  "hooks": {"before_host_read": 0, "after_host_read": 0, "before_host_write": 0, "after_host_write": 0},
     ///  "device_memory": {"allocations": 1, "peak_bytes": 256},
-    ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01, "device_ms": 0.02}}
+    ///  "time": {"total_ms": 0.12, "kernels_ms": 0.05, "transfers_ms": 0.01, "device_ms": 0.02},
     /// ```
     ///
-    /// A `device_ms` is `null` where the backend measured no device time.
+    /// A `device_ms` is `null` where the backend measured no device time. A backend with a
+    /// kernel cache on disk adds `"kernel_cache"`: [`KernelCacheStats::to_json`].
     pub fn to_json(&self) -> Json {
         let per_buffer: Vec<Json> = self
             .per_buffer
@@ -181,7 +186,7 @@ impl RunReport {
             .iter()
             .map(|k| json!({ "name": k.name, "dispatches": k.dispatches, "device_ms": k.device_time.map(millis) }))
             .collect();
-        json!({
+        let mut json = json!({
             "mode": self.mode,
             "backend": self.backend,
             "device": self.device,
@@ -208,7 +213,11 @@ impl RunReport {
                 "transfers_ms": millis(self.transfer_time),
                 "device_ms": self.device_time.map(millis),
             },
-        })
+        });
+        if let (Some(cache), Some(object)) = (&self.kernel_cache, json.as_object_mut()) {
+            object.insert("kernel_cache".to_string(), cache.to_json());
+        }
+        json
     }
 }
 
@@ -259,9 +268,13 @@ impl fmt::Display for RunReport {
             millis(self.transfer_time)
         )?;
         match self.device_time {
-            Some(time) => write!(f, ", device {:.3} ms ({} waits)", millis(time), self.waits),
-            None => write!(f, " ({} waits)", self.waits),
+            Some(time) => write!(f, ", device {:.3} ms ({} waits)", millis(time), self.waits)?,
+            None => write!(f, " ({} waits)", self.waits)?,
         }
+        if let Some(cache) = &self.kernel_cache {
+            write!(f, "\n  kernel cache {}", cache.summary())?;
+        }
+        Ok(())
     }
 }
 

@@ -61,6 +61,7 @@ fn stack_is_low() -> bool {
 /// Runs `entry` (see [`Executor::run`]).
 pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Result<RunOutput, RuntimeError> {
     let start = Instant::now();
+    let cache_before = ex.backend.kernel_cache();
     let ctx = ex.module.ctx();
     let parameters = entry_parameters(ex.module, entry)?;
     let func = entry_function(ex.module, entry)?;
@@ -152,6 +153,10 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
     let buffers = caller_buffers.into_iter().map(|id| interpreter.buffers.final_host(id)).collect();
     let mut report = interpreter.recorder.report;
     report.total_time = start.elapsed();
+    report.kernel_cache = interpreter.ex.backend.kernel_cache().map(|now| match &cache_before {
+        Some(before) => now.since(before),
+        None => now,
+    });
     Ok(RunOutput { results, buffers, report })
 }
 

@@ -7,12 +7,17 @@
 //! - `auto` (the default): `HAT_BACKEND` when it is set (`cpu`, `vulkan` or `auto`), else Vulkan
 //!   when a device opens, else the CPU backend. The report names the backend and the device.
 //!
+//! - `--kernel-cache=DIR|off`: where the Vulkan backend keeps lowered modules and its pipeline
+//!   cache between runs (default: `HAT_CACHE_DIR`, else `$XDG_CACHE_HOME/hat`, else
+//!   `~/.cache/hat`; `off`: nothing is read or written). The report counts its hits and misses.
+//!
 //! `--run-check` runs the plan and the reference semantics on the same backend, so that the
 //! comparison is of the transfer plan, not of two devices' float rounding.
 
 use clap::ValueEnum;
 use hat_runtime::{Backend, CpuBackend};
 use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
+use std::path::PathBuf;
 
 /// Which backend `--run` uses.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -37,6 +42,22 @@ pub struct DeviceOptions {
     /// best one).
     #[arg(long = "device", value_name = "DEVICE")]
     pub device: Option<String>,
+    /// The kernel cache on disk (lowered modules and the Vulkan pipeline cache, kept between
+    /// runs): its directory, or off (default: HAT_CACHE_DIR, else $XDG_CACHE_HOME/hat, else
+    /// ~/.cache/hat).
+    #[arg(long = "kernel-cache", value_name = "DIR|off")]
+    pub kernel_cache: Option<String>,
+}
+
+impl DeviceOptions {
+    /// The kernel cache's directory: `--kernel-cache`'s, none for `off`, else the default one.
+    pub fn kernel_cache_directory(&self) -> Option<PathBuf> {
+        match self.kernel_cache.as_deref() {
+            Some("off") => None,
+            Some(directory) => Some(PathBuf::from(directory)),
+            None => hat_runtime::kernel_cache::default_directory(),
+        }
+    }
 }
 
 /// Opens the backend the options choose; `Err` holds the text for standard error.
@@ -49,7 +70,7 @@ pub fn open(options: &DeviceOptions) -> Result<Box<dyn Backend>, String> {
         }
     }
     let vulkan = || {
-        let mut vulkan = VulkanOptions::default();
+        let mut vulkan = VulkanOptions { kernel_cache: options.kernel_cache_directory(), ..VulkanOptions::default() };
         if options.device.is_some() {
             vulkan.device.clone_from(&options.device);
         }

@@ -5,7 +5,9 @@
 //! the entry's results, each buffer argument's final host copy (type and first
 //! [`SHOWN_ELEMENTS`] elements, row-major), transfers (all, then per buffer: every buffer
 //! argument, and each buffer the program allocated that moved), dispatches, host calls, the
-//! check, and the time, which is the last line and the only one that changes from run to run.
+//! check, the kernel cache (a backend with one: modules from disk or lowered, pipelines from
+//! disk or compiled, what the driver said), and the time, which is the last line. The time and
+//! the kernel cache's line are the only ones that change from run to run.
 
 use crate::check::{Agreement, Difference};
 use crate::run::buffer_parameters;
@@ -161,6 +163,9 @@ pub fn text(summary: &Summary<'_>) -> String {
             )],
         ),
         Some(Err(_)) => section(&mut text, "check", &["DIFFERS from the reference semantics (see the error)".into()]),
+    }
+    if let Some(cache) = &report.kernel_cache {
+        section(&mut text, "cache", &[cache.summary()]);
     }
     section(&mut text, "time", &[format!("{:.3} ms", report.total_time.as_secs_f64() * 1e3)]);
     text
