@@ -16,10 +16,12 @@ use crate::{Context, Op};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::any::{Any, TypeId};
-use std::rc::Rc;
+use std::sync::Arc;
 
-/// An analysis of the IR under an op, computed from the IR (and other analyses).
-pub trait Analysis: Any {
+/// An analysis of the IR under an op, computed from the IR (and other analyses). Analyses are
+/// `Send + Sync`: a pass may read one from several threads (the transfer planner plans a
+/// function's buffers in parallel over its flow graph, which holds the cached call graph).
+pub trait Analysis: Any + Send + Sync {
     /// Computes it for `op`. `analyses` gives the other analyses it needs, cached (see
     /// [`AnalysisManager::get`]).
     fn compute(ctx: &Context, op: Op, analyses: &mut AnalysisManager) -> Self
@@ -28,7 +30,7 @@ pub trait Analysis: Any {
 }
 
 /// The cached analyses of one op, by type.
-type Entries = SmallVec<[(TypeId, Rc<dyn Any>); 2]>;
+type Entries = SmallVec<[(TypeId, Arc<dyn Any + Send + Sync>); 2]>;
 
 /// Above this many ops with cached analyses, invalidation walks the IR under the op rather than
 /// scanning the cache (so a pass on one small function never pays for the whole cache).
@@ -60,16 +62,16 @@ impl AnalysisManager {
     ///
     /// # Panics
     /// When `A` of `op` is being computed already (analyses that request each other).
-    pub fn get<A: Analysis>(&mut self, ctx: &Context, op: Op) -> Rc<A> {
+    pub fn get<A: Analysis>(&mut self, ctx: &Context, op: Op) -> Arc<A> {
         let ty = TypeId::of::<A>();
         if let Some(found) = self.find(ty, op) {
-            return Rc::downcast::<A>(found).expect("cached under its own type id");
+            return Arc::downcast::<A>(found).expect("cached under its own type id");
         }
         if self.in_progress.contains(&(ty, op)) {
             panic!("analysis {} of {op:?} requested while it is being computed", std::any::type_name::<A>());
         }
         self.in_progress.push((ty, op));
-        let computed = Rc::new(A::compute(ctx, op, self));
+        let computed = Arc::new(A::compute(ctx, op, self));
         self.in_progress.pop();
         self.computed += 1;
         self.cache.entry(op).or_default().push((ty, computed.clone()));
@@ -82,7 +84,7 @@ impl AnalysisManager {
         found.downcast_ref::<A>()
     }
 
-    fn find(&self, ty: TypeId, op: Op) -> Option<Rc<dyn Any>> {
+    fn find(&self, ty: TypeId, op: Op) -> Option<Arc<dyn Any + Send + Sync>> {
         self.cache.get(&op)?.iter().find(|(t, _)| *t == ty).map(|(_, a)| a.clone())
     }
 

@@ -603,8 +603,7 @@ pub fn is_exit(ctx: &Context, op: Op) -> bool {
 /// The flow graph narrowed by constant-like ops, built on the cached call graph.
 impl crate::pass::Analysis for FlowGraph {
     fn compute(ctx: &Context, op: Op, analyses: &mut crate::pass::AnalysisManager) -> Self {
-        // The manager shares analyses within a thread; the graph is shared across threads.
-        let calls = Arc::new(CallGraph::clone(&analyses.get::<CallGraph>(ctx, op)));
+        let calls = analyses.get::<CallGraph>(ctx, op);
         FlowGraph::with_call_graph(ctx, op, calls, |value| crate::interfaces::constant_integer(ctx, value))
     }
 }

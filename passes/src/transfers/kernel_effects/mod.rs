@@ -50,8 +50,8 @@ use hat_ir::pass::{Analysis, AnalysisManager};
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Context, Op, TypeKind};
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
 use std::ops::Range;
+use std::sync::Mutex;
 use summary::{Access, LocalAccess, Summarizer, Target};
 
 /// What a dispatch of one kernel does to one of its parameters.
@@ -114,9 +114,16 @@ enum Answer {
 
 /// Answers by question: a transfer plan asks about the same kernel, grid and shapes again and
 /// again (a dispatch in a loop, one grid for many dispatches). A cache, not a fact: it takes no
-/// part in comparisons.
-#[derive(Clone, Debug, Default)]
-struct Answers(RefCell<FxHashMap<(usize, Question, Dispatch), Answer>>);
+/// part in comparisons. Behind a lock: the analysis is shared by the threads that plan a
+/// function's buffers.
+#[derive(Debug, Default)]
+struct Answers(Mutex<FxHashMap<(usize, Question, Dispatch), Answer>>);
+
+impl Clone for Answers {
+    fn clone(&self) -> Self {
+        Answers(Mutex::new(self.lock().clone()))
+    }
+}
 
 impl PartialEq for Answers {
     fn eq(&self, _: &Self) -> bool {
@@ -130,14 +137,20 @@ impl Eq for Answers {}
 const MAX_ANSWERS: usize = 4096;
 
 impl Answers {
+    /// The map (a panic on another thread while it held the lock leaves a cache that is still
+    /// right: each entry is inserted whole).
+    fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<(usize, Question, Dispatch), Answer>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn get_or(&self, key: (usize, Question, &Dispatch), compute: impl FnOnce() -> Answer) -> Answer {
         let (param, question, dispatch) = key;
         let key = (param, question, dispatch.clone());
-        if let Some(answer) = self.0.borrow().get(&key) {
+        if let Some(answer) = self.lock().get(&key) {
             return answer.clone();
         }
         let answer = compute();
-        let mut answers = self.0.borrow_mut();
+        let mut answers = self.lock();
         if answers.len() >= MAX_ANSWERS {
             answers.clear();
         }
