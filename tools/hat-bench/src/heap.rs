@@ -6,8 +6,9 @@
 //! The peak is of *net* growth: memory allocated before the window and freed inside it counts
 //! negative, so the figure is what the measured code needed beyond what was already live. With
 //! no window open the wrapper costs one relaxed atomic load per call, so the other subcommands'
-//! figures are not disturbed. Windows do not nest, and the counts are process-wide (the code
-//! measured here is single-threaded).
+//! figures are not disturbed. Windows do not nest, and the counts are process-wide: the
+//! allocations of every thread (the planner plans a function's buffers on rayon's threads)
+//! count, in one atomic total.
 
 use mimalloc::MiMalloc as System;
 use std::alloc::{GlobalAlloc, Layout};
