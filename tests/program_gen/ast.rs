@@ -245,6 +245,10 @@ pub struct HostRange {
     pub upper: u64,
     /// `None`: reads; `Some(c)`: stores `c + h` to each.
     pub store: Option<i32>,
+    /// `None`: the last index is `%h{iv}`; `Some(s)`: it is `(h * s) mod the last dimension`, an
+    /// index no analysis bounds to fewer than the whole row (so a store there is one at a
+    /// run-time index).
+    pub stride: Option<u64>,
 }
 
 /// `scf.while` whose condition the host reads from a buffer (a value a kernel in the body

@@ -560,7 +560,8 @@ impl Checker<'_> {
                 if range.fixed.len() + 1 != rank || range.fixed.iter().zip(&shape.0).any(|(i, d)| i >= d) {
                     return Err("a host range with the wrong fixed indices".into());
                 }
-                if range.lower >= range.upper || range.upper > shape.0[rank - 1] {
+                // With a stride the index wraps (modulo the length): the loop may run longer.
+                if range.lower >= range.upper || (range.stride.is_none() && range.upper > shape.0[rank - 1]) {
                     return Err("a host range out of bounds".into());
                 }
                 Ok(())

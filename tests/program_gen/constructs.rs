@@ -39,11 +39,15 @@ pub enum Construct {
     HostRange,
     /// A kernel guarded by `id < dim / 2` that writes the first half, which the host reads.
     HalfWrite,
+    /// A host `scf.for` loop storing at indices known only at run time (the loop variable
+    /// times a stride, modulo the length), perhaps more times than the buffer has elements,
+    /// after a kernel wrote the buffer.
+    HostScatter,
 }
 
 impl Construct {
     /// Every construct.
-    pub const ALL: [Construct; 13] = [
+    pub const ALL: [Construct; 14] = [
         Construct::FreshFor,
         Construct::FreshWhile,
         Construct::IfResults,
@@ -57,6 +61,7 @@ impl Construct {
         Construct::RuntimeIndex,
         Construct::HostRange,
         Construct::HalfWrite,
+        Construct::HostScatter,
     ];
 
     /// Its name, as [`Constructs::parse`] reads it.
@@ -75,6 +80,7 @@ impl Construct {
             Construct::RuntimeIndex => "runtime-index",
             Construct::HostRange => "host-range",
             Construct::HalfWrite => "half-write",
+            Construct::HostScatter => "host-scatter",
         }
     }
 

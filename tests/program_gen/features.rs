@@ -219,9 +219,10 @@ impl Features<'_> {
                 self.names.insert("host access at a loaded index");
             }
             Stmt::HostRange(range) => {
-                self.names.insert(match range.store {
-                    None => "host loop reads a range",
-                    Some(_) => "host loop writes a range",
+                self.names.insert(match (range.store, range.stride) {
+                    (_, Some(_)) => "host loop stores at run-time indices",
+                    (None, None) => "host loop reads a range",
+                    (Some(_), None) => "host loop writes a range",
                 });
             }
             Stmt::Alloc { init, .. } => {
@@ -258,5 +259,6 @@ pub fn construct_features(construct: Construct, on: Constructs) -> Vec<&'static 
         Construct::RuntimeIndex => vec!["host access at a loaded index"],
         Construct::HostRange => vec!["host loop reads a range", "host loop writes a range"],
         Construct::HalfWrite => vec!["kernel writes the first half", "host loop reads a range"],
+        Construct::HostScatter => vec!["host loop stores at run-time indices"],
     }
 }

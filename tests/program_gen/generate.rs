@@ -309,6 +309,7 @@ impl Gen<'_> {
             weight(Construct::RuntimeIndex, 4),
             weight(Construct::HostRange, 4),
             weight(Construct::HalfWrite, 4),
+            weight(Construct::HostScatter, 3),
         ];
         let mut weights = weights.to_vec();
         if constructs.iter().any(|&w| w > 0) {
@@ -369,6 +370,7 @@ impl Gen<'_> {
             18 => self.runtime_index(scope),
             19 => self.host_range(scope),
             20 => self.half_write(scope),
+            21 => self.host_scatter(scope),
             _ => vec![self.dispatch_stmt(scope)],
         }
     }

@@ -747,16 +747,25 @@ impl Writer<'_> {
     fn host_range(&mut self, range: &HostRange) {
         let ty = self.shape(range.buffer).memref();
         let buffer = self.name(range.buffer);
-        let mut indices: Vec<String> = range.fixed.iter().map(|&i| self.index(i)).collect();
-        indices.push(format!("%h{}", range.iv));
-        let indices = indices.join(", ");
+        let fixed: Vec<String> = range.fixed.iter().map(|&i| self.index(i)).collect();
         let (lower, upper, one) = (self.index(range.lower), self.index(range.upper), self.index(1));
         let head = format!("scf.for %h{} = {lower} to {upper} step {one}", range.iv);
+        // The last index, in the loop's body: the loop variable, or `(h * stride) mod length`.
+        let last_index = |this: &mut Self| match range.stride {
+            None => format!("%h{}", range.iv),
+            Some(stride) => {
+                let (stride, length) =
+                    (this.index(stride), this.index(*this.shape(range.buffer).0.last().expect("a dimension")));
+                let scaled = this.def(&format!("arith.muli %h{}, {stride} : index", range.iv));
+                this.def(&format!("arith.remui {scaled}, {length} : index"))
+            }
+        };
         match range.store {
             None => {
                 let zero = self.int(0);
                 let sum = self.def(&format!("{head} iter_args(%a{} = {zero}) -> (i32) {{", range.iv));
                 self.indent += 1;
+                let indices = [fixed.clone(), vec![last_index(self)]].concat().join(", ");
                 let value = self.def(&format!("buffer.load {buffer}[{indices}] : {ty}"));
                 let next = self.def(&format!("arith.addi %a{}, {value} : i32", range.iv));
                 self.line(&format!("scf.yield {next} : i32"));
@@ -768,6 +777,7 @@ impl Writer<'_> {
             Some(c) => {
                 self.line(&format!("{head} {{"));
                 self.indent += 1;
+                let indices = [fixed.clone(), vec![last_index(self)]].concat().join(", ");
                 let h = self.def(&format!("arith.index_cast %h{} : index to i32", range.iv));
                 let value = self.plus(&h, c);
                 self.line(&format!("buffer.store {value}, {buffer}[{indices}] : {ty}"));

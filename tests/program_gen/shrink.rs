@@ -200,6 +200,9 @@ fn stmt_variants(stmt: &Stmt) -> Vec<Vec<Stmt>> {
             out.push(else_body.clone());
         }
         Stmt::HostRange(range) => {
+            if range.stride.is_some() {
+                one(Stmt::HostRange(HostRange { stride: None, ..range.clone() }));
+            }
             if range.store.is_some() {
                 one(Stmt::HostRange(HostRange { store: None, ..range.clone() }));
             }

@@ -352,7 +352,24 @@ impl Gen<'_> {
         let lower = self.rng.below(last as usize) as u64;
         let upper = self.rng.between(lower as i64 + 1, last as i64) as u64;
         let store = if self.rng.chance(25) { Some(self.rng.between(-9, 9) as i32) } else { None };
-        let range = HostRange { iv: self.id(), buffer, fixed, lower, upper, store };
+        let range = HostRange { iv: self.id(), buffer, fixed, lower, upper, store, stride: None };
+        vec![dispatch, Stmt::HostRange(range)]
+    }
+
+    /// A kernel writes a buffer; a host loop stores at run-time indices of it (the loop variable
+    /// times a stride, modulo the row's length), up to three times as many times as the row has
+    /// elements, so that the same element may be stored several times.
+    pub(super) fn host_scatter(&mut self, scope: &mut Scope) -> Vec<Stmt> {
+        let buffer = self.any_buffer(scope);
+        let shape = scope.buffer(buffer).expect("in scope").1.clone();
+        let element = self.rng.below(shape.elements() as usize) as u64;
+        let dispatch = Stmt::Dispatch(self.dispatch(scope, Some((buffer, element))));
+        let last = *shape.0.last().expect("a dimension");
+        let fixed: Vec<u64> = shape.0[..shape.rank() - 1].iter().map(|&d| self.rng.below(d as usize) as u64).collect();
+        let upper = self.rng.between(1, 3 * last as i64) as u64;
+        let store = Some(self.rng.between(-9, 9) as i32);
+        let stride = Some(self.rng.between(1, 5) as u64);
+        let range = HostRange { iv: self.id(), buffer, fixed, lower: 0, upper, store, stride };
         vec![dispatch, Stmt::HostRange(range)]
     }
 
@@ -391,7 +408,7 @@ impl Gen<'_> {
         let fixed = vec![0; shape.rank() - 1];
         let read = if self.rng.chance(50) {
             let upper = self.rng.between(1, written as i64) as u64;
-            Stmt::HostRange(HostRange { iv: self.id(), buffer, fixed, lower: 0, upper, store: None })
+            Stmt::HostRange(HostRange { iv: self.id(), buffer, fixed, lower: 0, upper, store: None, stride: None })
         } else {
             let mut index: Vec<IndexValue> = fixed.into_iter().map(IndexValue::Const).collect();
             index.push(IndexValue::Const(self.rng.below(written as usize) as u64));
