@@ -341,14 +341,21 @@ impl Gen<'_> {
         stmts
     }
 
-    /// A kernel writes a buffer; a host loop reads (or writes) a fixed range of it.
-    pub(super) fn host_range(&mut self, scope: &mut Scope) -> Vec<Stmt> {
+    /// A buffer, a dispatch of a kernel that writes it, and one of its rows for a host loop: the
+    /// indices before the last (drawn) and the last dimension.
+    fn written_row(&mut self, scope: &mut Scope) -> (BufVar, Stmt, Vec<u64>, u64) {
         let buffer = self.any_buffer(scope);
         let shape = scope.buffer(buffer).expect("in scope").1.clone();
         let element = self.rng.below(shape.elements() as usize) as u64;
         let dispatch = Stmt::Dispatch(self.dispatch(scope, Some((buffer, element))));
         let last = *shape.0.last().expect("a dimension");
         let fixed: Vec<u64> = shape.0[..shape.rank() - 1].iter().map(|&d| self.rng.below(d as usize) as u64).collect();
+        (buffer, dispatch, fixed, last)
+    }
+
+    /// A kernel writes a buffer; a host loop reads (or writes) a fixed range of it.
+    pub(super) fn host_range(&mut self, scope: &mut Scope) -> Vec<Stmt> {
+        let (buffer, dispatch, fixed, last) = self.written_row(scope);
         let lower = self.rng.below(last as usize) as u64;
         let upper = self.rng.between(lower as i64 + 1, last as i64) as u64;
         let store = if self.rng.chance(25) { Some(self.rng.between(-9, 9) as i32) } else { None };
@@ -360,12 +367,7 @@ impl Gen<'_> {
     /// times a stride, modulo the row's length), up to three times as many times as the row has
     /// elements, so that the same element may be stored several times.
     pub(super) fn host_scatter(&mut self, scope: &mut Scope) -> Vec<Stmt> {
-        let buffer = self.any_buffer(scope);
-        let shape = scope.buffer(buffer).expect("in scope").1.clone();
-        let element = self.rng.below(shape.elements() as usize) as u64;
-        let dispatch = Stmt::Dispatch(self.dispatch(scope, Some((buffer, element))));
-        let last = *shape.0.last().expect("a dimension");
-        let fixed: Vec<u64> = shape.0[..shape.rank() - 1].iter().map(|&d| self.rng.below(d as usize) as u64).collect();
+        let (buffer, dispatch, fixed, last) = self.written_row(scope);
         let upper = self.rng.between(1, 3 * last as i64) as u64;
         let store = Some(self.rng.between(-9, 9) as i32);
         let stride = Some(self.rng.between(1, 5) as u64);

@@ -5,6 +5,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod support;
+use support::has_vulkan;
+
 fn hat_opt(args: &[&str], backend_env: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_hat-opt"));
     command.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).args(args).env("RUST_BACKTRACE", "0");
@@ -22,15 +25,6 @@ fn stdout(output: &Output) -> String {
 }
 
 const SQUARES: [&str; 5] = ["examples/01-squares.hat", "--run", "--arg", "data=iota", "--report=json"];
-
-fn has_vulkan() -> bool {
-    let there = !hat_runtime_vulkan::list_devices().is_empty();
-    if !there {
-        assert!(!std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1"), "HAT_REQUIRE_VULKAN=1: no device");
-        eprintln!("skipped: no Vulkan device");
-    }
-    there
-}
 
 #[test]
 fn vulkan_and_cpu_runs_agree_and_the_report_says_which_ran() {

@@ -11,6 +11,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support;
+use support::has_vulkan;
+
 /// Three kernels (dilate, erode, copy), two rounds.
 const MORPHOLOGY: [&str; 9] = [
     "examples/11-morphology.hat",
@@ -48,15 +51,6 @@ fn run(args: &[&str], env: &[(&str, &Path)], scratch: &Path) -> (Value, Vec<u8>)
     assert!(output.status.success(), "hat-opt failed:\n{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
     let report = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     (report, std::fs::read(&out).expect("--out wrote the buffer"))
-}
-
-fn has_vulkan() -> bool {
-    let there = !hat_runtime_vulkan::list_devices().is_empty();
-    if !there {
-        assert!(!std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1"), "HAT_REQUIRE_VULKAN=1: no device");
-        eprintln!("skipped: no Vulkan device");
-    }
-    there
 }
 
 /// A fresh directory for one test.

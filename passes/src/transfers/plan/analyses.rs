@@ -13,12 +13,12 @@
 //!   before anything kills them (`in = need ∪ (out − stale − made)`); `may` — the elements whose
 //!   next observer, on some path, wants them on that side (with kills: an element written in
 //!   full before anyone looks at it is dead).
-//! - [`WrittenAgain`] (backward, may): whether a write at a run-time index to a side may come
-//!   again before anything touches the root on the other side.
-//! - [`NotReadThereNext`] (backward, may): whether, on some path, something other than a read of
-//!   the root on a side comes first (another access of the root, or the end): an element written
-//!   through to that side after a write at a run-time index is then not paid for by a copy the
-//!   `kernel` strategy makes to that read.
+//! - [`FirstSays`] (backward, may): whether, on some path, the first op with a word on a question
+//!   answers yes. Two questions about a write at a run-time index: [`written_again`], whether
+//!   such a write to a side may come again before anything touches the root on the other side;
+//!   [`not_read_there_next`], whether something other than a read of the root on a side comes
+//!   first (another access of the root, or the end): an element written through to that side
+//!   is then not paid for by a copy the `kernel` strategy makes to that read.
 //! - [`Later`] (forward, must): lazy code motion's "delayable" (Knoop, Rüthing and Steffen;
 //!   edge form of Drechsler and Stadel): a copy may still wait at a point when every path to it
 //!   passed its earliest point and no need of it yet. `earliest(e)` on an edge is what is
@@ -304,30 +304,25 @@ impl DenseForwardAnalysis for Later<'_> {
     }
 }
 
-/// Backward, may: on some path from here, the next thing to touch the root is not a read of it
-/// on `side` (another access, on either side, or the end of the function comes first).
-pub struct NotReadThereNext<'a> {
-    /// What the ops do to the root.
-    pub accesses: &'a RootAccesses,
-    /// The side whose read is looked for.
-    pub side: usize,
+/// Backward, may: on some path from here, the first op `says` has a word on says `true` (or,
+/// with none on the path, `at_end` does). Both questions the planner asks of a write at a run-time
+/// index have this shape: [`not_read_there_next`] and [`written_again`].
+pub struct FirstSays<F> {
+    /// What an op says (`None`: nothing; the op is passed over).
+    pub says: F,
+    /// What the end of the function says.
+    pub at_end: bool,
 }
 
-impl DenseBackwardAnalysis for NotReadThereNext<'_> {
+impl<F: Fn(Op) -> Option<bool>> DenseBackwardAnalysis for FirstSays<F> {
     type Lattice = bool;
 
     fn visit_op(&self, _: &Context, op: Op, after: &bool) -> bool {
-        if self.accesses.dynamic().iter().any(|(o, _)| *o == op) {
-            return true;
-        }
-        match self.accesses.of(op) {
-            Some(a) => a.need[self.side].is_empty(),
-            None => *after,
-        }
+        (self.says)(op).unwrap_or(*after)
     }
 
     fn exit_state(&self, _: &Context, _: Block) -> bool {
-        true
+        self.at_end
     }
 
     fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s bool) -> Cow<'s, bool> {
@@ -335,34 +330,29 @@ impl DenseBackwardAnalysis for NotReadThereNext<'_> {
     }
 }
 
-/// Backward, may: on some path from here, a write to `side` at a run-time index comes before any
-/// access to the root on the other side.
-pub struct WrittenAgain<'a> {
-    /// What the ops do to the root.
-    pub accesses: &'a RootAccesses,
-    /// The side written.
-    pub side: usize,
+/// On some path from here, the next thing to touch the root is not a read of it on `side`
+/// (another access, on either side, or the end of the function comes first).
+pub fn not_read_there_next(accesses: &RootAccesses, side: usize) -> FirstSays<impl Fn(Op) -> Option<bool> + '_> {
+    let says = move |op: Op| {
+        if accesses.dynamic().iter().any(|(o, _)| *o == op) {
+            return Some(true);
+        }
+        accesses.of(op).map(|a| a.need[side].is_empty())
+    };
+    FirstSays { says, at_end: true }
 }
 
-impl DenseBackwardAnalysis for WrittenAgain<'_> {
-    type Lattice = bool;
-
-    fn visit_op(&self, _: &Context, op: Op, after: &bool) -> bool {
-        if self.accesses.dynamic().iter().any(|(o, d)| *o == op && d.writes && d.side == self.side) {
-            return true;
+/// On some path from here, a write to `side` at a run-time index comes before any access to the
+/// root on the other side.
+pub fn written_again(accesses: &RootAccesses, side: usize) -> FirstSays<impl Fn(Op) -> Option<bool> + '_> {
+    let other = 1 - side;
+    let says = move |op: Op| {
+        if accesses.dynamic().iter().any(|(o, d)| *o == op && d.writes && d.side == side) {
+            return Some(true);
         }
-        let other = 1 - self.side;
-        match self.accesses.of(op) {
-            Some(a) if !(a.need[other].is_empty() && a.made[other].is_empty() && a.stale[other].is_empty()) => false,
-            _ => *after,
-        }
-    }
-
-    fn exit_state(&self, _: &Context, _: Block) -> bool {
-        false
-    }
-
-    fn visit_edge_cow<'s>(&self, _: &Context, _: &Edge, state: &'s bool) -> Cow<'s, bool> {
-        Cow::Borrowed(state)
-    }
+        let a = accesses.of(op)?;
+        let touches_other = !(a.need[other].is_empty() && a.made[other].is_empty() && a.stale[other].is_empty());
+        touches_other.then_some(false)
+    };
+    FirstSays { says, at_end: false }
 }

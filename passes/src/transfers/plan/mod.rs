@@ -37,7 +37,7 @@ use super::emit::{Anchor, Direction};
 use super::host_effects::{parameters, Summaries};
 use super::insert::describe_need;
 use access::{whole, Accesses, Classifier, DynamicAccess, RootAccesses};
-use analyses::{Anticipation, Availability, EdgeCopies, Later, NotReadThereNext, OpCopies, WrittenAgain};
+use analyses::{not_read_there_next, written_again, Anticipation, Availability, EdgeCopies, Later, OpCopies};
 use emit::{direction, place_of_edge, Copy, Guard, Order, Place, States};
 use facts::{Pair, DEVICE, HOST};
 use hat_ir::analysis::dataflow::{
@@ -300,13 +300,13 @@ fn plan_root(
     let not_read_next: [Option<DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
         written(1 - side).then(|| {
             work.solves.add(1);
-            solve_dense_backward_on(ctx, flow, &slice, &NotReadThereNext { accesses: &accesses, side })
+            solve_dense_backward_on(ctx, flow, &slice, &not_read_there_next(&accesses, side))
         })
     });
-    let written_again: [Option<DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
+    let again: [Option<DenseSolution<bool>>; 2] = [HOST, DEVICE].map(|side| {
         written(side).then(|| {
             work.solves.add(1);
-            solve_dense_backward_on(ctx, flow, &slice, &WrittenAgain { accesses: &accesses, side })
+            solve_dense_backward_on(ctx, flow, &slice, &written_again(&accesses, side))
         })
     });
     for (op, read) in accesses.dynamic() {
@@ -333,7 +333,7 @@ fn plan_root(
             let next_read = not_read_next[1 - read.side].as_ref().is_some_and(|n| !*n.after(ctx, *op));
             let all_read_there =
                 anticipated.after(ctx, *op).must.pair().is_some_and(|must| must[1 - read.side].contains(&all))
-                    && !written_again[read.side].as_ref().is_some_and(|w| *w.after(ctx, *op));
+                    && !again[read.side].as_ref().is_some_and(|w| *w.after(ctx, *op));
             let read_there_next = next_read || all_read_there;
             if pair[1 - read.side].contains(&all)
                 && !pair[read.side].contains(&all)

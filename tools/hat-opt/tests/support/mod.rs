@@ -1,0 +1,12 @@
+//! What several of hat-opt's test files share.
+
+/// Whether a Vulkan device exists; without one the caller skips (printed), and under
+/// `HAT_REQUIRE_VULKAN=1` the test fails instead.
+pub fn has_vulkan() -> bool {
+    let there = !hat_runtime_vulkan::list_devices().is_empty();
+    if !there {
+        assert!(!std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1"), "HAT_REQUIRE_VULKAN=1: no device");
+        eprintln!("skipped: no Vulkan device");
+    }
+    there
+}
