@@ -133,18 +133,17 @@ pub fn plan(
     let mut copies = Vec::new();
     let mut states = States::default();
     let work = Work::default();
+    let entries: Vec<(hat_ir::Block, Pair)> =
+        (0..tracked.len()).map(|root| (body, entry_pair(ctx, function, &tracked, root))).collect();
     // Roots are independent: each is planned on its own (on as many threads as there are).
     let first_plans: Vec<Result<RootPlan, Unsupported>> = (0..tracked.len())
         .into_par_iter()
-        .map(|root| {
-            let entry = (body, entry_pair(ctx, function, &tracked, root));
-            plan_root(ctx, function, &flow, &order, classified.of_root(root), &entry, &work)
-        })
+        .map(|root| plan_root(ctx, function, &flow, &order, classified.of_root(root), &entries[root], &work))
         .collect();
     // The roots whose accesses changed after their first plan.
     let mut changed: FxHashSet<usize> = FxHashSet::default();
     for (root, first_plan) in first_plans.into_iter().enumerate() {
-        let entry = (body, entry_pair(ctx, function, &tracked, root));
+        let entry = &entries[root];
         // Accesses at run-time indices copy one element where the other side is current
         // everywhere; where it is not, they need the whole buffer, and the root is solved again
         // (so is a root whose accesses changed since its first plan, when another root's
@@ -153,7 +152,7 @@ pub fn plan(
         let planned = loop {
             let planned = match first.take() {
                 Some(planned) => planned?,
-                None => plan_root(ctx, function, &flow, &order, classified.of_root(root), &entry, &work)?,
+                None => plan_root(ctx, function, &flow, &order, classified.of_root(root), entry, &work)?,
             };
             if planned.widened.is_empty() {
                 break planned;
