@@ -24,6 +24,10 @@ module {
       %memref = irdl.base "!builtin.memref"
       irdl.operands(buffer: %memref)
     }
+    irdl.operation @release {
+      %memref = irdl.base "!builtin.memref"
+      irdl.operands(buffer: %memref)
+    }
     irdl.operation @load {
       %memref = irdl.base "!builtin.memref"
       %index = irdl.is index

@@ -10,6 +10,7 @@
 //! | `kernel.global_size` | the kernel's grid argument |
 //! | `kernel.barrier`, `kernel.local_alloc`, `kernel.atomic_rmw` | `gpu.barrier`, a `workgroup` attribution, `memref.atomic_rmw` |
 //! | `buffer.load store dim alloc dealloc copy` | `memref.load store dim alloc dealloc copy` |
+//! | `buffer.release` | a comment: upstream has no ownership at run time, so the buffer lives until the program ends |
 //! | a buffer's device copy | a `gpu.alloc` twin: made at the entry function's start (arguments) or beside `buffer.alloc`, passed to called compute functions as extra arguments |
 //! | `buffer.to_device`/`from_device` (ranges too) | `gpu.memcpy` between the buffer and its twin (of `memref.subview`s of the flattened buffers for a range) |
 //! | `compute.dispatch @k[grid](args)` | `gpu.launch_func @kernels::@k` with `ceildiv(grid, workgroup)` blocks, the twins for buffers, and the grid |
@@ -458,6 +459,9 @@ impl<'c> Upstream<'c> {
                 }
                 self.line(depth, &format!("memref.dealloc {} : {ty}", names[0]));
             }
+            // Upstream MLIR has no ownership at run time: the buffer is kept until the program
+            // ends (correct, later than hat frees it).
+            "buffer.release" => self.line(depth, &format!("// hat: buffer.release {}", names[0])),
             "buffer.copy" => {
                 let ty = self.ty(operands[0]);
                 self.line(depth, &format!("memref.copy {}, {} : {ty} to {ty}", names[0], names[1]));

@@ -16,6 +16,7 @@ pub mod canonicalize;
 pub mod cse;
 pub mod dce;
 pub mod inline;
+pub mod memory;
 pub mod race_lint;
 pub mod resolve_aliases;
 pub mod support;
@@ -37,10 +38,11 @@ pub fn register_all(registry: &mut PassRegistry) {
     registry.register(resolve_aliases::pass::info());
     registry.register(transfers::insert::info());
     registry.register(transfers::hoist::info());
+    registry.register(memory::info());
     registry.register_pipeline(
         "default",
-        "The whole job: inline, canonicalize, warn of kernel data races, resolve the buffers that change roles by iteration, place the transfers (static strategy: lazy code motion hoists out of loops what every iteration needs), clean up",
-        "builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=static},canonicalize)",
+        "The whole job: inline, canonicalize, warn of kernel data races, resolve the buffers that change roles by iteration, place the transfers (static strategy: lazy code motion hoists out of loops what every iteration needs), clean up, release each buffer where its live range ends",
+        "builtin.module(inline,canonicalize,race-lint,resolve-aliases,canonicalize,insert-transfers{strategy=static},canonicalize,plan-memory)",
     );
     registry.register(transfers::kernel_effects::print::info());
     registry.register(transfers::track_accesses::info());

@@ -200,8 +200,33 @@ pub trait Backend {
     fn allocate(&mut self, layout: &BufferLayout) -> Result<DeviceBuffer, RuntimeError>;
 
     /// Frees a buffer; its handle is stale from now on. Commands recorded before that use it
-    /// still run on it.
+    /// still run on it. Freeing a window ([`allocate_in`](Self::allocate_in)) frees no memory:
+    /// its bytes are the arena's again.
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError>;
+
+    /// An *arena* of `bytes` for memory planning (`plan-memory`): one allocation in which the
+    /// executor places buffers with [`allocate_in`](Self::allocate_in), at offsets the plan
+    /// gave, freed with [`free`](Self::free) once its windows are. `None` (the default): the
+    /// backend has no arenas, and the executor allocates each planned buffer on its own.
+    fn allocate_arena(&mut self, bytes: usize) -> Result<Option<DeviceBuffer>, RuntimeError> {
+        let _ = bytes;
+        Ok(None)
+    }
+
+    /// A buffer of `layout` that is the bytes `offset..offset + layout.bytes()` of `arena` (a
+    /// *window*; `offset` a multiple of 256), whose contents are undefined. The executor does not
+    /// place two windows that are in use at once over the same bytes; the CPU reference backend
+    /// checks it, so that a wrong plan is an error rather than corrupted data. Only backends
+    /// that give arenas are asked for windows.
+    fn allocate_in(
+        &mut self,
+        arena: DeviceBuffer,
+        offset: usize,
+        layout: &BufferLayout,
+    ) -> Result<DeviceBuffer, RuntimeError> {
+        let _ = (arena, offset, layout);
+        Err(RuntimeError::Backend(format!("the backend '{}' has no arenas", self.name())))
+    }
 
     /// Prepares a kernel for dispatch, from its artifact (with its entry point in the module
     /// [`lower`](Self::lower) gave, if it gave one).

@@ -336,6 +336,18 @@ impl Recorder {
         self.report.peak_device_bytes = self.report.peak_device_bytes.max(self.live_device_bytes);
     }
 
+    /// An arena of `bytes` (`plan-memory`): one allocation that the windows placed in it share.
+    pub(crate) fn arena_allocated(&mut self, bytes: usize) {
+        self.report.device_allocations += 1;
+        self.live_device_bytes += bytes as u64;
+        self.report.peak_device_bytes = self.report.peak_device_bytes.max(self.live_device_bytes);
+    }
+
+    /// A device copy that is a window of an arena: its bytes are the arena's.
+    pub(crate) fn device_window(&mut self, slot: usize) {
+        self.report.per_buffer[slot].device_copy = true;
+    }
+
     /// A device copy made before the run (a residency session's buffer): held, not allocated.
     pub(crate) fn device_resident(&mut self, slot: usize, bytes: usize) {
         self.report.per_buffer[slot].device_copy = true;

@@ -10,10 +10,17 @@ mod views;
 
 pub use views::{
     AfterHostReadOp, AfterHostWriteOp, AllocOp, BeforeHostReadOp, BeforeHostWriteOp, CopyOp, DeallocOp, DimOp,
-    FromDeviceOp, LoadOp, StoreOp, ToDeviceOp,
+    FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp,
 };
 
 use crate::checks::{self, memref_parts};
+
+/// The attribute `plan-memory` puts on a `buffer.alloc` whose buffer lives in its function's
+/// arena: its offset there, in bytes (an integer).
+pub const ARENA_OFFSET_ATTRIBUTE: &str = "hat.arena_offset";
+/// The attribute `plan-memory` puts on a function whose buffers share an arena: the arena's size
+/// in bytes (an integer).
+pub const ARENA_BYTES_ATTRIBUTE: &str = "hat.arena_bytes";
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{parse_colon_memref, parse_indexed, print_indexed, print_malformed, resolve_indices};
 use hat_ir::interfaces::ExecutionSpace;
@@ -433,6 +440,17 @@ pub const OPS: &[OpSpec] = &[
     OpSpec {
         name: "buffer.dealloc",
         summary: "Frees a buffer",
+        traits: OpTraits::NONE,
+        regions: 0,
+        syntax: Syntax::Custom { parse: parse_buffer_operand, print: print_buffer_operand },
+        verify: verify_dealloc,
+        effects: Some(dealloc_effects),
+    },
+    OpSpec {
+        name: "buffer.release",
+        summary: "Ends the function's use of a buffer: frees it when this call of the function owns it \
+                  (it allocated it, or a call it made returned it fresh), and does nothing to a buffer its \
+                  caller owns",
         traits: OpTraits::NONE,
         regions: 0,
         syntax: Syntax::Custom { parse: parse_buffer_operand, print: print_buffer_operand },

@@ -19,6 +19,14 @@ op_view! {
 }
 
 op_view! {
+    /// `buffer.release %buffer`.
+    pub struct ReleaseOp = "buffer.release" {
+        operands: [buffer],
+        regions: [],
+    }
+}
+
+op_view! {
     /// `buffer.load %buffer[indices]`.
     pub struct LoadOp = "buffer.load" {
         operands: [buffer; ..indices],

@@ -3,11 +3,12 @@
 //! interface) — followed through `arith.select` and through the values that structured control
 //! flow carries (the region-branch interface: loop-carried buffers, `scf.if` results).
 //!
-//! A value that comes from anything else (a call's result, an unknown op) has unknown roots, and
-//! an analysis must assume it may be any buffer.
+//! A value that comes from anything else (an unknown op; a call's result, unless asked for
+//! [`BufferRoots::with_calls`]) has unknown roots, and an analysis must assume it may be any
+//! buffer.
 
 use hat_dialects::arith_views::SelectOp;
-use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{CallOpInterface, RegionBranchOpInterface, RegionPoint};
 use hat_ir::{Context, EffectKind, EffectTarget, MemoryEffects, Op, TypeKind, Value};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -67,6 +68,18 @@ impl BufferRoots {
 
     /// [`BufferRoots::with_aliased_parameters`], given `ops`, the walk of `function`.
     pub fn with_aliased_parameters_in(ctx: &Context, function: Op, aliased: &[Vec<usize>], ops: &[Op]) -> BufferRoots {
+        BufferRoots::build(ctx, function, aliased, ops, false)
+    }
+
+    /// The roots of every buffer value under `function`, a call's buffer result counted as a
+    /// root of its own that may also be any buffer the call passes (a function cannot make a
+    /// buffer out of anything but its parameters and its own allocations). Parameters are
+    /// assumed distinct, as in [`BufferRoots::of`].
+    pub fn with_calls(ctx: &Context, function: Op) -> BufferRoots {
+        BufferRoots::build(ctx, function, &[], &ctx.walk(function), true)
+    }
+
+    fn build(ctx: &Context, function: Op, aliased: &[Vec<usize>], ops: &[Op], calls: bool) -> BufferRoots {
         let mut this = BufferRoots::default();
         if let Some(&entry) = ctx.regions(function).first().and_then(|&r| ctx.region_blocks(r).first()) {
             let arguments = ctx.block_arguments(entry);
@@ -92,8 +105,16 @@ impl BufferRoots {
         // flow carry buffers (they explain their results): the propagation below visits them.
         let mut carriers: Vec<Op> = Vec::new();
         for &op in ops {
+            let call = calls && ctx.interface::<dyn CallOpInterface>(op).is_some();
+            if call {
+                for result in ctx.results(op) {
+                    if is_buffer(ctx, result) {
+                        this.root(ctx, result);
+                    }
+                }
+            }
             let explained =
-                SelectOp::wrap(ctx, op).is_some() || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
+                call || SelectOp::wrap(ctx, op).is_some() || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some();
             if explained {
                 carriers.push(op);
             }
@@ -191,6 +212,20 @@ impl BufferRoots {
     }
 
     fn propagate(&mut self, ctx: &Context, op: Op) -> bool {
+        if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
+            // Each buffer result: itself (fresh), or any buffer argument.
+            let arguments: SmallVec<[Value; 4]> =
+                ctx.operands(op)[call.arguments(ctx, op)].iter().copied().filter(|&a| is_buffer(ctx, a)).collect();
+            let mut changed = false;
+            for result in ctx.results(op).filter(|&r| is_buffer(ctx, r)) {
+                for &argument in &arguments {
+                    let incoming = self.roots.get(&argument).cloned().unwrap_or(Roots::Known(BTreeSet::new()));
+                    changed |=
+                        self.roots.entry(result).or_insert_with(|| Roots::Known(BTreeSet::new())).merge(&incoming);
+                }
+            }
+            return changed;
+        }
         if let Some(select) = SelectOp::wrap(ctx, op) {
             let result = ctx.result(op, 0);
             if !is_buffer(ctx, result) {
@@ -233,7 +268,7 @@ impl BufferRoots {
 }
 
 /// Whether `op` allocates `result` (an `Allocate` effect on it).
-fn allocates(ctx: &Context, op: Op, result: Value) -> bool {
+pub fn allocates(ctx: &Context, op: Op, result: Value) -> bool {
     let Some(index) = ctx.results(op).position(|r| r == result) else { return false };
     let Some(definition) = ctx.definition(ctx.name(op)) else { return false };
     match definition.memory_effects(ctx, op) {

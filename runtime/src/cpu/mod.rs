@@ -56,6 +56,7 @@
 //! Scalar semantics are those of [`crate::eval`].
 
 mod accesses;
+mod arenas;
 mod batches;
 mod compile;
 mod grid;
@@ -91,6 +92,7 @@ use std::time::Instant;
 #[derive(Debug)]
 pub struct CpuBackend {
     buffers: HandleTable<Memory>,
+    arenas: arenas::Arenas,
     kernels: Vec<Program>,
     batches: Batches,
     parallel: bool,
@@ -115,6 +117,7 @@ impl CpuBackend {
     pub fn new() -> Self {
         CpuBackend {
             buffers: HandleTable::new(),
+            arenas: arenas::Arenas::default(),
             kernels: Vec::new(),
             batches: Batches::default(),
             parallel: true,
@@ -403,8 +406,30 @@ impl Backend for CpuBackend {
 
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
         self.memory(buffer)?;
+        for window in self.arenas.forget(buffer) {
+            self.buffers.remove(window.index(), window.generation());
+        }
         self.buffers.remove(buffer.index(), buffer.generation());
         Ok(())
+    }
+
+    fn allocate_arena(&mut self, bytes: usize) -> Result<Option<DeviceBuffer>, RuntimeError> {
+        // The arena's bytes are its windows' own memory (see `arenas`): the handle holds none.
+        let arena = self.allocate(&BufferLayout { element: ElementType::I8, shape: vec![0] })?;
+        self.arenas.add(arena, bytes);
+        Ok(Some(arena))
+    }
+
+    fn allocate_in(
+        &mut self,
+        arena: DeviceBuffer,
+        offset: usize,
+        layout: &BufferLayout,
+    ) -> Result<DeviceBuffer, RuntimeError> {
+        let range = self.arenas.check(arena, offset, layout.bytes())?;
+        let window = self.allocate(layout)?;
+        self.arenas.place(arena, window, range);
+        Ok(window)
     }
 
     fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {

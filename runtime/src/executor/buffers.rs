@@ -48,6 +48,37 @@ struct BufferState {
     slot: usize,
     /// Whether the caller passed it (the program must not free it).
     argument: bool,
+    /// The depth of the call that owns it (the entry's call is at 1; 0 for the caller's
+    /// buffers): the call that allocated it, until a call returns it to its caller.
+    owner: usize,
+    /// Where `plan-memory` placed it: (its arena, its offset there in bytes).
+    placement: Option<(ArenaId, usize)>,
+    /// Whether its device copy is a window of its arena (which holds its bytes).
+    window: bool,
+}
+
+/// An arena of a call (`plan-memory`): an index into [`Buffers::arenas`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ArenaId(usize);
+
+/// One call's arena.
+#[derive(Debug)]
+struct Arena {
+    bytes: usize,
+    device: ArenaDevice,
+}
+
+#[derive(Debug)]
+enum ArenaDevice {
+    /// Not made yet (it is, at its first window's device copy).
+    NotYet,
+    /// Made: the backend's arena, and the buffer that stands for its bytes in the queue's
+    /// dependencies (two windows that share bytes are ordered like two accesses of one buffer).
+    Made(DeviceBuffer, BufferId),
+    /// The backend has no arenas: each planned buffer is its own allocation.
+    Unavailable,
+    /// Freed, at the end of its call.
+    Freed,
 }
 
 /// Where an access comes from, for errors.
@@ -61,6 +92,7 @@ pub(crate) struct At<'s> {
 #[derive(Debug, Default)]
 pub(crate) struct Buffers {
     list: Vec<BufferState>,
+    arenas: Vec<Arena>,
     /// The commands recorded since the last wait.
     queue: Queue,
 }
@@ -84,6 +116,9 @@ impl Buffers {
             freed: false,
             slot,
             argument: true,
+            owner: 0,
+            placement: None,
+            window: false,
         });
         BufferId(self.list.len() - 1)
     }
@@ -104,7 +139,17 @@ impl Buffers {
         if device.is_some() {
             recorder.device_resident(slot, layout.bytes());
         }
-        self.list.push(BufferState { layout, host, device, freed: false, slot, argument: true });
+        self.list.push(BufferState {
+            layout,
+            host,
+            device,
+            freed: false,
+            slot,
+            argument: true,
+            owner: 0,
+            placement: None,
+            window: false,
+        });
         BufferId(self.list.len() - 1)
     }
 
@@ -131,9 +176,100 @@ impl Buffers {
         self.list.len()
     }
 
-    pub(crate) fn allocate(&mut self, layout: BufferLayout, slot: usize) -> BufferId {
-        self.list.push(BufferState { layout, host: None, device: None, freed: false, slot, argument: false });
+    /// Adds a buffer the call at `depth` allocates, at `placement` in an arena if `plan-memory`
+    /// placed it.
+    pub(crate) fn allocate(
+        &mut self,
+        layout: BufferLayout,
+        slot: usize,
+        depth: usize,
+        placement: Option<(ArenaId, usize)>,
+    ) -> BufferId {
+        let state = BufferState {
+            layout,
+            host: None,
+            device: None,
+            freed: false,
+            slot,
+            argument: false,
+            owner: depth,
+            placement,
+            window: false,
+        };
+        self.list.push(state);
         BufferId(self.list.len() - 1)
+    }
+
+    /// A new arena of `bytes` for a call (made on the device when its first buffer is).
+    pub(crate) fn new_arena(&mut self, bytes: usize) -> ArenaId {
+        self.arenas.push(Arena { bytes, device: ArenaDevice::NotYet });
+        ArenaId(self.arenas.len() - 1)
+    }
+
+    /// Frees `arena` at the end of its call, with the buffers placed in it that are still held
+    /// (none of them outlives the call: `plan-memory` places no buffer the function returns).
+    pub(crate) fn free_arena(
+        &mut self,
+        arena: ArenaId,
+        backend: &mut dyn Backend,
+        recorder: &mut Recorder,
+    ) -> Result<(), RuntimeError> {
+        let state = std::mem::replace(&mut self.arenas[arena.0].device, ArenaDevice::Freed);
+        let ArenaDevice::Made(device, key) = state else { return Ok(()) };
+        for buffer in &mut self.list {
+            if buffer.window && !buffer.freed && buffer.placement.is_some_and(|(a, _)| a == arena) {
+                buffer.freed = true;
+                buffer.host = None;
+                if let Some(window) = buffer.device.take() {
+                    backend.free(window)?;
+                }
+            }
+        }
+        self.queue.forget(key);
+        self.list[key.0].freed = true;
+        self.list[key.0].device = None;
+        recorder.device_freed(self.arenas[arena.0].bytes);
+        backend.free(device)
+    }
+
+    /// The buffer and bytes that stand for `bytes` of buffer `id` in the queue's dependencies:
+    /// a window's are its arena's.
+    fn memory(&self, id: BufferId, bytes: &std::ops::Range<usize>) -> (BufferId, std::ops::Range<usize>) {
+        let state = &self.list[id.0];
+        match (state.window, state.placement) {
+            (true, Some((arena, offset))) => match self.arenas[arena.0].device {
+                ArenaDevice::Made(_, key) => (key, bytes.start + offset..bytes.end + offset),
+                _ => (id, bytes.clone()),
+            },
+            _ => (id, bytes.clone()),
+        }
+    }
+
+    /// A call at `depth` returns buffer `id` to its caller: the buffer is the caller's if it was
+    /// the call's.
+    pub(crate) fn return_to_caller(&mut self, id: BufferId, depth: usize) {
+        if let Some(state) = self.list.get_mut(id.0).filter(|s| s.owner == depth && !s.argument) {
+            state.owner = depth - 1;
+        }
+    }
+
+    /// `buffer.release` in the call at `depth`: frees the buffer when that call owns it (see
+    /// [`Buffers::deallocate`]); nothing otherwise, and nothing to a buffer already freed (two
+    /// values that may be one buffer may both be released where both die). Whether it freed it.
+    pub(crate) fn release(
+        &mut self,
+        id: BufferId,
+        depth: usize,
+        at: At<'_>,
+        backend: &mut dyn Backend,
+        recorder: &mut Recorder,
+    ) -> Result<bool, RuntimeError> {
+        let Some(state) = self.list.get(id.0).filter(|s| !s.freed) else { return Ok(false) };
+        if state.argument || state.owner != depth {
+            return Ok(false);
+        }
+        self.deallocate(id, at, backend, recorder)?;
+        Ok(true)
     }
 
     fn state(&self, id: BufferId, at: At<'_>) -> Result<&BufferState, RuntimeError> {
@@ -235,14 +371,64 @@ impl Buffers {
         recorder: &mut Recorder,
     ) -> Result<DeviceBuffer, RuntimeError> {
         self.state(id, at)?;
-        let state = &mut self.list[id.0];
-        if let Some(device) = state.device {
+        if let Some(device) = self.list[id.0].device {
             return Ok(device);
         }
+        if let Some((arena, offset)) = self.list[id.0].placement {
+            if let Some(arena_device) = self.arena_device(arena, id, at, backend, recorder)? {
+                let state = &mut self.list[id.0];
+                let window = backend.allocate_in(arena_device, offset, &state.layout).map_err(|e| e.at(at.location))?;
+                recorder.device_window(state.slot);
+                state.device = Some(window);
+                state.window = true;
+                return Ok(window);
+            }
+        }
+        let state = &mut self.list[id.0];
         let device = backend.allocate(&state.layout).map_err(|e| e.at(at.location))?;
         recorder.device_allocated(state.slot, state.layout.bytes());
         state.device = Some(device);
         Ok(device)
+    }
+
+    /// The device allocation of `arena`, made if it is not yet (for buffer `id`'s window);
+    /// `None` when the backend has no arenas.
+    fn arena_device(
+        &mut self,
+        arena: ArenaId,
+        id: BufferId,
+        at: At<'_>,
+        backend: &mut dyn Backend,
+        recorder: &mut Recorder,
+    ) -> Result<Option<DeviceBuffer>, RuntimeError> {
+        match self.arenas[arena.0].device {
+            ArenaDevice::Made(device, _) => return Ok(Some(device)),
+            ArenaDevice::Unavailable | ArenaDevice::Freed => return Ok(None),
+            ArenaDevice::NotYet => {}
+        }
+        let bytes = self.arenas[arena.0].bytes;
+        let Some(device) = backend.allocate_arena(bytes).map_err(|e| e.at(at.location))? else {
+            self.arenas[arena.0].device = ArenaDevice::Unavailable;
+            return Ok(None);
+        };
+        recorder.arena_allocated(bytes);
+        // The arena's stand-in in the queue: a buffer of its bytes that nothing else names.
+        let layout = BufferLayout { element: crate::value::ElementType::I8, shape: vec![bytes] };
+        let slot = self.list[id.0].slot;
+        let key = BufferId(self.list.len());
+        self.list.push(BufferState {
+            layout,
+            host: None,
+            device: None,
+            freed: false,
+            slot,
+            argument: true,
+            owner: 0,
+            placement: None,
+            window: false,
+        });
+        self.arenas[arena.0].device = ArenaDevice::Made(device, key);
+        Ok(Some(device))
     }
 
     /// The byte range of the element range `[offset, offset + count)` (the whole buffer without a
@@ -289,7 +475,8 @@ impl Buffers {
         self.host_as_is(id, at, recorder)?;
         let write = direction == Direction::ToDevice;
         let mut after = SmallVec::new();
-        self.queue.dependencies(id, &bytes, write, &mut after);
+        let (key, key_bytes) = self.memory(id, &bytes);
+        self.queue.dependencies(key, &key_bytes, write, &mut after);
         let state = &mut self.list[id.0];
         let start = Instant::now();
         let command = match direction {
@@ -304,7 +491,7 @@ impl Buffers {
         if direction == Direction::FromDevice {
             self.queue.read_pending(id, bytes.clone(), command);
         }
-        self.queue.note(id, bytes, write, command);
+        self.queue.note(key, key_bytes, write, command);
         Ok(())
     }
 
@@ -322,20 +509,20 @@ impl Buffers {
         backend: &mut dyn Backend,
     ) -> Result<Command, RuntimeError> {
         let mut after = SmallVec::new();
-        let mut whole = SmallVec::<[std::ops::Range<usize>; 8]>::new();
+        let mut whole = SmallVec::<[(BufferId, std::ops::Range<usize>); 8]>::new();
         for usage in uses {
-            let bytes = 0..self.layout(usage.buffer, at)?.bytes();
+            let (key, bytes) = self.memory(usage.buffer, &(0..self.layout(usage.buffer, at)?.bytes()));
             if usage.write {
-                self.queue.dependencies(usage.buffer, &bytes, true, &mut after);
+                self.queue.dependencies(key, &bytes, true, &mut after);
             } else if usage.read {
-                self.queue.dependencies(usage.buffer, &bytes, false, &mut after);
+                self.queue.dependencies(key, &bytes, false, &mut after);
             }
-            whole.push(bytes);
+            whole.push((key, bytes));
         }
         let command = backend.record_dispatch(kernel, grid, args, &after).map_err(|e| e.at(at.location))?;
-        for (usage, bytes) in uses.iter().zip(whole) {
+        for (usage, (key, bytes)) in uses.iter().zip(whole) {
             if usage.read || usage.write {
-                self.queue.note(usage.buffer, bytes, usage.write, command);
+                self.queue.note(key, bytes, usage.write, command);
             }
         }
         self.queue.dispatched(command, kernel_slot);
@@ -393,7 +580,9 @@ impl Buffers {
         state.freed = true;
         state.host = None;
         if let Some(device) = state.device.take() {
-            recorder.device_freed(state.layout.bytes());
+            if !state.window {
+                recorder.device_freed(state.layout.bytes());
+            }
             backend.free(device).map_err(|e| e.at(at.location))?;
         }
         Ok(())
@@ -408,7 +597,19 @@ impl Buffers {
         let mut result = Ok(());
         for state in &mut self.list {
             if let Some(device) = state.device.take() {
-                recorder.device_freed(state.layout.bytes());
+                if !state.window {
+                    recorder.device_freed(state.layout.bytes());
+                }
+                let freed = backend.free(device);
+                if result.is_ok() {
+                    result = freed;
+                }
+            }
+        }
+        // The arenas after their windows.
+        for arena in &mut self.arenas {
+            if let ArenaDevice::Made(device, _) = std::mem::replace(&mut arena.device, ArenaDevice::Freed) {
+                recorder.device_freed(arena.bytes);
                 let freed = backend.free(device);
                 if result.is_ok() {
                     result = freed;

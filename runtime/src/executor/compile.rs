@@ -33,7 +33,7 @@ use crate::eval::{self, ScalarError, ScalarOp};
 use crate::report::{Direction, HostHook};
 use crate::value::ElementType;
 use hat_dialects::arith_views::SelectOp;
-use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, StoreOp, ToDeviceOp};
+use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
     execution_space, lookup_symbol, nearest_symbol_table, CallOpInterface, CallableOpInterface, ExecutionSpace,
@@ -240,7 +240,8 @@ impl Compiler<'_, '_> {
                     .collect::<Result<_, RuntimeError>>()?,
                 None => Box::new([]),
             };
-        Ok(Function { name, slots: self.next, params, body, buffer_results })
+        let arena_bytes = arena_attribute(ctx, op, hat_dialects::buffer::ARENA_BYTES_ATTRIBUTE);
+        Ok(Function { name, slots: self.next, params, body, buffer_results, arena_bytes })
     }
 
     /// Compiles a block: its ops up to the terminator, whose operands are its exits. Regions
@@ -584,6 +585,8 @@ impl Compiler<'_, '_> {
             self.alloc(op, alloc)?
         } else if let Some(dealloc) = DeallocOp::wrap(ctx, op) {
             Inst::Dealloc { buffer: self.slot(op, dealloc.buffer(ctx))?, op }
+        } else if let Some(release) = ReleaseOp::wrap(ctx, op) {
+            Inst::Release { buffer: self.slot(op, release.buffer(ctx))?, op }
         } else if let Some(dim) = DimOp::wrap(ctx, op) {
             let buffer = self.slot(op, dim.buffer(ctx))?;
             let dimension = dim
@@ -639,6 +642,12 @@ impl Compiler<'_, '_> {
             None => format!("alloc@op{}", op.index()),
         };
         let dst = self.define(op, result)?;
-        Ok(Inst::Alloc(Box::new(AllocInst { op, dst, element, shape, sizes, name })))
+        let arena_offset = arena_attribute(ctx, op, hat_dialects::buffer::ARENA_OFFSET_ATTRIBUTE);
+        Ok(Inst::Alloc(Box::new(AllocInst { op, dst, element, shape, sizes, name, arena_offset })))
     }
+}
+
+/// The non-negative integer attribute `name` of `op` (`plan-memory`'s arena plan), if any.
+fn arena_attribute(ctx: &Context, op: Op, name: &str) -> Option<usize> {
+    ctx.attribute(op, name).and_then(|a| ctx.attribute_kind(a).as_i64()).and_then(|v| usize::try_from(v).ok())
 }

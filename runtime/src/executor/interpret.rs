@@ -208,6 +208,8 @@ pub(super) struct Interpreter<'e, 'a> {
     pub(super) trace: Option<Tracing>,
     /// Calls being run (see [`Executor::set_recursion_limit`]).
     calls: usize,
+    /// Per call being run, innermost last: its arena, when `plan-memory` planned one.
+    arenas: Vec<Option<super::buffers::ArenaId>>,
     /// Frames to reuse.
     frames: Vec<Vec<Scalar>>,
 }
@@ -226,6 +228,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             tracker,
             trace,
             calls: 0,
+            arenas: Vec::new(),
             frames: Vec::new(),
         }
     }
@@ -312,11 +315,29 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let mut frame = vec![Scalar::Int(0); function.slots as usize];
         frame[..args.len()].copy_from_slice(args);
         self.enter(&function, func)?;
+        self.open_arena(&function);
         let outcome = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.run_code(&mut frame, &function.body));
         self.calls -= 1;
         outcome?;
+        self.close_arena(func)?;
         let results = function.body.exits.iter().map(|&s| frame[s as usize]).collect();
         Ok((function, results))
+    }
+
+    /// Opens the arena of a call of `function`, if `plan-memory` gave it one.
+    fn open_arena(&mut self, function: &Function) {
+        let arena = function.arena_bytes.map(|bytes| self.buffers.new_arena(bytes));
+        self.arenas.push(arena);
+    }
+
+    /// Frees the arena of the call that ends (`at`: the call, for errors).
+    fn close_arena(&mut self, at: Op) -> Res<()> {
+        if let Some(arena) = self.arenas.pop().flatten() {
+            self.buffers
+                .free_arena(arena, self.ex.backend, &mut self.recorder)
+                .map_err(|e| Box::new(e.at(self.ctx.location(at))))?;
+        }
+        Ok(())
     }
 
     /// Counts one more call of `function` by `call`, or fails past the limit.
@@ -350,11 +371,16 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         for (index, &argument) in call.arguments.iter().enumerate() {
             callee[index] = frame[argument as usize];
         }
+        self.open_arena(&function);
         let outcome = self.run_code(&mut callee, &function.body);
         self.calls -= 1;
         outcome?;
+        self.close_arena(call.op)?;
         for (&result, &exit) in call.results.iter().zip(function.body.exits.iter()) {
             frame[result as usize] = callee[exit as usize];
+        }
+        for (&result, _) in call.results.iter().zip(function.buffer_results.iter()).filter(|(_, &buffer)| buffer) {
+            self.buffers.return_to_caller(buffer_id(frame[result as usize]), self.calls + 1);
         }
         self.frames.push(callee);
         Ok(())
@@ -402,6 +428,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 Inst::Sync => self.sync()?,
                 Inst::Alloc(alloc) => self.alloc(frame, alloc)?,
                 Inst::Dealloc { buffer, op } => self.dealloc(frame, *buffer, *op)?,
+                Inst::Release { buffer, op } => self.release(frame, *buffer, *op)?,
                 Inst::Load { dst, buffer, indices, op } => self.load(frame, *dst, *buffer, indices, *op)?,
                 Inst::Store { value, buffer, indices, op } => self.store(frame, *value, *buffer, indices, *op)?,
                 Inst::Dim { dst, buffer, dimension, op } => self.dim(frame, *dst, *buffer, *dimension, *op)?,
@@ -841,7 +868,9 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             let id = BufferId(self.buffers.next_id());
             trace.add(id, &alloc.name, &layout, Origin::Fresh);
         }
-        let id = self.buffers.allocate(layout, slot);
+        let arena = self.arenas.last().copied().flatten();
+        let placement = alloc.arena_offset.zip(arena).map(|(offset, arena)| (arena, offset));
+        let id = self.buffers.allocate(layout, slot, self.calls, placement);
         frame[alloc.dst as usize] = handle(id);
         Ok(())
     }
@@ -852,6 +881,18 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         self.buffers.deallocate(id, self.at(op), self.ex.backend, &mut self.recorder)?;
         if let Some(tracker) = &mut self.tracker {
             tracker.forget(id);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn release(&mut self, frame: &mut [Scalar], buffer: Slot, op: Op) -> Res<()> {
+        let id = buffer_id(frame[buffer as usize]);
+        let freed = self.buffers.release(id, self.calls, self.at(op), self.ex.backend, &mut self.recorder)?;
+        if freed {
+            if let Some(tracker) = &mut self.tracker {
+                tracker.forget(id);
+            }
         }
         Ok(())
     }

@@ -32,6 +32,8 @@ pub(crate) struct Function {
     pub body: Code,
     /// Which results are buffers (the others are scalars).
     pub buffer_results: Box<[bool]>,
+    /// The size of its arena in bytes, when `plan-memory` planned one.
+    pub arena_bytes: Option<usize>,
 }
 
 /// A block: its instructions and the slots of its terminator's operands (none when it has no
@@ -72,6 +74,8 @@ pub(crate) enum Inst {
     Alloc(Box<AllocInst>),
     /// Frees a buffer.
     Dealloc { buffer: Slot, op: Op },
+    /// Frees a buffer when the running call of its function owns it (`buffer.release`).
+    Release { buffer: Slot, op: Op },
     /// Reads an element of a host copy.
     Load { dst: Slot, buffer: Slot, indices: Box<[Slot]>, op: Op },
     /// Writes an element of a host copy.
@@ -184,4 +188,6 @@ pub(crate) struct AllocInst {
     pub sizes: Box<[Slot]>,
     /// The report's name of its buffers (`alloc@line:col`).
     pub name: String,
+    /// Its buffers' offset in the function's arena, when `plan-memory` placed them there.
+    pub arena_offset: Option<usize>,
 }

@@ -1,0 +1,164 @@
+//! Which buffers of a host function can share one arena, and where each goes in it.
+//!
+//! A buffer is planned when it is made by a `buffer.alloc` of static shape in the function and
+//! only the device sees it: every value that may be it ([`BufferRoots`]) is only passed to
+//! dispatches, carried by structured control flow or `arith.select`, or released. One that the
+//! host reads or writes, a transfer moves, a call or a return passes on, or that is not released
+//! where its data dies (see [`super::lifetimes`]) keeps its own allocation, as does one that may
+//! have two buffers live at once (an allocation in a loop whose previous buffer is still live
+//! when it runs again).
+//!
+//! Two planned buffers interfere when values that may be them are live at one point
+//! ([`Liveness`]: before and after each op, so the buffers one dispatch reads and writes always
+//! interfere). [`super::packing`] gives the offsets.
+
+use super::lifetimes::Decision;
+use super::packing::{pack, Packing};
+use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
+use crate::transfers::dispatch::{element_bytes, element_count};
+use hat_dialects::arith_views::SelectOp;
+use hat_ir::analysis::liveness::Liveness;
+use hat_ir::interfaces::{LaunchOpInterface, RegionBranchOpInterface};
+use hat_ir::{Context, Op, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
+
+/// The alignment of offsets in an arena: the largest `minStorageBufferOffsetAlignment` Vulkan
+/// allows, so that a plan is valid on every device.
+pub const ALIGNMENT: u64 = 256;
+
+/// The arena plan of one function.
+#[derive(Clone, Debug)]
+pub struct ArenaPlan {
+    /// The planned buffers: the `buffer.alloc` and its size in bytes, in program order.
+    pub buffers: Vec<(Op, u64)>,
+    /// Their offsets and the arena's size.
+    pub packing: Packing,
+    /// The bytes they would take with no reuse (each its own allocation).
+    pub naive: u64,
+    /// The allocations left out, and why.
+    pub left_out: Vec<(Op, &'static str)>,
+}
+
+/// Plans the arena of `function`, given the release decisions of [`super::lifetimes::decide`].
+pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
+    let roots = BufferRoots::with_calls(ctx, function);
+    let ops = ctx.walk(function);
+    let allocs: Vec<Op> =
+        ops.iter().copied().filter(|&op| ctx.results(op).any(|r| is_buffer(ctx, r) && allocates(ctx, op, r))).collect();
+    let site_of: FxHashMap<Value, usize> = allocs.iter().enumerate().map(|(i, &op)| (ctx.result(op, 0), i)).collect();
+    // The sites each value may be.
+    let sites = |value: Value| -> Vec<usize> {
+        if !is_buffer(ctx, value) {
+            return Vec::new();
+        }
+        match roots.roots_ref(value) {
+            Roots::Known(set) => set.iter().filter_map(|r| site_of.get(r).copied()).collect(),
+            Roots::Unknown => (0..allocs.len()).collect(),
+        }
+    };
+    let mut excluded: Vec<Option<&'static str>> = vec![None; allocs.len()];
+    let mut exclude = |site: usize, why: &'static str| {
+        excluded[site].get_or_insert(why);
+    };
+    for (site, &op) in allocs.iter().enumerate() {
+        let result = ctx.result(op, 0);
+        if element_count(ctx, result).zip(element_bytes(ctx, result)).is_none() {
+            exclude(site, "its size is known only at run time");
+        }
+    }
+    // Every use of a value that may be a site must be one that keeps the buffer on the device.
+    for &op in &ops {
+        for &operand in ctx.operands(op) {
+            if !is_buffer(ctx, operand) {
+                continue;
+            }
+            if let Some(why) = host_visible_use(ctx, op) {
+                for site in sites(operand) {
+                    exclude(site, why);
+                }
+            }
+        }
+    }
+    for decision in decisions.iter().filter(|d| d.release.is_none()) {
+        for site in sites(decision.value) {
+            exclude(site, "a value that may be it is not released where its data dies");
+        }
+    }
+    // The live sets: the sites values live before and after each op may be.
+    let liveness = Liveness::new(ctx, function);
+    let mut live_sets: Vec<Vec<usize>> = Vec::new();
+    let mut self_interfering = FxHashSet::default();
+    for block in ops.iter().flat_map(|&op| ctx.regions(op).iter().flat_map(|&r| ctx.region_blocks(r).to_vec())) {
+        let mut live: BTreeSet<Value> = liveness.live_out(block).collect();
+        let mut cursor = ctx.last_op(block);
+        while let Some(op) = cursor {
+            live_sets.push(live_sites(&live, &sites));
+            for result in ctx.results(op) {
+                live.remove(&result);
+            }
+            live.extend(ctx.operands(op).iter().copied());
+            live.extend(liveness.captured(op));
+            let before = live_sites(&live, &sites);
+            if let Some(&site) = ctx.results(op).next().and_then(|r| site_of.get(&r)) {
+                if before.contains(&site) {
+                    self_interfering.insert(site);
+                }
+            }
+            live_sets.push(before);
+            cursor = ctx.prev_op(op);
+        }
+    }
+    for site in self_interfering {
+        exclude(site, "two of its buffers may be live at once");
+    }
+    let planned: Vec<usize> = (0..allocs.len()).filter(|&s| excluded[s].is_none()).collect();
+    let index: FxHashMap<usize, usize> = planned.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    let size = |site: usize| {
+        let result = ctx.result(allocs[site], 0);
+        element_count(ctx, result).zip(element_bytes(ctx, result)).map_or(0, |(n, b)| n * b)
+    };
+    let sizes: Vec<u64> = planned.iter().map(|&s| size(s)).collect();
+    let mut sets: Vec<Vec<usize>> = live_sets
+        .into_iter()
+        .map(|set| set.into_iter().filter_map(|s| index.get(&s).copied()).collect::<Vec<_>>())
+        .filter(|set| !set.is_empty())
+        .collect();
+    sets.dedup();
+    // Program order (the walk above went backwards within each block).
+    sets.reverse();
+    let packing = pack(&sizes, &sets, ALIGNMENT);
+    ArenaPlan {
+        buffers: planned.iter().map(|&s| (allocs[s], size(s))).collect(),
+        packing,
+        naive: sizes.iter().sum(),
+        left_out: (0..allocs.len()).filter_map(|s| excluded[s].map(|why| (allocs[s], why))).collect(),
+    }
+}
+
+/// The sites that the values of `live` may be, sorted.
+fn live_sites(live: &BTreeSet<Value>, sites: &impl Fn(Value) -> Vec<usize>) -> Vec<usize> {
+    let mut set: Vec<usize> = live.iter().flat_map(|&v| sites(v)).collect();
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// Why passing a buffer to `op` lets the host see it, or takes it out of the function; `None`
+/// for a dispatch, a release, a select and structured control flow.
+fn host_visible_use(ctx: &Context, op: Op) -> Option<&'static str> {
+    let name = ctx.name_str(op);
+    if ctx.interface::<dyn LaunchOpInterface>(op).is_some()
+        || SelectOp::wrap(ctx, op).is_some()
+        || matches!(name, "buffer.release" | "buffer.dealloc" | "scf.yield" | "scf.condition")
+        || ctx.interface::<dyn RegionBranchOpInterface>(op).is_some()
+    {
+        return None;
+    }
+    Some(match name {
+        "compute.return" => "the function returns it",
+        "compute.call" => "a call passes it",
+        "buffer.to_device" | "buffer.from_device" => "a transfer moves it",
+        _ => "the host uses it",
+    })
+}

@@ -1,0 +1,281 @@
+//! Where each buffer of a host function stops being used: the end of its live range, from
+//! hat-ir's [`Liveness`] over structured control flow (loops, branches, `scf.while`, calls).
+//!
+//! A buffer value is released in the block that defines it (a block argument or an op's result),
+//! after the op of that block that uses it last — directly or inside its regions — at the first
+//! point from there on where no buffer still live may be the same buffer (so a value that an
+//! `scf.if` may yield is released with the result, where both are dead). It is not released when
+//! - it is live at the end of that block (another block may use it);
+//! - its last use is the block's terminator, which passes it on (`scf.yield` to the next
+//!   iteration or to the op's results, `compute.return` to the caller): whoever receives it is
+//!   released in its turn;
+//! - it is a parameter of the function, or may only be one: the caller owns those;
+//! - until the block's terminator, some value still live may be the same buffer, one the
+//!   function may own.
+//!   Two values are not when every root ([`BufferRoots`], with a call's result a fresh buffer or
+//!   one of the buffers it passes) common to both is a parameter (the release leaves the
+//!   caller's buffers alone), or when one is the result of an allocation that the other's
+//!   definition strictly precedes (an allocation makes a buffer no earlier value holds: this is
+//!   what tells the buffer a loop iteration allocates from the one it received);
+//! - nothing knows where it comes from (an op of another dialect that makes a buffer);
+//! - its last use frees it (`buffer.dealloc`).
+//!
+//! A value that is never used is released right after its definition (at the start of its
+//! block, for a block argument).
+//!
+//! `buffer.release` frees a buffer only when the running call of the function owns it, so a
+//! value that may be a parameter on one path and an allocation on another (a loop that starts
+//! from the caller's image and carries its own buffers after) is released without a run-time
+//! flag in the IR: the first iteration's release leaves the caller's image alone.
+
+use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
+use hat_ir::analysis::liveness::Liveness;
+use hat_ir::{Block, Context, EffectKind, EffectTarget, MemoryEffects, Op, Value};
+use rustc_hash::FxHashSet;
+use std::collections::BTreeSet;
+
+/// Where a release goes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Point {
+    /// Right after this op.
+    After(Op),
+    /// At the start of this block (before its first op).
+    Start(Block),
+}
+
+/// One decision about a buffer value that the function owns at some point.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// The value.
+    pub value: Value,
+    /// Where its last use is (`None`: kept, see `kept`).
+    pub release: Option<Point>,
+    /// Why it is not released, when it is not.
+    pub kept: Option<Kept>,
+}
+
+/// Why a value is not released.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Another value, live until the end of the block or passed on by its terminator, may be
+    /// the same buffer.
+    MaybeLive(Value),
+    /// Nothing knows where it comes from.
+    UnknownOrigin,
+    /// Live at the end of its block.
+    LiveOut,
+}
+
+/// The decisions for every buffer value `function` defines, but its parameters and the values
+/// its blocks' terminators pass on.
+pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
+    let liveness = Liveness::new(ctx, function);
+    let roots = BufferRoots::with_calls(ctx, function);
+    let order = DefinitionOrder::new(ctx, function);
+    let parameters: FxHashSet<Value> = ctx
+        .regions(function)
+        .first()
+        .and_then(|&r| ctx.region_blocks(r).first())
+        .map(|&entry| ctx.block_arguments(entry).iter().copied().collect())
+        .unwrap_or_default();
+    let only_parameters = |value: Value| match roots.roots_ref(value) {
+        Roots::Known(set) => !set.is_empty() && set.iter().all(|r| parameters.contains(r)),
+        Roots::Unknown => false,
+    };
+    let decider = Decider { ctx, roots: &roots, order: &order, parameters: &parameters };
+    let mut decisions = Vec::new();
+    for block in blocks_under(ctx, function) {
+        // The buffers the block defines, not yet seen used (the scan goes backwards).
+        let mut owned: BTreeSet<Value> = ctx.block_arguments(block).iter().copied().collect();
+        let mut ops = Vec::new();
+        let mut cursor = ctx.first_op(block);
+        while let Some(op) = cursor {
+            owned.extend(ctx.results(op));
+            ops.push(op);
+            cursor = ctx.next_op(op);
+        }
+        owned.retain(|&v| is_buffer(ctx, v) && !parameters.contains(&v) && !only_parameters(v));
+        let mut live: BTreeSet<Value> = liveness.live_out(block).collect();
+        for &value in owned.iter().filter(|v| live.contains(v)) {
+            decisions.push(Decision { value, release: None, kept: Some(Kept::LiveOut) });
+        }
+        owned.retain(|v| !live.contains(v));
+        // Backwards: the buffers live after each op, and where each owned value is used last
+        // (`None`: nowhere, for a block argument).
+        let mut live_after: Vec<Vec<Value>> = vec![Vec::new(); ops.len()];
+        let mut last_uses: Vec<(Value, Option<usize>)> = Vec::new();
+        for (index, &op) in ops.iter().enumerate().rev() {
+            live_after[index] = live.iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
+            let mut used: BTreeSet<Value> = ctx.operands(op).iter().copied().collect();
+            used.extend(liveness.captured(op));
+            for &value in &used {
+                // The last use; a terminator passes the value on, a `buffer.dealloc` frees it.
+                if !live.contains(&value) && owned.remove(&value) && index + 1 < ops.len() && !frees(ctx, op, value) {
+                    last_uses.push((value, Some(index)));
+                }
+            }
+            for result in ctx.results(op) {
+                if owned.remove(&result) {
+                    // Never used: dead as soon as it is made.
+                    last_uses.push((result, Some(index)));
+                }
+                live.remove(&result);
+            }
+            live.extend(used);
+        }
+        let live_at_start: Vec<Value> = live.iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
+        last_uses.extend(owned.into_iter().map(|v| (v, None)));
+        for (value, last_use) in last_uses {
+            decisions.push(decider.decide(value, &ops, last_use, &live_at_start, &live_after));
+        }
+    }
+    decisions
+}
+
+/// Whether `op` frees `value` (a `Free` effect on an operand that is `value`).
+fn frees(ctx: &Context, op: Op, value: Value) -> bool {
+    let Some(definition) = ctx.definition(ctx.name(op)) else { return false };
+    match definition.memory_effects(ctx, op) {
+        MemoryEffects::Known(effects) => effects.iter().any(|e| {
+            e.kind == EffectKind::Free
+                && matches!(e.target, EffectTarget::Operand(i) if ctx.operands(op).get(i) == Some(&value))
+        }),
+        MemoryEffects::Unknown => false,
+    }
+}
+
+/// Every block nested in `function` (its body included), kernels' bodies excluded (they are not
+/// nested in host functions).
+fn blocks_under(ctx: &Context, function: Op) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    for op in ctx.walk(function) {
+        for &region in ctx.regions(op) {
+            blocks.extend(ctx.region_blocks(region).iter().copied());
+        }
+    }
+    blocks
+}
+
+struct Decider<'a> {
+    ctx: &'a Context,
+    roots: &'a BufferRoots,
+    order: &'a DefinitionOrder,
+    parameters: &'a FxHashSet<Value>,
+}
+
+impl Decider<'_> {
+    /// Where `value`, used last by `ops[last_use]` (`None`: at the start of the block), is
+    /// released: at the first point from there on, before the block's terminator, where no live
+    /// buffer may be the same (`live_at_start`, `live_after`: the buffers live at the block's
+    /// start and after each of its ops).
+    fn decide(
+        &self,
+        value: Value,
+        ops: &[Op],
+        last_use: Option<usize>,
+        live_at_start: &[Value],
+        live_after: &[Vec<Value>],
+    ) -> Decision {
+        let kept = |why| Decision { value, release: None, kept: Some(why) };
+        if matches!(self.roots.roots_ref(value), Roots::Unknown) {
+            return kept(Kept::UnknownOrigin);
+        }
+        let conflict = |live: &[Value]| live.iter().copied().find(|&w| w != value && !self.distinct(value, w));
+        let first = match last_use {
+            Some(index) => index,
+            None => match (conflict(live_at_start), ops.first()) {
+                (None, Some(&first)) => {
+                    let block = self.ctx.parent_block(first).expect("an op of a block");
+                    return Decision { value, release: Some(Point::Start(block)), kept: None };
+                }
+                _ => 0,
+            },
+        };
+        let mut blocking = None;
+        // Not after the terminator: nothing runs there.
+        for index in first..ops.len().saturating_sub(1) {
+            match conflict(&live_after[index]) {
+                None => return Decision { value, release: Some(Point::After(ops[index])), kept: None },
+                Some(other) => blocking = blocking.or(Some(other)),
+            }
+        }
+        kept(blocking.map_or(Kept::LiveOut, Kept::MaybeLive))
+    }
+
+    /// Whether releasing `a` cannot free the buffer `b` holds, whenever both are live: they
+    /// are different buffers, or the only buffers they may both be are the caller's (which a
+    /// release leaves alone).
+    fn distinct(&self, a: Value, b: Value) -> bool {
+        if let (Roots::Known(x), Roots::Known(y)) = (self.roots.roots_ref(a), self.roots.roots_ref(b)) {
+            if x.intersection(y).all(|root| self.parameters.contains(root)) {
+                return true;
+            }
+        }
+        let fresh = |v: Value| self.ctx.defining_op(v).is_some_and(|op| allocates(self.ctx, op, v));
+        (fresh(a) && self.order.strictly_precedes(self.ctx, b, a))
+            || (fresh(b) && self.order.strictly_precedes(self.ctx, a, b))
+    }
+}
+
+/// Whether a value's definition runs before another's on every path that reaches the second
+/// (dominance, in structured control flow: an earlier op of the same block, or of a block
+/// around it, or a block argument of either).
+struct DefinitionOrder {
+    /// The position of each op in its block.
+    position: rustc_hash::FxHashMap<Op, usize>,
+}
+
+impl DefinitionOrder {
+    fn new(ctx: &Context, function: Op) -> DefinitionOrder {
+        let mut position = rustc_hash::FxHashMap::default();
+        for block in blocks_under(ctx, function) {
+            let mut cursor = ctx.first_op(block);
+            let mut index = 0;
+            while let Some(op) = cursor {
+                position.insert(op, index);
+                index += 1;
+                cursor = ctx.next_op(op);
+            }
+        }
+        DefinitionOrder { position }
+    }
+
+    /// Whether `a`'s definition strictly precedes `b`'s: `a` is defined in `b`'s block or a
+    /// block around it, before the op of that block that is or holds `b`'s definition.
+    fn strictly_precedes(&self, ctx: &Context, a: Value, b: Value) -> bool {
+        let Some(a_block) = ctx.value_block(a) else { return false };
+        let a_op = ctx.defining_op(a);
+        // Climb from b's definition to the op of a's block that holds it.
+        let mut holder = match ctx.defining_op(b) {
+            Some(op) => op,
+            None => {
+                // b is a block argument: its block starts after anything before the op that
+                // holds the block.
+                let Some(b_block) = ctx.value_block(b) else { return false };
+                if b_block == a_block {
+                    return false;
+                }
+                match ctx.block_parent(b_block).and_then(|r| ctx.region_parent(r)) {
+                    Some(op) => op,
+                    None => return false,
+                }
+            }
+        };
+        loop {
+            if ctx.parent_block(holder) == Some(a_block) {
+                return match a_op {
+                    // A block argument comes before every op of its block.
+                    None => true,
+                    Some(a_op) => match (self.position.get(&a_op), self.position.get(&holder)) {
+                        (Some(x), Some(y)) => x < y,
+                        _ => false,
+                    },
+                };
+            }
+            match ctx.parent_op(holder) {
+                Some(parent) => holder = parent,
+                None => return false,
+            }
+        }
+    }
+}
