@@ -14,6 +14,7 @@ use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
 use hat_ir::Verified;
 use hat_lowering::{ScalarEncoding, StoredElement};
 use hat_runtime::kernel_cache::EntryProblem;
+use hat_runtime::timeline::{BackendTimeline, BarrierRecord, CommandSpan, SpanClock};
 use hat_runtime::{
     Backend, BufferLayout, Command, DeviceBuffer, DispatchTime, ElementType, Fence, HandleTable, KernelArg,
     KernelArtifact, KernelCacheStats, KernelHandle, LoweredModule, RuntimeError, Scalar,
@@ -181,6 +182,8 @@ pub struct VulkanBackend {
     /// Batches below this one were waited for.
     completed: u64,
     timestamps: bool,
+    /// While a timeline is recorded: the spans and barriers not taken yet.
+    timeline: Option<BackendTimeline>,
     allocator: ManuallyDrop<Allocator>,
     gpu: ManuallyDrop<Gpu>,
 }
@@ -264,6 +267,7 @@ impl VulkanBackend {
             next_batch: 0,
             completed: 0,
             timestamps,
+            timeline: None,
             allocator,
             gpu,
         })
@@ -436,6 +440,7 @@ impl VulkanBackend {
             query_pools: Vec::new(),
             queries: 0,
             timed: Vec::new(),
+            timed_copies: Vec::new(),
             uploads: Vec::new(),
             pieces: Vec::new(),
             reads: Vec::new(),
@@ -491,8 +496,24 @@ impl VulkanBackend {
         let narrow = self.buffer_barriers && !buffers.is_empty();
         let frame = self.frame()?;
         let (commands, first) = (frame.commands, frame.first_command);
+        let waits_for = match self.timeline {
+            Some(_) => self.hazards.needing(stage, after, first, floor),
+            None => Vec::new(),
+        };
         if let Some(Barrier { src_stages, src_access, dst }) = self.hazards.before(stage, after, first, floor, !narrow)
         {
+            if let Some(timeline) = &mut self.timeline {
+                let scope = if narrow { "the dispatch's buffers" } else { "all memory" };
+                timeline.barriers.push(BarrierRecord {
+                    before: Command::new(self.next_command),
+                    waits_for,
+                    detail: format!(
+                        "pipeline barrier {src_stages:?} -> {:?}, access {src_access:?} -> {:?}, on {scope}",
+                        dst.flags(),
+                        dst.access()
+                    ),
+                });
+            }
             let memory = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst.access())];
             let mut ranges: SmallVec<[vk::BufferMemoryBarrier<'_>; 8]> = SmallVec::new();
             if narrow {
@@ -558,6 +579,34 @@ impl VulkanBackend {
         Ok(Some((frame.query_pools[pool_index], first % QUERIES_PER_POOL)))
     }
 
+    /// The queries that bracket a copy in the open batch, while a timeline is recorded (and the
+    /// queue has timestamps): the first of two, its first timestamp written.
+    fn copy_started(&mut self) -> Result<Option<(vk::QueryPool, u32)>, RuntimeError> {
+        if self.timeline.is_none() {
+            return Ok(None);
+        }
+        let queries = self.queries()?;
+        if let Some((pool, first)) = queries {
+            let frame = self.open.as_ref().expect("a frame is open");
+            // SAFETY: a recording command buffer; the query was reset in it.
+            unsafe {
+                self.gpu.device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first)
+            };
+        }
+        Ok(queries)
+    }
+
+    /// Writes the second timestamp of a copy [`Self::copy_started`] bracketed, and notes it.
+    fn copy_ended(&mut self, command: Command, queries: Option<(vk::QueryPool, u32)>) {
+        let Some((pool, first)) = queries else { return };
+        let frame = self.open.as_mut().expect("a frame is open");
+        // SAFETY: a recording command buffer; the query was reset in it.
+        unsafe {
+            self.gpu.device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first + 1)
+        };
+        frame.timed_copies.push((command, frame.queries - 2));
+    }
+
     /// Writes the push constants of a dispatch into `bytes`.
     fn push_constants(
         &self,
@@ -612,7 +661,7 @@ impl VulkanBackend {
             self.in_flight.push_front(frame);
             return Err(vk_error("wait for the device")(error));
         }
-        if !frame.timed.is_empty() {
+        if !frame.timed.is_empty() || !frame.timed_copies.is_empty() {
             let mut ticks = vec![0u64; frame.queries as usize];
             for (index, &pool) in frame.query_pools.iter().enumerate() {
                 let start = index * QUERIES_PER_POOL as usize;
@@ -639,6 +688,14 @@ impl VulkanBackend {
                 let time = Duration::from_nanos((nanos as f64 * self.gpu.limits.timestamp_period) as u64);
                 times.push(DispatchTime { command, time });
             }
+            if let Some(timeline) = &mut self.timeline {
+                let period = self.gpu.limits.timestamp_period;
+                let nanos = |tick: u64| ((tick & mask) as f64 * period) as u64;
+                for &(command, first) in frame.timed.iter().chain(&frame.timed_copies) {
+                    let (start, end) = (nanos(ticks[first as usize]), nanos(ticks[first as usize + 1]));
+                    timeline.spans.push(CommandSpan { command, start_ns: start, end_ns: end.max(start) });
+                }
+            }
         }
         for span in frame.uploads.drain(..) {
             self.upload.state.release(span);
@@ -650,6 +707,7 @@ impl VulkanBackend {
             self.takeable.insert(command.sequence(), landing);
         }
         frame.timed.clear();
+        frame.timed_copies.clear();
         frame.queries = 0;
         // SAFETY: the batch is done: neither is in use.
         unsafe {
@@ -780,6 +838,25 @@ impl Backend for VulkanBackend {
         "vulkan"
     }
 
+    /// Copies and dispatches are bracketed by timestamps where the queue has them (the spans
+    /// are on the device's clock); barriers are noted as they are recorded. The origin is not
+    /// used: nothing relates the device's clock to the host's.
+    fn record_timeline(&mut self, origin: Option<std::time::Instant>) -> bool {
+        self.timeline = origin.map(|_| BackendTimeline { clock: SpanClock::Device, ..BackendTimeline::default() });
+        true
+    }
+
+    fn take_timeline(&mut self) -> BackendTimeline {
+        match &mut self.timeline {
+            Some(timeline) => BackendTimeline {
+                clock: SpanClock::Device,
+                spans: std::mem::take(&mut timeline.spans),
+                barriers: std::mem::take(&mut timeline.barriers),
+            },
+            None => BackendTimeline::default(),
+        }
+    }
+
     fn device_name(&self) -> String {
         self.gpu.description.name.clone()
     }
@@ -897,11 +974,13 @@ impl Backend for VulkanBackend {
         let len = data.len() as u64;
         if let Some(span) = self.upload.state.allocate(len) {
             copy_bytes(&mut self.upload.bytes()[span.offset as usize..][..data.len()], data);
+            let queries = self.copy_started()?;
             let frame = self.open.as_mut().expect("opened by the barrier");
             frame.uploads.push(span.id);
             let region = [vk::BufferCopy::default().src_offset(span.offset).dst_offset(offset as u64).size(len)];
             // SAFETY: a recording command buffer; both ranges are inside their buffers.
             unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, self.upload.block.buffer, target, &region) };
+            self.copy_ended(command, queries);
         } else {
             // Piece by piece, each submitted once recorded: the device copies one piece while
             // the host fills the next. The barrier before the first orders the rest too (they
@@ -914,12 +993,20 @@ impl Backend for VulkanBackend {
                     self.upload_pieces.give(block, &self.gpu.device, &mut self.allocator);
                     return Err(error);
                 }
+                let queries = match self.copy_started() {
+                    Ok(queries) => queries,
+                    Err(error) => {
+                        self.upload_pieces.give(block, &self.gpu.device, &mut self.allocator);
+                        return Err(error);
+                    }
+                };
                 let frame = self.open.as_mut().expect("opened above");
                 let at = (offset + index * piece) as u64;
                 let region = [vk::BufferCopy::default().src_offset(0).dst_offset(at).size(part.len() as u64)];
                 // SAFETY: a recording command buffer; both ranges are inside their buffers.
                 unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, block.buffer, target, &region) };
                 frame.pieces.push(block);
+                self.copy_ended(command, queries);
                 self.submit_open()?;
             }
         }
@@ -945,6 +1032,7 @@ impl Backend for VulkanBackend {
             frame.reads.push((command, Landing::Ring(u64::MAX, 0, 0)));
             return Ok(command);
         }
+        let queries = self.copy_started()?;
         let device = &self.gpu.device;
         let frame = self.open.as_mut().expect("opened by the barrier");
         let landing = match self.download.state.allocate(len as u64) {
@@ -979,6 +1067,7 @@ impl Backend for VulkanBackend {
             }
         };
         frame.reads.push((command, landing));
+        self.copy_ended(command, queries);
         self.hazards.recorded(command, Stage::Transfer, false);
         self.submit_early()?;
         Ok(command)

@@ -19,6 +19,7 @@
 
 use super::host_buffer::{poison, try_pattern_bytes, HostBuffer};
 use super::queue::Queue;
+use super::timeline_log::{LoggedKind, TimelineLog};
 use crate::backend::{Backend, Command, DeviceBuffer, KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::report::{Direction, Recorder};
@@ -63,6 +64,8 @@ pub(crate) struct Buffers {
     list: Vec<BufferState>,
     /// The commands recorded since the last wait.
     queue: Queue,
+    /// The run's timeline, when the executor records one.
+    pub(crate) timeline: Option<TimelineLog>,
 }
 
 /// How a dispatch uses one of its buffers.
@@ -105,7 +108,11 @@ impl Buffers {
             recorder.device_resident(slot, layout.bytes());
         }
         self.list.push(BufferState { layout, host, device, freed: false, slot, argument: true });
-        BufferId(self.list.len() - 1)
+        let id = BufferId(self.list.len() - 1);
+        if let (Some(timeline), true) = (&mut self.timeline, device.is_some()) {
+            timeline.device_allocated(id);
+        }
+        id
     }
 
     /// Takes a buffer out of the run, to outlive it (a residency session's): its layout and both
@@ -121,6 +128,9 @@ impl Buffers {
         let device = state.device.take();
         if device.is_some() {
             recorder.device_freed(state.layout.bytes());
+            if let Some(timeline) = &mut self.timeline {
+                timeline.device_freed(id);
+            }
         }
         (state.layout.clone(), state.host.take(), device)
     }
@@ -242,6 +252,9 @@ impl Buffers {
         let device = backend.allocate(&state.layout).map_err(|e| e.at(at.location))?;
         recorder.device_allocated(state.slot, state.layout.bytes());
         state.device = Some(device);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.device_allocated(id);
+        }
         Ok(device)
     }
 
@@ -290,6 +303,10 @@ impl Buffers {
         let write = direction == Direction::ToDevice;
         let mut after = SmallVec::new();
         self.queue.dependencies(id, &bytes, write, &mut after);
+        let hazards: Vec<_> = match self.timeline {
+            Some(_) => self.queue.conflicts(id, &bytes, write).map(|(command, hazard)| (command, id, hazard)).collect(),
+            None => Vec::new(),
+        };
         let state = &mut self.list[id.0];
         let start = Instant::now();
         let command = match direction {
@@ -303,6 +320,13 @@ impl Buffers {
         recorder.transfer(state.slot, direction, bytes.len(), start.elapsed());
         if direction == Direction::FromDevice {
             self.queue.read_pending(id, bytes.clone(), command);
+        }
+        if let Some(timeline) = &mut self.timeline {
+            let kind = match direction {
+                Direction::ToDevice => LoggedKind::ToDevice(id, bytes.clone()),
+                Direction::FromDevice => LoggedKind::FromDevice(id, bytes.clone()),
+            };
+            timeline.command(command, kind, hazards);
         }
         self.queue.note(id, bytes, write, command);
         Ok(())
@@ -323,6 +347,7 @@ impl Buffers {
     ) -> Result<Command, RuntimeError> {
         let mut after = SmallVec::new();
         let mut whole = SmallVec::<[std::ops::Range<usize>; 8]>::new();
+        let mut hazards = Vec::new();
         for usage in uses {
             let bytes = 0..self.layout(usage.buffer, at)?.bytes();
             if usage.write {
@@ -330,9 +355,17 @@ impl Buffers {
             } else if usage.read {
                 self.queue.dependencies(usage.buffer, &bytes, false, &mut after);
             }
+            if self.timeline.is_some() && (usage.read || usage.write) {
+                let conflicts = self.queue.conflicts(usage.buffer, &bytes, usage.write);
+                hazards.extend(conflicts.map(|(command, hazard)| (command, usage.buffer, hazard)));
+            }
             whole.push(bytes);
         }
         let command = backend.record_dispatch(kernel, grid, args, &after).map_err(|e| e.at(at.location))?;
+        if let Some(timeline) = &mut self.timeline {
+            let buffers = uses.iter().map(|u| (u.buffer, u.read, u.write)).collect();
+            timeline.command(command, LoggedKind::Dispatch { kernel_slot, grid, buffers }, hazards);
+        }
         for (usage, bytes) in uses.iter().zip(whole) {
             if usage.read || usage.write {
                 self.queue.note(usage.buffer, bytes, usage.write, command);
@@ -361,6 +394,9 @@ impl Buffers {
             if let Some(kernel) = self.queue.kernel_of(time.command) {
                 recorder.device_time(kernel, time.time);
             }
+        }
+        if let Some(timeline) = &mut self.timeline {
+            timeline.waited(start, backend.take_timeline());
         }
         let landing = self.queue.finished();
         let landed_from = Instant::now();
@@ -394,6 +430,9 @@ impl Buffers {
         state.host = None;
         if let Some(device) = state.device.take() {
             recorder.device_freed(state.layout.bytes());
+            if let Some(timeline) = &mut self.timeline {
+                timeline.device_freed(id);
+            }
             backend.free(device).map_err(|e| e.at(at.location))?;
         }
         Ok(())
@@ -406,9 +445,12 @@ impl Buffers {
         recorder: &mut Recorder,
     ) -> Result<(), RuntimeError> {
         let mut result = Ok(());
-        for state in &mut self.list {
+        for (id, state) in self.list.iter_mut().enumerate() {
             if let Some(device) = state.device.take() {
                 recorder.device_freed(state.layout.bytes());
+                if let Some(timeline) = &mut self.timeline {
+                    timeline.device_freed(BufferId(id));
+                }
                 let freed = backend.free(device);
                 if result.is_ok() {
                     result = freed;
@@ -416,6 +458,11 @@ impl Buffers {
             }
         }
         result
+    }
+
+    /// Each buffer's entry in the report's `per_buffer` and its layout, by id.
+    pub(crate) fn slots_and_layouts(&self) -> impl Iterator<Item = (usize, &BufferLayout)> {
+        self.list.iter().map(|state| (state.slot, &state.layout))
     }
 
     /// The final host copy of a caller's buffer, taken out of the run (which waited for its
