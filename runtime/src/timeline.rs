@@ -85,14 +85,17 @@ pub enum Hazard {
 }
 
 impl Hazard {
-    /// The hazard between an earlier access (a write when `earlier_writes`) and a later one.
-    /// `None` when neither writes (reads do not order reads).
-    pub fn between(earlier_writes: bool, later_writes: bool) -> Option<Hazard> {
-        match (earlier_writes, later_writes) {
-            (true, false) => Some(Hazard::ReadAfterWrite),
-            (false, true) => Some(Hazard::WriteAfterRead),
-            (true, true) => Some(Hazard::WriteAfterWrite),
-            (false, false) => None,
+    /// The hazard between an earlier access (a write when `earlier_writes`) and a later one
+    /// that reads and writes as `later_reads` and `later_writes` say: read-after-write where
+    /// the later one reads what the earlier wrote (a read-write access after a write included:
+    /// the data flows), else write-after-write or write-after-read. `None` when neither writes
+    /// (reads do not order reads).
+    pub fn of(earlier_writes: bool, later_reads: bool, later_writes: bool) -> Option<Hazard> {
+        match (earlier_writes, later_reads, later_writes) {
+            (true, true, _) => Some(Hazard::ReadAfterWrite),
+            (true, false, true) => Some(Hazard::WriteAfterWrite),
+            (false, _, true) => Some(Hazard::WriteAfterRead),
+            _ => None,
         }
     }
 

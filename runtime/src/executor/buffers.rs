@@ -303,10 +303,10 @@ impl Buffers {
         let write = direction == Direction::ToDevice;
         let mut after = SmallVec::new();
         self.queue.dependencies(id, &bytes, write, &mut after);
-        let hazards: Vec<_> = match self.timeline {
-            Some(_) => self.queue.conflicts(id, &bytes, write).map(|(command, hazard)| (command, id, hazard)).collect(),
-            None => Vec::new(),
-        };
+        let mut hazards = Vec::new();
+        if self.timeline.is_some() {
+            self.queue.hazards(id, &bytes, !write, write, &mut hazards);
+        }
         let state = &mut self.list[id.0];
         let start = Instant::now();
         let command = match direction {
@@ -356,8 +356,7 @@ impl Buffers {
                 self.queue.dependencies(usage.buffer, &bytes, false, &mut after);
             }
             if self.timeline.is_some() && (usage.read || usage.write) {
-                let conflicts = self.queue.conflicts(usage.buffer, &bytes, usage.write);
-                hazards.extend(conflicts.map(|(command, hazard)| (command, usage.buffer, hazard)));
+                self.queue.hazards(usage.buffer, &bytes, usage.read, usage.write, &mut hazards);
             }
             whole.push(bytes);
         }

@@ -59,18 +59,34 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 
 impl Queue {
     /// The earlier accesses an access of `bytes` of `buffer` (a write when `write`) conflicts
-    /// with: their commands, each with the hazard (one per conflicting access; a command may
-    /// come twice).
+    /// with: those that overlap it where one of the two writes. Their commands, each with
+    /// whether it wrote (one per conflicting access: a command may come twice).
     pub(crate) fn conflicts<'q>(
         &'q self,
         buffer: BufferId,
         bytes: &'q Range<usize>,
         write: bool,
-    ) -> impl Iterator<Item = (Command, Hazard)> + 'q {
+    ) -> impl Iterator<Item = (Command, bool)> + 'q {
         self.accesses.get(buffer.0).into_iter().flatten().filter_map(move |access| {
-            let hazard = Hazard::between(access.write, write)?;
-            overlaps(&access.bytes, bytes).then_some((access.command, hazard))
+            ((write || access.write) && overlaps(&access.bytes, bytes)).then_some((access.command, access.write))
         })
+    }
+
+    /// The dependencies of an access of `bytes` of `buffer` that reads and writes as `read` and
+    /// `write` say, each with its hazard (see [`Hazard::of`]).
+    pub(crate) fn hazards(
+        &self,
+        buffer: BufferId,
+        bytes: &Range<usize>,
+        read: bool,
+        write: bool,
+        into: &mut Vec<(Command, BufferId, Hazard)>,
+    ) {
+        for (command, earlier_writes) in self.conflicts(buffer, bytes, write) {
+            if let Some(hazard) = Hazard::of(earlier_writes, read, write) {
+                into.push((command, buffer, hazard));
+            }
+        }
     }
 
     /// Adds to `into` the commands an access of `bytes` of `buffer` (a write when `write`)
@@ -173,16 +189,22 @@ mod tests {
         queue.note(BufferId(0), 4..8, false, Command::new(3)); // read a[4..8]
         assert_eq!(deps(&queue, 0, 0..8, false), [0], "reads do not order reads");
         assert_eq!(deps(&queue, 0, 2..6, true), [0, 2, 3], "write after reads and write");
-        let hazards: Vec<(u64, Hazard)> =
-            queue.conflicts(BufferId(0), &(2..6), true).map(|(c, h)| (c.sequence(), h)).collect();
+        let hazards = |bytes: Range<usize>, read: bool, write: bool| {
+            let mut into = Vec::new();
+            queue.hazards(BufferId(0), &bytes, read, write, &mut into);
+            into.into_iter().map(|(c, _, h)| (c.sequence(), h)).collect::<Vec<_>>()
+        };
         assert_eq!(
-            hazards,
+            hazards(2..6, false, true),
             [(0, Hazard::WriteAfterWrite), (2, Hazard::WriteAfterRead), (3, Hazard::WriteAfterRead)],
             "each dependency with its hazard"
         );
-        let hazards: Vec<(u64, Hazard)> =
-            queue.conflicts(BufferId(0), &(0..4), false).map(|(c, h)| (c.sequence(), h)).collect();
-        assert_eq!(hazards, [(0, Hazard::ReadAfterWrite)]);
+        assert_eq!(hazards(0..4, true, false), [(0, Hazard::ReadAfterWrite)]);
+        assert_eq!(
+            hazards(2..6, true, true),
+            [(0, Hazard::ReadAfterWrite), (2, Hazard::WriteAfterRead), (3, Hazard::WriteAfterRead)],
+            "a read-write access reads what was written"
+        );
         queue.note(BufferId(0), 0..16, true, Command::new(4));
         assert_eq!(deps(&queue, 0, 0..16, false), [4], "the covering write pruned what it ordered");
         assert_eq!(deps(&queue, 1, 0..16, false), [1]);
