@@ -279,6 +279,17 @@ impl Backend for Watched {
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
         self.cpu.free(buffer)
     }
+    fn allocate_arena(&mut self, bytes: usize) -> Result<Option<DeviceBuffer>, RuntimeError> {
+        self.cpu.allocate_arena(bytes)
+    }
+    fn allocate_in(
+        &mut self,
+        arena: DeviceBuffer,
+        offset: usize,
+        layout: &BufferLayout,
+    ) -> Result<DeviceBuffer, RuntimeError> {
+        self.cpu.allocate_in(arena, offset, layout)
+    }
     fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
         self.cpu.compile(kernel)
     }

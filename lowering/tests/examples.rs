@@ -77,7 +77,7 @@ fn describe(path: &Path) -> String {
 #[test]
 fn every_example_kernel_lowers_and_validates() {
     let files = examples();
-    assert_eq!(files.len(), 19, "the 18 scenarios (02 has two files)");
+    assert_eq!(files.len(), 20, "the 18 scenarios (02 has two files) and the separable blur (19)");
     for path in files {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let described = describe(&path);

@@ -4,7 +4,7 @@ use crate::errors::vk_error;
 use crate::frames::{Barrier, Frame, Hazards, Landing, Stage, QUERIES_PER_POOL};
 use crate::gpu::{DeviceDescription, Gpu};
 use crate::kernels::{Bound, Kernels, SpirvLowered};
-use crate::memory::{check_size, Block, DeviceMemory, Ring, RingState};
+use crate::memory::{check_size, Block, DeviceMemory, Ring, RingState, Storage};
 use crate::memory::{copy_bytes, Pieces};
 use crate::module_cache;
 use crate::pipeline_cache::PipelineCache;
@@ -14,6 +14,7 @@ use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
 use hat_ir::Verified;
 use hat_lowering::{ScalarEncoding, StoredElement};
 use hat_runtime::kernel_cache::EntryProblem;
+use hat_runtime::timeline::{BackendTimeline, BarrierRecord, CommandSpan, SpanClock};
 use hat_runtime::{
     Backend, BufferLayout, Command, DeviceBuffer, DispatchTime, ElementType, Fence, HandleTable, KernelArg,
     KernelArtifact, KernelCacheStats, KernelHandle, LoweredModule, RuntimeError, Scalar,
@@ -181,6 +182,8 @@ pub struct VulkanBackend {
     /// Batches below this one were waited for.
     completed: u64,
     timestamps: bool,
+    /// While a timeline is recorded: the spans and barriers not taken yet.
+    timeline: Option<BackendTimeline>,
     allocator: ManuallyDrop<Allocator>,
     gpu: ManuallyDrop<Gpu>,
 }
@@ -264,6 +267,7 @@ impl VulkanBackend {
             next_batch: 0,
             completed: 0,
             timestamps,
+            timeline: None,
             allocator,
             gpu,
         })
@@ -436,6 +440,7 @@ impl VulkanBackend {
             query_pools: Vec::new(),
             queries: 0,
             timed: Vec::new(),
+            timed_copies: Vec::new(),
             uploads: Vec::new(),
             pieces: Vec::new(),
             reads: Vec::new(),
@@ -491,8 +496,24 @@ impl VulkanBackend {
         let narrow = self.buffer_barriers && !buffers.is_empty();
         let frame = self.frame()?;
         let (commands, first) = (frame.commands, frame.first_command);
+        let waits_for = match self.timeline {
+            Some(_) => self.hazards.needing(stage, after, first, floor),
+            None => Vec::new(),
+        };
         if let Some(Barrier { src_stages, src_access, dst }) = self.hazards.before(stage, after, first, floor, !narrow)
         {
+            if let Some(timeline) = &mut self.timeline {
+                let scope = if narrow { "the dispatch's buffers" } else { "all memory" };
+                timeline.barriers.push(BarrierRecord {
+                    before: Command::new(self.next_command),
+                    waits_for,
+                    detail: format!(
+                        "pipeline barrier {src_stages:?} -> {:?}, access {src_access:?} -> {:?}, on {scope}",
+                        dst.flags(),
+                        dst.access()
+                    ),
+                });
+            }
             let memory = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst.access())];
             let mut ranges: SmallVec<[vk::BufferMemoryBarrier<'_>; 8]> = SmallVec::new();
             if narrow {
@@ -558,6 +579,34 @@ impl VulkanBackend {
         Ok(Some((frame.query_pools[pool_index], first % QUERIES_PER_POOL)))
     }
 
+    /// The queries that bracket a copy in the open batch, while a timeline is recorded (and the
+    /// queue has timestamps): the first of two, its first timestamp written.
+    fn copy_started(&mut self) -> Result<Option<(vk::QueryPool, u32)>, RuntimeError> {
+        if self.timeline.is_none() {
+            return Ok(None);
+        }
+        let queries = self.queries()?;
+        if let Some((pool, first)) = queries {
+            let frame = self.open.as_ref().expect("a frame is open");
+            // SAFETY: a recording command buffer; the query was reset in it.
+            unsafe {
+                self.gpu.device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first)
+            };
+        }
+        Ok(queries)
+    }
+
+    /// Writes the second timestamp of a copy [`Self::copy_started`] bracketed, and notes it.
+    fn copy_ended(&mut self, command: Command, queries: Option<(vk::QueryPool, u32)>) {
+        let Some((pool, first)) = queries else { return };
+        let frame = self.open.as_mut().expect("a frame is open");
+        // SAFETY: a recording command buffer; the query was reset in it.
+        unsafe {
+            self.gpu.device.cmd_write_timestamp(frame.commands, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first + 1)
+        };
+        frame.timed_copies.push((command, frame.queries - 2));
+    }
+
     /// Writes the push constants of a dispatch into `bytes`.
     fn push_constants(
         &self,
@@ -612,7 +661,7 @@ impl VulkanBackend {
             self.in_flight.push_front(frame);
             return Err(vk_error("wait for the device")(error));
         }
-        if !frame.timed.is_empty() {
+        if !frame.timed.is_empty() || !frame.timed_copies.is_empty() {
             let mut ticks = vec![0u64; frame.queries as usize];
             for (index, &pool) in frame.query_pools.iter().enumerate() {
                 let start = index * QUERIES_PER_POOL as usize;
@@ -639,6 +688,14 @@ impl VulkanBackend {
                 let time = Duration::from_nanos((nanos as f64 * self.gpu.limits.timestamp_period) as u64);
                 times.push(DispatchTime { command, time });
             }
+            if let Some(timeline) = &mut self.timeline {
+                let period = self.gpu.limits.timestamp_period;
+                let nanos = |tick: u64| ((tick & mask) as f64 * period) as u64;
+                for &(command, first) in frame.timed.iter().chain(&frame.timed_copies) {
+                    let (start, end) = (nanos(ticks[first as usize]), nanos(ticks[first as usize + 1]));
+                    timeline.spans.push(CommandSpan { command, start_ns: start, end_ns: end.max(start) });
+                }
+            }
         }
         for span in frame.uploads.drain(..) {
             self.upload.state.release(span);
@@ -650,6 +707,7 @@ impl VulkanBackend {
             self.takeable.insert(command.sequence(), landing);
         }
         frame.timed.clear();
+        frame.timed_copies.clear();
         frame.queries = 0;
         // SAFETY: the batch is done: neither is in use.
         unsafe {
@@ -780,6 +838,25 @@ impl Backend for VulkanBackend {
         "vulkan"
     }
 
+    /// Copies and dispatches are bracketed by timestamps where the queue has them (the spans
+    /// are on the device's clock); barriers are noted as they are recorded. The origin is not
+    /// used: nothing relates the device's clock to the host's.
+    fn record_timeline(&mut self, origin: Option<std::time::Instant>) -> bool {
+        self.timeline = origin.map(|_| BackendTimeline { clock: SpanClock::Device, ..BackendTimeline::default() });
+        true
+    }
+
+    fn take_timeline(&mut self) -> BackendTimeline {
+        match &mut self.timeline {
+            Some(timeline) => BackendTimeline {
+                clock: SpanClock::Device,
+                spans: std::mem::take(&mut timeline.spans),
+                barriers: std::mem::take(&mut timeline.barriers),
+            },
+            None => BackendTimeline::default(),
+        }
+    }
+
     fn device_name(&self) -> String {
         self.gpu.description.name.clone()
     }
@@ -838,7 +915,7 @@ impl Backend for VulkanBackend {
             | vk::BufferUsageFlags::TRANSFER_DST;
         let block =
             Block::new(&self.gpu.device, &mut self.allocator, bytes, usage, MemoryLocation::GpuOnly, "device buffer")?;
-        match self.buffers.insert(DeviceMemory { block, layout: layout.clone(), bytes }) {
+        match self.buffers.insert(DeviceMemory { storage: Storage::Own(block), layout: layout.clone(), bytes }) {
             Some((index, generation)) => Ok(DeviceBuffer::new(index, generation)),
             None => Err(RuntimeError::Allocation { bytes: bytes as usize, message: "too many buffers".into() }),
         }
@@ -847,19 +924,63 @@ impl Backend for VulkanBackend {
     fn free(&mut self, buffer: DeviceBuffer) -> Result<(), RuntimeError> {
         let memory = self.buffers.remove(buffer.index(), buffer.generation()).ok_or_else(|| Self::stale(buffer))?;
         let sets = self.kernels.evict(buffer.index(), buffer.generation());
+        // A window owns no memory: only its descriptor sets go.
+        let block = match memory.storage {
+            Storage::Own(block) => Some(block),
+            Storage::Window { .. } => None,
+        };
         match self.last_user() {
             Some(batch) => {
-                self.retired.push_back((batch, Retired::Buffer(memory.block)));
+                if let Some(block) = block {
+                    self.retired.push_back((batch, Retired::Buffer(block)));
+                }
                 if !sets.is_empty() {
                     self.retired.push_back((batch, Retired::Sets(sets)));
                 }
             }
             None => {
-                memory.block.destroy(&self.gpu.device, &mut self.allocator);
+                if let Some(block) = block {
+                    block.destroy(&self.gpu.device, &mut self.allocator);
+                }
                 self.kernels.free_sets(&self.gpu.device, &sets);
             }
         }
         Ok(())
+    }
+
+    fn allocate_arena(&mut self, bytes: usize) -> Result<Option<DeviceBuffer>, RuntimeError> {
+        // An arena larger than one buffer may be: its buffers are allocated one by one.
+        let limits = &self.gpu.limits;
+        if bytes as u64 > limits.max_storage_buffer_range.min(limits.max_allocation_size) {
+            return Ok(None);
+        }
+        self.allocate(&BufferLayout { element: ElementType::I8, shape: vec![bytes] }).map(Some)
+    }
+
+    fn allocate_in(
+        &mut self,
+        arena: DeviceBuffer,
+        offset: usize,
+        layout: &BufferLayout,
+    ) -> Result<DeviceBuffer, RuntimeError> {
+        let found = self.memory(arena)?;
+        let Storage::Own(block) = &found.storage else {
+            return Err(RuntimeError::Backend("vulkan: a window asked of a window".into()));
+        };
+        let bytes = layout.bytes() as u64;
+        let alignment = self.gpu.limits.min_storage_buffer_offset_alignment.max(1);
+        if !(offset as u64).is_multiple_of(alignment) || offset as u64 + bytes > found.bytes {
+            return Err(RuntimeError::Backend(format!(
+                "vulkan: a window of {bytes} bytes at offset {offset} of an arena of {} bytes (windows lie within \
+                 it, at multiples of minStorageBufferOffsetAlignment = {alignment})",
+                found.bytes
+            )));
+        }
+        let storage = Storage::Window { buffer: block.buffer, offset: offset as u64 };
+        match self.buffers.insert(DeviceMemory { storage, layout: layout.clone(), bytes }) {
+            Some((index, generation)) => Ok(DeviceBuffer::new(index, generation)),
+            None => Err(RuntimeError::Allocation { bytes: bytes as usize, message: "too many buffers".into() }),
+        }
     }
 
     fn compile(&mut self, kernel: &KernelArtifact<'_>) -> Result<KernelHandle, RuntimeError> {
@@ -888,7 +1009,8 @@ impl Backend for VulkanBackend {
     ) -> Result<Command, RuntimeError> {
         let memory = self.memory(buffer)?;
         Self::check_range(memory, offset, data.len())?;
-        let target = memory.block.buffer;
+        let (target, base) = (memory.buffer(), memory.offset());
+        let offset = base as usize + offset;
         self.barrier(Stage::Transfer, after, &[])?;
         let command = self.next();
         if data.is_empty() {
@@ -897,11 +1019,13 @@ impl Backend for VulkanBackend {
         let len = data.len() as u64;
         if let Some(span) = self.upload.state.allocate(len) {
             copy_bytes(&mut self.upload.bytes()[span.offset as usize..][..data.len()], data);
+            let queries = self.copy_started()?;
             let frame = self.open.as_mut().expect("opened by the barrier");
             frame.uploads.push(span.id);
             let region = [vk::BufferCopy::default().src_offset(span.offset).dst_offset(offset as u64).size(len)];
             // SAFETY: a recording command buffer; both ranges are inside their buffers.
             unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, self.upload.block.buffer, target, &region) };
+            self.copy_ended(command, queries);
         } else {
             // Piece by piece, each submitted once recorded: the device copies one piece while
             // the host fills the next. The barrier before the first orders the rest too (they
@@ -914,12 +1038,20 @@ impl Backend for VulkanBackend {
                     self.upload_pieces.give(block, &self.gpu.device, &mut self.allocator);
                     return Err(error);
                 }
+                let queries = match self.copy_started() {
+                    Ok(queries) => queries,
+                    Err(error) => {
+                        self.upload_pieces.give(block, &self.gpu.device, &mut self.allocator);
+                        return Err(error);
+                    }
+                };
                 let frame = self.open.as_mut().expect("opened above");
                 let at = (offset + index * piece) as u64;
                 let region = [vk::BufferCopy::default().src_offset(0).dst_offset(at).size(part.len() as u64)];
                 // SAFETY: a recording command buffer; both ranges are inside their buffers.
                 unsafe { self.gpu.device.cmd_copy_buffer(frame.commands, block.buffer, target, &region) };
                 frame.pieces.push(block);
+                self.copy_ended(command, queries);
                 self.submit_open()?;
             }
         }
@@ -937,7 +1069,8 @@ impl Backend for VulkanBackend {
     ) -> Result<Command, RuntimeError> {
         let memory = self.memory(buffer)?;
         Self::check_range(memory, offset, len)?;
-        let source = memory.block.buffer;
+        let (source, base) = (memory.buffer(), memory.offset());
+        let offset = base as usize + offset;
         self.barrier(Stage::Transfer, after, &[])?;
         let command = self.next();
         if len == 0 {
@@ -945,6 +1078,7 @@ impl Backend for VulkanBackend {
             frame.reads.push((command, Landing::Ring(u64::MAX, 0, 0)));
             return Ok(command);
         }
+        let queries = self.copy_started()?;
         let device = &self.gpu.device;
         let frame = self.open.as_mut().expect("opened by the barrier");
         let landing = match self.download.state.allocate(len as u64) {
@@ -979,6 +1113,7 @@ impl Backend for VulkanBackend {
             }
         };
         frame.reads.push((command, landing));
+        self.copy_ended(command, queries);
         self.hazards.recorded(command, Stage::Transfer, false);
         self.submit_early()?;
         Ok(command)
@@ -1008,6 +1143,7 @@ impl Backend for VulkanBackend {
         // The buffers, binding by binding, checked against the kernel's types.
         let mut bound = Bound::new();
         let mut buffers: SmallVec<[vk::Buffer; 8]> = SmallVec::new();
+        let mut ranges: SmallVec<[(vk::Buffer, u64, u64); 8]> = SmallVec::new();
         for binding in &entry.bindings {
             let Some(&KernelArg::Buffer(buffer)) = args.get(binding.parameter) else {
                 return Err(RuntimeError::BadArgument {
@@ -1028,7 +1164,8 @@ impl Backend for VulkanBackend {
                 });
             }
             bound.push((buffer.index(), buffer.generation()));
-            buffers.push(memory.block.buffer);
+            buffers.push(memory.buffer());
+            ranges.push((memory.buffer(), memory.offset(), memory.bytes));
         }
         for (dimension, &size) in grid.iter().enumerate() {
             if size > i32::MAX as u64 {
@@ -1066,11 +1203,8 @@ impl Backend for VulkanBackend {
             return Err(RuntimeError::Backend(format!("vulkan: {push_size} bytes of push constants")));
         }
         self.push_constants(index, grid, args, &mut push)?;
-        let set = if buffers.is_empty() {
-            None
-        } else {
-            Some(self.kernels.set(&self.gpu.device, index, &bound, &buffers)?)
-        };
+        let set =
+            if buffers.is_empty() { None } else { Some(self.kernels.set(&self.gpu.device, index, &bound, &ranges)?) };
         self.barrier(Stage::Compute, after, &buffers)?;
         let command = self.next();
         if workgroups.contains(&0) {
@@ -1243,7 +1377,9 @@ impl Drop for VulkanBackend {
             self.pipeline_cache.destroy(&device);
             self.kernels.destroy(&device);
             for memory in self.buffers.take_all() {
-                memory.block.destroy(&device, &mut self.allocator);
+                if let Storage::Own(block) = memory.storage {
+                    block.destroy(&device, &mut self.allocator);
+                }
             }
             self.upload.block.destroy_in_place(&device, &mut self.allocator);
             self.download.block.destroy_in_place(&device, &mut self.allocator);

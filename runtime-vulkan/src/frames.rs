@@ -30,7 +30,11 @@
 //! **Timestamps.** Where the queue has them, each dispatch is bracketed by two timestamps at the
 //! bottom of the pipe: the first is written when every command before the dispatch is done, the
 //! second when the dispatch is, so the difference is the dispatch's own time, and the times of
-//! concurrent dispatches add up to their span without counting an overlap twice.
+//! concurrent dispatches add up to their span without counting an overlap twice. While a
+//! timeline is recorded (`Backend::record_timeline`), copies are bracketed alike, and the
+//! absolute times of both go to the timeline; and each barrier is noted with the dependencies
+//! that made it necessary ([`Hazards::needing`]), which the executor turns into hazards on
+//! buffers. Neither changes what is recorded otherwise.
 
 use crate::memory::Block;
 use ash::vk;
@@ -49,6 +53,9 @@ pub(crate) struct Frame {
     pub queries: u32,
     /// The timed dispatches and their first query.
     pub timed: Vec<(Command, u32)>,
+    /// The copies timed for a timeline (`VulkanBackend`'s `record_timeline`) and their first
+    /// query: one entry per piece of a copy recorded in pieces.
+    pub timed_copies: Vec<(Command, u32)>,
     /// Spans of the upload ring its copies read.
     pub uploads: Vec<u64>,
     /// Upload staging pieces its copies read (copies that did not fit the ring).
@@ -148,7 +155,46 @@ pub(crate) struct Hazards {
     next: u64,
 }
 
+/// Why a dependency needs a barrier.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Reason {
+    /// A command of the open batch of this stage, which no barrier has ordered yet.
+    Stage(Stage),
+    /// A command of an earlier batch that was not waited for.
+    EarlierBatch,
+}
+
 impl Hazards {
+    /// Why a command of stage index `dst` needs a barrier for its dependency on `dependency`,
+    /// if it does. `first_command` and `waited_floor` as for [`Hazards::before`].
+    fn reason(&self, dst: usize, dependency: Command, first_command: u64, waited_floor: u64) -> Option<Reason> {
+        let sequence = dependency.sequence();
+        if sequence >= first_command {
+            let recorded = sequence.checked_sub(self.first).and_then(|i| self.stages.get(i as usize));
+            match recorded {
+                Some(&Some(source)) if sequence >= self.covered[source.index()][dst] => Some(Reason::Stage(source)),
+                _ => None,
+            }
+        } else if sequence >= waited_floor {
+            Some(Reason::EarlierBatch)
+        } else {
+            None
+        }
+    }
+
+    /// The dependencies in `after` that make a command of stage `stage` need a barrier (what
+    /// [`Hazards::before`] would order), without noting anything. Empty: no barrier.
+    pub(crate) fn needing(
+        &self,
+        stage: Stage,
+        after: &[Command],
+        first_command: u64,
+        waited_floor: u64,
+    ) -> Vec<Command> {
+        let dst = stage.index();
+        after.iter().copied().filter(|&c| self.reason(dst, c, first_command, waited_floor).is_some()).collect()
+    }
+
     /// The barrier a command of stage `stage` that depends on `after` needs, if any, and notes
     /// what it orders. `first_command` is the open batch's first command, `waited_floor` the
     /// first command of a batch not waited for. A `global` barrier makes every earlier write of
@@ -166,17 +212,11 @@ impl Hazards {
         let dst = stage.index();
         let mut sources = [false; 2];
         let mut earlier_batch = false;
-        for dependency in after {
-            let sequence = dependency.sequence();
-            if sequence >= first_command {
-                let recorded = sequence.checked_sub(self.first).and_then(|i| self.stages.get(i as usize));
-                if let Some(&Some(source)) = recorded {
-                    if sequence >= self.covered[source.index()][dst] {
-                        sources[source.index()] = true;
-                    }
-                }
-            } else if sequence >= waited_floor {
-                earlier_batch = true;
+        for &dependency in after {
+            match self.reason(dst, dependency, first_command, waited_floor) {
+                Some(Reason::Stage(source)) => sources[source.index()] = true,
+                Some(Reason::EarlierBatch) => earlier_batch = true,
+                None => {}
             }
         }
         if earlier_batch {
@@ -250,10 +290,12 @@ mod tests {
         // Two copies in, then two independent dispatches each on one of them.
         hazards.recorded(c(0), Stage::Transfer, true);
         hazards.recorded(c(1), Stage::Transfer, true);
+        assert_eq!(hazards.needing(Stage::Compute, &[c(0)], 0, 0), [c(0)], "the reason of the barrier to come");
         let barrier = hazards.before(Stage::Compute, &[c(0)], 0, 0, true).expect("a dispatch after its copy");
         assert_eq!(barrier.src_stages, vk::PipelineStageFlags::TRANSFER);
         assert_eq!(barrier.src_access, vk::AccessFlags::TRANSFER_WRITE);
         hazards.recorded(c(2), Stage::Compute, true);
+        assert!(hazards.needing(Stage::Compute, &[c(1)], 0, 0).is_empty(), "covered: no reason");
         assert_eq!(hazards.before(Stage::Compute, &[c(1)], 0, 0, true), None, "the first barrier covered copy 1 too");
         hazards.recorded(c(3), Stage::Compute, true);
         assert_eq!(hazards.before(Stage::Compute, &[], 0, 0, true), None, "independent: no barrier");
@@ -266,6 +308,8 @@ mod tests {
         let barrier = hazards.before(Stage::Compute, &[c(3)], 0, 0, true).unwrap();
         assert_eq!(barrier.src_stages, vk::PipelineStageFlags::COMPUTE_SHADER);
         // A dependency on a batch not waited for, and on one that was.
+        assert_eq!(hazards.needing(Stage::Compute, &[c(1)], 10, 0), [c(1)]);
+        assert!(hazards.needing(Stage::Compute, &[c(1)], 10, 5).is_empty());
         assert_eq!(
             hazards.before(Stage::Compute, &[c(1)], 10, 0, true).unwrap().src_stages,
             vk::PipelineStageFlags::ALL_COMMANDS

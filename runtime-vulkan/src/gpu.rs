@@ -170,6 +170,8 @@ fn names(devices: &[DeviceDescription]) -> String {
 pub(crate) struct Limits {
     pub max_storage_buffer_range: u64,
     pub max_allocation_size: u64,
+    /// The alignment of a storage buffer descriptor's offset (at most 256 by the spec).
+    pub min_storage_buffer_offset_alignment: u64,
     pub max_workgroup_count: [u32; 3],
     pub max_push_constant_bytes: u32,
     pub max_workgroup_memory_bytes: u32,
@@ -369,6 +371,7 @@ impl Gpu {
         let limits = Limits {
             max_storage_buffer_range: l.max_storage_buffer_range as u64,
             max_allocation_size: maintenance3.max_memory_allocation_size,
+            min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
             max_workgroup_count: l.max_compute_work_group_count,
             max_push_constant_bytes: l.max_push_constants_size,
             max_workgroup_memory_bytes: l.max_compute_shared_memory_size,

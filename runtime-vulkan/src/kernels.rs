@@ -214,13 +214,14 @@ impl Kernels {
         Ok((set_layout, layout))
     }
 
-    /// The descriptor set of `kernel` with `buffers` bound (each whole), made on first use.
+    /// The descriptor set of `kernel` with `buffers` bound (each a `VkBuffer`, an offset and a
+    /// range: a window of an arena is part of its `VkBuffer`), made on first use.
     pub(crate) fn set(
         &mut self,
         device: &ash::Device,
         kernel: u32,
         bound: &Bound,
-        buffers: &[vk::Buffer],
+        buffers: &[(vk::Buffer, u64, u64)],
     ) -> Result<vk::DescriptorSet, RuntimeError> {
         let set_layout = self.list[kernel as usize].set_layout;
         if let Some(&(set, _)) = self.sets.get(&(set_layout, bound.clone())) {
@@ -229,7 +230,9 @@ impl Kernels {
         let (set, pool) = self.allocate_set(device, set_layout)?;
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
             .iter()
-            .map(|&buffer| [vk::DescriptorBufferInfo::default().buffer(buffer).offset(0).range(vk::WHOLE_SIZE)])
+            .map(|&(buffer, offset, range)| {
+                [vk::DescriptorBufferInfo::default().buffer(buffer).offset(offset).range(range)]
+            })
             .collect();
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()

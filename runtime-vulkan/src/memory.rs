@@ -168,10 +168,37 @@ pub(crate) fn copy_bytes(into: &mut [u8], from: &[u8]) {
 
 /// A device buffer of a program.
 pub(crate) struct DeviceMemory {
-    pub block: Block,
+    pub storage: Storage,
     pub layout: BufferLayout,
     /// The buffer's bytes (the layout's).
     pub bytes: u64,
+}
+
+/// Where a device buffer's bytes are.
+pub(crate) enum Storage {
+    /// A `VkBuffer` and memory of its own.
+    Own(Block),
+    /// Bytes `offset..offset + bytes` of an arena's `VkBuffer` (`plan-memory`): a window, bound
+    /// as a descriptor range, that owns nothing.
+    Window { buffer: vk::Buffer, offset: u64 },
+}
+
+impl DeviceMemory {
+    /// The `VkBuffer` that holds the bytes.
+    pub fn buffer(&self) -> vk::Buffer {
+        match &self.storage {
+            Storage::Own(block) => block.buffer,
+            Storage::Window { buffer, .. } => *buffer,
+        }
+    }
+
+    /// Where the bytes start in [`DeviceMemory::buffer`].
+    pub fn offset(&self) -> u64 {
+        match &self.storage {
+            Storage::Own(_) => 0,
+            Storage::Window { offset, .. } => *offset,
+        }
+    }
 }
 
 /// Checks a buffer of `bytes` against the device's limits.

@@ -286,6 +286,22 @@ pub trait Backend {
         None
     }
 
+    /// Starts recording a timeline of the commands (see [`crate::timeline`]): when each ran, on
+    /// the device's clock or on the host's counted from `origin`, and the barriers recorded with
+    /// the dependencies behind each; `None` stops it. Gives whether this backend records one
+    /// (by default it does not, and the executor places each command where the host recorded
+    /// it). Recording must not change what runs or how it is ordered.
+    fn record_timeline(&mut self, origin: Option<std::time::Instant>) -> bool {
+        let _ = origin;
+        false
+    }
+
+    /// What the timeline holds since the last call: the spans of the commands of batches waited
+    /// for, and the barriers recorded.
+    fn take_timeline(&mut self) -> crate::timeline::BackendTimeline {
+        crate::timeline::BackendTimeline::default()
+    }
+
     // ----- blocking conveniences (never used by the executor) ----------------------------------
 
     /// Submits the open batch and waits for it (and everything before it).

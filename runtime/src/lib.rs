@@ -8,6 +8,7 @@
 
 pub mod artifact;
 pub mod backend;
+pub mod chrome_trace;
 pub mod cpu;
 pub mod error;
 pub mod eval;
@@ -16,6 +17,7 @@ pub mod handles;
 pub mod kernel_cache;
 pub mod oracle;
 pub mod report;
+pub mod timeline;
 pub mod value;
 
 pub use artifact::{KernelArtifact, LoweredModule};
@@ -30,4 +32,5 @@ pub use executor::{
 pub use handles::HandleTable;
 pub use kernel_cache::{KernelCacheStats, PipelineCacheState};
 pub use report::{BufferTransfers, RunReport, TransferCount};
+pub use timeline::{Hazard, RunTimeline};
 pub use value::{BufferLayout, ElementType, Scalar};

@@ -75,6 +75,7 @@ use crate::backend::{Backend, BufferAccesses, Command, DeviceBuffer, DispatchTim
 use crate::error::RuntimeError;
 use crate::eval::{self, type_name};
 use crate::handles::HandleTable;
+use crate::timeline::{BackendTimeline, CommandSpan, SpanClock};
 use crate::value::{BufferLayout, ElementType, Scalar};
 use accesses::AccessLog;
 use batches::Batches;
@@ -101,6 +102,9 @@ pub struct CpuBackend {
     /// Whether dispatches record their element accesses, and the last dispatch's.
     record_accesses: bool,
     last_accesses: Option<Vec<BufferAccesses>>,
+    /// While a timeline is recorded: its origin, and the spans of the commands run since it was
+    /// last taken.
+    timeline: Option<(Instant, Vec<CommandSpan>)>,
 }
 
 /// The default limit on the work items of one dispatch on the CPU backend: 2^32.
@@ -125,6 +129,7 @@ impl CpuBackend {
             check_races: false,
             record_accesses: false,
             last_accesses: None,
+            timeline: None,
         }
     }
 
@@ -197,6 +202,14 @@ impl CpuBackend {
     }
 
     /// The parameter values (scalars, and buffer handles) and the buffer table of a dispatch.
+    /// Notes, when a timeline is recorded, that `command` ran from `start` until now.
+    fn ran(&mut self, command: Command, start: Instant) {
+        if let Some((origin, spans)) = &mut self.timeline {
+            let nanos = |at: Instant| at.saturating_duration_since(*origin).as_nanos() as u64;
+            spans.push(CommandSpan { command, start_ns: nanos(start), end_ns: nanos(Instant::now()) });
+        }
+    }
+
     fn bind<'a>(
         &'a self,
         program: &Program,
@@ -452,7 +465,9 @@ impl Backend for CpuBackend {
     ) -> Result<Command, RuntimeError> {
         Self::check_range(self.memory(buffer)?, offset, data.len())?;
         let command = self.batches.record(after)?;
+        let start = Instant::now();
         self.memory(buffer)?.write_bytes(offset, data);
+        self.ran(command, start);
         Ok(command)
     }
 
@@ -465,6 +480,7 @@ impl Backend for CpuBackend {
     ) -> Result<Command, RuntimeError> {
         Self::check_range(self.memory(buffer)?, offset, len)?;
         let command = self.batches.record(after)?;
+        let start = Instant::now();
         let memory = self.memory(buffer)?;
         let mut bytes = Vec::new();
         bytes.try_reserve_exact(len).map_err(|e| RuntimeError::HostAllocation {
@@ -475,6 +491,7 @@ impl Backend for CpuBackend {
         bytes.resize(len, 0);
         memory.read_bytes(offset, &mut bytes);
         self.batches.hold_read(command, bytes);
+        self.ran(command, start);
         Ok(command)
     }
 
@@ -517,6 +534,7 @@ impl Backend for CpuBackend {
             self.last_accesses = Some(log.finish(&devices));
         }
         self.batches.hold_time(DispatchTime { command, time: start.elapsed() });
+        self.ran(command, start);
         Ok(command)
     }
 
@@ -534,5 +552,17 @@ impl Backend for CpuBackend {
 
     fn take_dispatch_accesses(&mut self) -> Option<Vec<BufferAccesses>> {
         self.last_accesses.take()
+    }
+
+    /// Commands run when recorded, one after the other: each span is the host's wall time of
+    /// its run. There are no barriers to record (nothing runs out of order).
+    fn record_timeline(&mut self, origin: Option<Instant>) -> bool {
+        self.timeline = origin.map(|origin| (origin, Vec::new()));
+        true
+    }
+
+    fn take_timeline(&mut self) -> BackendTimeline {
+        let spans = self.timeline.as_mut().map(|(_, spans)| std::mem::take(spans)).unwrap_or_default();
+        BackendTimeline { clock: SpanClock::Host, spans, barriers: Vec::new() }
     }
 }

@@ -19,6 +19,7 @@
 
 use super::host_buffer::{poison, try_pattern_bytes, HostBuffer};
 use super::queue::Queue;
+use super::timeline_log::{LoggedKind, TimelineLog};
 use crate::backend::{Backend, Command, DeviceBuffer, KernelArg, KernelHandle};
 use crate::error::RuntimeError;
 use crate::report::{Direction, Recorder};
@@ -93,8 +94,12 @@ pub(crate) struct At<'s> {
 pub(crate) struct Buffers {
     list: Vec<BufferState>,
     arenas: Vec<Arena>,
+    /// The arena each arena's stand-in buffer stands for (by the buffer's index).
+    arena_keys: rustc_hash::FxHashMap<usize, usize>,
     /// The commands recorded since the last wait.
     queue: Queue,
+    /// The run's timeline, when the executor records one.
+    pub(crate) timeline: Option<TimelineLog>,
 }
 
 /// How a dispatch uses one of its buffers.
@@ -150,7 +155,11 @@ impl Buffers {
             placement: None,
             window: false,
         });
-        BufferId(self.list.len() - 1)
+        let id = BufferId(self.list.len() - 1);
+        if let (Some(timeline), true) = (&mut self.timeline, device.is_some()) {
+            timeline.device_allocated(id);
+        }
+        id
     }
 
     /// Takes a buffer out of the run, to outlive it (a residency session's): its layout and both
@@ -166,6 +175,9 @@ impl Buffers {
         let device = state.device.take();
         if device.is_some() {
             recorder.device_freed(state.layout.bytes());
+            if let Some(timeline) = &mut self.timeline {
+                timeline.device_freed(id);
+            }
         }
         (state.layout.clone(), state.host.take(), device)
     }
@@ -229,6 +241,9 @@ impl Buffers {
         self.list[key.0].freed = true;
         self.list[key.0].device = None;
         recorder.device_freed(self.arenas[arena.0].bytes);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.device_freed(key);
+        }
         backend.free(device)
     }
 
@@ -381,6 +396,9 @@ impl Buffers {
                 recorder.device_window(state.slot);
                 state.device = Some(window);
                 state.window = true;
+                if let Some(timeline) = &mut self.timeline {
+                    timeline.device_window(id, offset);
+                }
                 return Ok(window);
             }
         }
@@ -388,6 +406,9 @@ impl Buffers {
         let device = backend.allocate(&state.layout).map_err(|e| e.at(at.location))?;
         recorder.device_allocated(state.slot, state.layout.bytes());
         state.device = Some(device);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.device_allocated(id);
+        }
         Ok(device)
     }
 
@@ -428,6 +449,10 @@ impl Buffers {
             window: false,
         });
         self.arenas[arena.0].device = ArenaDevice::Made(device, key);
+        self.arena_keys.insert(key.0, arena.0);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.device_allocated(key);
+        }
         Ok(Some(device))
     }
 
@@ -477,6 +502,12 @@ impl Buffers {
         let mut after = SmallVec::new();
         let (key, key_bytes) = self.memory(id, &bytes);
         self.queue.dependencies(key, &key_bytes, write, &mut after);
+        let mut hazards = Vec::new();
+        if self.timeline.is_some() {
+            self.queue.hazards(key, &key_bytes, !write, write, &mut hazards);
+            // Named by the buffer this command touches (a window's stand-in is its arena's).
+            hazards.iter_mut().for_each(|h| h.1 = id);
+        }
         let state = &mut self.list[id.0];
         let start = Instant::now();
         let command = match direction {
@@ -490,6 +521,13 @@ impl Buffers {
         recorder.transfer(state.slot, direction, bytes.len(), start.elapsed());
         if direction == Direction::FromDevice {
             self.queue.read_pending(id, bytes.clone(), command);
+        }
+        if let Some(timeline) = &mut self.timeline {
+            let kind = match direction {
+                Direction::ToDevice => LoggedKind::ToDevice(id, bytes.clone()),
+                Direction::FromDevice => LoggedKind::FromDevice(id, bytes.clone()),
+            };
+            timeline.command(command, kind, hazards);
         }
         self.queue.note(key, key_bytes, write, command);
         Ok(())
@@ -510,6 +548,7 @@ impl Buffers {
     ) -> Result<Command, RuntimeError> {
         let mut after = SmallVec::new();
         let mut whole = SmallVec::<[(BufferId, std::ops::Range<usize>); 8]>::new();
+        let mut hazards = Vec::new();
         for usage in uses {
             let (key, bytes) = self.memory(usage.buffer, &(0..self.layout(usage.buffer, at)?.bytes()));
             if usage.write {
@@ -517,9 +556,18 @@ impl Buffers {
             } else if usage.read {
                 self.queue.dependencies(key, &bytes, false, &mut after);
             }
+            if self.timeline.is_some() && (usage.read || usage.write) {
+                let from = hazards.len();
+                self.queue.hazards(key, &bytes, usage.read, usage.write, &mut hazards);
+                hazards[from..].iter_mut().for_each(|h| h.1 = usage.buffer);
+            }
             whole.push((key, bytes));
         }
         let command = backend.record_dispatch(kernel, grid, args, &after).map_err(|e| e.at(at.location))?;
+        if let Some(timeline) = &mut self.timeline {
+            let buffers = uses.iter().map(|u| (u.buffer, u.read, u.write)).collect();
+            timeline.command(command, LoggedKind::Dispatch { kernel_slot, grid, buffers }, hazards);
+        }
         for (usage, (key, bytes)) in uses.iter().zip(whole) {
             if usage.read || usage.write {
                 self.queue.note(key, bytes, usage.write, command);
@@ -548,6 +596,9 @@ impl Buffers {
             if let Some(kernel) = self.queue.kernel_of(time.command) {
                 recorder.device_time(kernel, time.time);
             }
+        }
+        if let Some(timeline) = &mut self.timeline {
+            timeline.waited(start, backend.take_timeline());
         }
         let landing = self.queue.finished();
         let landed_from = Instant::now();
@@ -583,6 +634,9 @@ impl Buffers {
             if !state.window {
                 recorder.device_freed(state.layout.bytes());
             }
+            if let Some(timeline) = &mut self.timeline {
+                timeline.device_freed(id);
+            }
             backend.free(device).map_err(|e| e.at(at.location))?;
         }
         Ok(())
@@ -595,10 +649,13 @@ impl Buffers {
         recorder: &mut Recorder,
     ) -> Result<(), RuntimeError> {
         let mut result = Ok(());
-        for state in &mut self.list {
+        for (id, state) in self.list.iter_mut().enumerate() {
             if let Some(device) = state.device.take() {
                 if !state.window {
                     recorder.device_freed(state.layout.bytes());
+                }
+                if let Some(timeline) = &mut self.timeline {
+                    timeline.device_freed(BufferId(id));
                 }
                 let freed = backend.free(device);
                 if result.is_ok() {
@@ -608,8 +665,11 @@ impl Buffers {
         }
         // The arenas after their windows.
         for arena in &mut self.arenas {
-            if let ArenaDevice::Made(device, _) = std::mem::replace(&mut arena.device, ArenaDevice::Freed) {
+            if let ArenaDevice::Made(device, key) = std::mem::replace(&mut arena.device, ArenaDevice::Freed) {
                 recorder.device_freed(arena.bytes);
+                if let Some(timeline) = &mut self.timeline {
+                    timeline.device_freed(key);
+                }
                 let freed = backend.free(device);
                 if result.is_ok() {
                     result = freed;
@@ -617,6 +677,15 @@ impl Buffers {
             }
         }
         result
+    }
+
+    /// Each buffer's entry in the report's `per_buffer` and its layout, by id.
+    pub(crate) fn slots_and_layouts(&self) -> impl Iterator<Item = (Result<usize, String>, &BufferLayout)> {
+        self.list.iter().enumerate().map(|(id, state)| {
+            // An arena's stand-in is named by its arena, not by the buffer whose slot it borrowed.
+            let arena = self.arena_keys.get(&id);
+            (arena.map_or(Ok(state.slot), |index| Err(format!("arena#{index}"))), &state.layout)
+        })
     }
 
     /// The final host copy of a caller's buffer, taken out of the run (which waited for its

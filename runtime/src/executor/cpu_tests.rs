@@ -26,6 +26,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("16-races", include_str!("../../../examples/16-races.hat")),
     ("17-residency", include_str!("../../../examples/17-residency.hat")),
     ("18-conditional-escape", include_str!("../../../examples/18-conditional-escape.hat")),
+    ("19-separable-blur", include_str!("../../../examples/19-separable-blur.hat")),
 ];
 
 fn example(name: &str) -> (Context, Op) {
@@ -78,6 +79,75 @@ fn host_functions(ctx: &Context, module: Op) -> Vec<String> {
         .filter(|&op| ctx.name_str(op) == "compute.host_func")
         .filter_map(|op| hat_ir::verifier::symbol_name(ctx, op).map(str::to_string))
         .collect()
+}
+
+#[test]
+fn the_timeline_holds_every_command_of_the_report_and_changes_nothing() {
+    use crate::timeline::CommandKind;
+    for (name, text) in EXAMPLES {
+        let (ctx, module) = parse(name, text);
+        let parameters = entry_parameters(verified(&ctx, module), "main").unwrap();
+        let run = |timeline: bool| {
+            let mut backend = CpuBackend::new();
+            let mut executor =
+                Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
+            for host in host_functions(&ctx, module) {
+                executor.register_host_function(&host, Box::new(|_: &mut HostCall| Ok(vec![])));
+            }
+            executor.set_timeline(timeline);
+            let output = executor.run("main", arguments(&parameters)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            (output, executor.take_timeline())
+        };
+        let (plain, none) = run(false);
+        assert!(none.is_none(), "{name}: no timeline unless asked");
+        let (output, timeline) = run(true);
+        let timeline = timeline.unwrap_or_else(|| panic!("{name}: a timeline"));
+        assert_eq!(output.buffers, plain.buffers, "{name}: recording changes no result");
+        let report = &output.report;
+        assert_eq!(timeline.dispatches() as u64, report.dispatches, "{name}");
+        assert_eq!(timeline.transfers() as u64, report.total_transfers(), "{name}");
+        let bytes: usize = timeline
+            .commands
+            .iter()
+            .map(|c| match &c.kind {
+                CommandKind::ToDevice { bytes, .. } | CommandKind::FromDevice { bytes, .. } => bytes.len(),
+                CommandKind::Dispatch { .. } => 0,
+            })
+            .sum();
+        assert_eq!(bytes as u64, report.total_bytes(), "{name}");
+        assert_eq!(timeline.clock, "host wall clock", "{name}");
+        assert!(timeline.barriers.is_empty(), "{name}: the CPU backend has no barriers");
+        for (index, command) in timeline.commands.iter().enumerate() {
+            let (start, end) = command.ran.unwrap_or_else(|| panic!("{name}: every command ran"));
+            assert!(start <= end && end <= timeline.total, "{name}");
+            if let Some(next) = timeline.commands.get(index + 1) {
+                assert!(next.command > command.command, "{name}: in the order recorded");
+                assert!(end <= next.ran.unwrap().0, "{name}: one after the other");
+            }
+            for dependency in &command.dependencies {
+                assert!(dependency.on < command.command, "{name}");
+                assert!(dependency.buffer < timeline.buffers.len(), "{name}");
+            }
+        }
+        // Reference semantics: each dispatch's copies in are written after what came before,
+        // and its copies back read what it wrote.
+        for window in timeline.commands.windows(2) {
+            if let (CommandKind::Dispatch { .. }, CommandKind::FromDevice { buffer, .. }) =
+                (&window[0].kind, &window[1].kind)
+            {
+                let hazards: Vec<_> = window[1].dependencies.iter().map(|d| (d.on, d.buffer, d.hazard)).collect();
+                assert_eq!(hazards, [(window[0].command, *buffer, crate::Hazard::ReadAfterWrite)], "{name}");
+            }
+        }
+        let with_device = timeline.buffers.iter().filter(|b| b.device_allocated.is_some()).count();
+        assert_eq!(with_device as u64, report.device_allocations, "{name}");
+        assert!(timeline.buffers.iter().all(|b| b.arena_offset.is_none()));
+        assert!(timeline
+            .buffers
+            .iter()
+            .filter_map(|b| Some((b.device_allocated?, b.device_freed?)))
+            .all(|(allocated, freed)| allocated <= freed));
+    }
 }
 
 #[test]

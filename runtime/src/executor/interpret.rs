@@ -24,6 +24,7 @@ use super::program::{
     AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
+use super::timeline_log::{RunFacts, TimelineLog};
 use super::tracing::{effect_accesses, Tracing};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
 use crate::artifact::KernelArtifact;
@@ -88,6 +89,10 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
         _ => None,
     };
     let mut interpreter = Interpreter::new(ex, tracker);
+    if interpreter.ex.timeline {
+        interpreter.ex.backend.record_timeline(Some(start));
+        interpreter.buffers.timeline = Some(TimelineLog::new(start));
+    }
     let mut values = Vec::with_capacity(args.len());
     let mut caller_buffers = Vec::new();
     for (parameter, arg) in parameters.iter().zip(args) {
@@ -147,6 +152,25 @@ pub(super) fn run(ex: &mut Executor<'_>, entry: &str, args: Vec<ArgValue>) -> Re
     let flushed = interpreter.buffers.flush(at, interpreter.ex.backend, &mut interpreter.recorder);
     let released = interpreter.buffers.release_all(interpreter.ex.backend, &mut interpreter.recorder);
     interpreter.ex.last_trace = interpreter.trace.take().map(|t| t.trace);
+    if let Some(mut timeline) = interpreter.buffers.timeline.take() {
+        timeline.take(interpreter.ex.backend.take_timeline());
+        interpreter.ex.backend.record_timeline(None);
+        let report = &interpreter.recorder.report;
+        let facts = RunFacts {
+            entry,
+            backend: &report.backend,
+            device: &report.device,
+            buffers: interpreter
+                .buffers
+                .slots_and_layouts()
+                .map(|(slot, layout)| {
+                    (slot.map_or_else(|arena| arena, |s| report.per_buffer[s].name.clone()), layout.clone())
+                })
+                .collect(),
+            kernels: report.kernels.iter().map(|k| k.name.clone()).collect(),
+        };
+        interpreter.ex.last_timeline = Some(timeline.finish(facts));
+    }
     let results = outcome?;
     flushed?;
     released?;
@@ -220,6 +244,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let recorder = Recorder::new(ex.options.mode.name(), ex.backend.name(), ex.backend.device_name());
         let trace = ex.tracing.then(Tracing::default);
         ex.last_trace = None;
+        ex.last_timeline = None;
         Interpreter {
             ctx: ex.module.ctx(),
             ex,

@@ -67,6 +67,7 @@ mod interpret;
 mod program;
 mod queue;
 mod residency;
+mod timeline_log;
 mod tracing;
 
 pub use hat_dialects::compute::ArgEffect;
@@ -364,6 +365,9 @@ pub struct Executor<'a> {
     /// Whether runs record a trace for the clairvoyant optimum, and the last run's.
     pub(crate) tracing: bool,
     pub(crate) last_trace: Option<crate::oracle::Trace>,
+    /// Whether runs record their timeline, and the last run's.
+    pub(crate) timeline: bool,
+    pub(crate) last_timeline: Option<crate::timeline::RunTimeline>,
 }
 
 /// A registered host function, with the effects the embedding program registered it with
@@ -392,6 +396,8 @@ impl<'a> Executor<'a> {
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             tracing: false,
             last_trace: None,
+            timeline: false,
+            last_timeline: None,
         }
     }
 
@@ -425,6 +431,20 @@ impl<'a> Executor<'a> {
     /// failed leaves what it recorded up to the failure.
     pub fn take_trace(&mut self) -> Option<crate::oracle::Trace> {
         self.last_trace.take()
+    }
+
+    /// Whether each run records its [`RunTimeline`](crate::timeline::RunTimeline) (off by
+    /// default): every copy and dispatch with when it ran, its dependencies and their hazards,
+    /// the barriers the backend recorded, each buffer's device memory. What runs, and in what
+    /// order, is the same either way. Has it with [`take_timeline`](Self::take_timeline).
+    pub fn set_timeline(&mut self, on: bool) {
+        self.timeline = on;
+    }
+
+    /// The timeline of the last run (once), if [`set_timeline`](Self::set_timeline) was on; a
+    /// run that failed leaves what it recorded up to the failure.
+    pub fn take_timeline(&mut self) -> Option<crate::timeline::RunTimeline> {
+        self.last_timeline.take()
     }
 
     /// Registers the host function a `compute.host_func @name` declares (a later registration

@@ -20,6 +20,7 @@
 
 use super::buffers::BufferId;
 use crate::backend::Command;
+use crate::timeline::Hazard;
 use smallvec::SmallVec;
 use std::ops::Range;
 
@@ -57,8 +58,39 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 }
 
 impl Queue {
+    /// The earlier accesses an access of `bytes` of `buffer` (a write when `write`) conflicts
+    /// with: those that overlap it where one of the two writes. Their commands, each with
+    /// whether it wrote (one per conflicting access: a command may come twice).
+    pub(crate) fn conflicts<'q>(
+        &'q self,
+        buffer: BufferId,
+        bytes: &'q Range<usize>,
+        write: bool,
+    ) -> impl Iterator<Item = (Command, bool)> + 'q {
+        self.accesses.get(buffer.0).into_iter().flatten().filter_map(move |access| {
+            ((write || access.write) && overlaps(&access.bytes, bytes)).then_some((access.command, access.write))
+        })
+    }
+
+    /// The dependencies of an access of `bytes` of `buffer` that reads and writes as `read` and
+    /// `write` say, each with its hazard (see [`Hazard::of`]).
+    pub(crate) fn hazards(
+        &self,
+        buffer: BufferId,
+        bytes: &Range<usize>,
+        read: bool,
+        write: bool,
+        into: &mut Vec<(Command, BufferId, Hazard)>,
+    ) {
+        for (command, earlier_writes) in self.conflicts(buffer, bytes, write) {
+            if let Some(hazard) = Hazard::of(earlier_writes, read, write) {
+                into.push((command, buffer, hazard));
+            }
+        }
+    }
+
     /// Adds to `into` the commands an access of `bytes` of `buffer` (a write when `write`)
-    /// depends on.
+    /// depends on: those of [`Queue::conflicts`].
     pub(crate) fn dependencies(
         &self,
         buffer: BufferId,
@@ -66,10 +98,9 @@ impl Queue {
         write: bool,
         into: &mut SmallVec<[Command; 8]>,
     ) {
-        let Some(accesses) = self.accesses.get(buffer.0) else { return };
-        for access in accesses {
-            if (write || access.write) && overlaps(&access.bytes, bytes) && !into.contains(&access.command) {
-                into.push(access.command);
+        for (command, _) in self.conflicts(buffer, bytes, write) {
+            if !into.contains(&command) {
+                into.push(command);
             }
         }
     }
@@ -158,6 +189,22 @@ mod tests {
         queue.note(BufferId(0), 4..8, false, Command::new(3)); // read a[4..8]
         assert_eq!(deps(&queue, 0, 0..8, false), [0], "reads do not order reads");
         assert_eq!(deps(&queue, 0, 2..6, true), [0, 2, 3], "write after reads and write");
+        let hazards = |bytes: Range<usize>, read: bool, write: bool| {
+            let mut into = Vec::new();
+            queue.hazards(BufferId(0), &bytes, read, write, &mut into);
+            into.into_iter().map(|(c, _, h)| (c.sequence(), h)).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            hazards(2..6, false, true),
+            [(0, Hazard::WriteAfterWrite), (2, Hazard::WriteAfterRead), (3, Hazard::WriteAfterRead)],
+            "each dependency with its hazard"
+        );
+        assert_eq!(hazards(0..4, true, false), [(0, Hazard::ReadAfterWrite)]);
+        assert_eq!(
+            hazards(2..6, true, true),
+            [(0, Hazard::ReadAfterWrite), (2, Hazard::WriteAfterRead), (3, Hazard::WriteAfterRead)],
+            "a read-write access reads what was written"
+        );
         queue.note(BufferId(0), 0..16, true, Command::new(4));
         assert_eq!(deps(&queue, 0, 0..16, false), [4], "the covering write pruned what it ordered");
         assert_eq!(deps(&queue, 1, 0..16, false), [1]);

@@ -8,6 +8,7 @@
 //! | VALUE | the buffer's elements, row-major, element `k` of `n` |
 //! |---|---|
 //! | `PATH.npy` | read from a NumPy file whose dtype and shape match the `memref` type exactly |
+//! | `PATH.png` | an image: an `HxW` buffer takes a greyscale PNG, an `HxWx4` buffer any PNG as RGBA; pixels convert to the element type as [`crate::png_io`] says (`i8` as is, other integers `0..=255`, floats `s / 255`) |
 //! | `zeros` | 0 |
 //! | `ones` | 1 |
 //! | `iota` | `k` (wrapping at the element type's width; `k mod 2` for `i1`) |
@@ -15,7 +16,10 @@
 //! | `fill:V` | V, read as a scalar of the element type |
 //!
 //! A generator needs the shape from the type: a buffer with dynamic dimensions (`memref<?xf32>`)
-//! takes only a `.npy` file.
+//! takes only a `.npy` or `.png` file.
+//!
+//! `--out NAME=PATH` writes a `.png` file (8-bit, see [`crate::png_io`]) when PATH ends in
+//! `.png`, else a `.npy` file.
 //!
 //! `.npy` files are read and written with [`npyz`]: a maintained, dependency-light crate (no
 //! `ndarray` needed) that reads the header (dtype, shape, C or Fortran order) before any data, so
@@ -266,7 +270,7 @@ fn buffer(
     if let Some(generator) = Generator::parse(text)? {
         let Some(shape) = shape else {
             return Err(format!(
-                "'%{}' has dynamic dimensions ({}): give a .npy file, a generator needs the shape",
+                "'%{}' has dynamic dimensions ({}): give a .npy or .png file, a generator needs the shape",
                 parameter.name, parameter.type_text
             ));
         };
@@ -275,13 +279,16 @@ fn buffer(
     let path = Path::new(text);
     if parse_scalar(ElementType::F64, text).is_ok() {
         return Err(format!(
-            "'%{}' is a buffer ({}): give a .npy file or a generator (zeros, ones, iota, random[:SEED], fill:V), not a number",
+            "'%{}' is a buffer ({}): give a .npy or .png file or a generator (zeros, ones, iota, random[:SEED], fill:V), not a number",
             parameter.name, parameter.type_text
         ));
     }
+    if crate::png_io::is_png(path) {
+        return crate::png_io::read_png(path, parameter);
+    }
     if !path.exists() && path.extension().is_none_or(|e| e != "npy") {
         return Err(format!(
-            "expected a .npy file or a generator (zeros, ones, iota, random[:SEED], fill:V) for {}, got '{text}'",
+            "expected a .npy or .png file or a generator (zeros, ones, iota, random[:SEED], fill:V) for {}, got '{text}'",
             describe(parameter)
         ));
     }
@@ -538,8 +545,19 @@ pub fn write_npy(path: &Path, buffer: &HostBuffer) -> Result<(), String> {
     }
 }
 
+/// Writes the final host copy `buffer` of `parameter` to `path`: a PNG image when the path ends
+/// in `.png` ([`crate::png_io`]), else a `.npy` file. Errors name the flag and the file.
+pub fn write_output(path: &Path, parameter: &Parameter, buffer: &HostBuffer) -> Result<(), String> {
+    if crate::png_io::is_png(path) {
+        return crate::png_io::write_png(path, parameter, buffer)
+            .map_err(|message| format!("error: --out {}={}: {message}", parameter.name, path.display()));
+    }
+    write_npy(path, buffer)
+}
+
 /// The `--out NAME=PATH` assignments as (index of the buffer among the entry's buffer
-/// parameters, path). NAME must name a buffer parameter, once.
+/// parameters, path). NAME must name a buffer parameter, once; a `.png` PATH must name a buffer
+/// an image can be made of (checked here, before the program runs).
 pub fn outputs(entry: &str, parameters: &[Parameter], assignments: &[String]) -> Result<Vec<(usize, PathBuf)>, String> {
     let buffers: Vec<&Parameter> = parameters.iter().filter(|p| !matches!(p.kind, ParameterKind::Scalar(_))).collect();
     let mut outputs: Vec<(usize, PathBuf)> = Vec::new();
@@ -558,7 +576,11 @@ pub fn outputs(entry: &str, parameters: &[Parameter], assignments: &[String]) ->
             ));
         };
         if path.is_empty() {
-            return Err(format!("error: --out {assignment}: expected NAME=PATH.npy"));
+            return Err(format!("error: --out {assignment}: expected NAME=PATH.npy or NAME=PATH.png"));
+        }
+        if crate::png_io::is_png(Path::new(path)) {
+            crate::png_io::check_output(buffers[index])
+                .map_err(|message| format!("error: --out {assignment}: {message}"))?;
         }
         outputs.push((index, PathBuf::from(path)));
     }

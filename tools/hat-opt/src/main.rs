@@ -11,6 +11,7 @@ mod backend_choice;
 mod check_races;
 mod driver;
 mod emit;
+mod png_io;
 mod report;
 mod run;
 mod strategy;

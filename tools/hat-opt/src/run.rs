@@ -24,6 +24,9 @@
 //!   from run to run); with `--report=json` one JSON object on one line: the runtime's report
 //!   ([`hat_runtime::RunReport::to_json`]) with `entry`, `results`, `compiled_by` and `check`
 //!   added.
+//! - `--trace=PATH` writes the run's timeline (every copy and dispatch on the queue, barriers
+//!   with their hazards, device memory) as Chrome's trace-event JSON
+//!   ([`hat_runtime::chrome_trace`], docs/trace.md); with `--run-check`, of the plan's run.
 //! - The IR is not printed with `--run`; `-o FILE` still writes it to FILE. The summary goes to
 //!   standard output either way, after anything the program's host functions print.
 //! - Errors — a missing, unknown or ill-typed argument, a `.npy` file of the wrong dtype or
@@ -44,7 +47,7 @@ use hat_ir::printer::type_to_string;
 use hat_ir::{Context, Diagnostic, Location, Op, Verified};
 use hat_runtime::{
     entry_parameters, ArgValue, Backend, ElementType, Executor, ExecutorOptions, Parameter, ParameterKind, RunOutput,
-    RuntimeError, TransferMode,
+    RunTimeline, RuntimeError, TransferMode,
 };
 use std::cell::RefCell;
 use std::io::Write;
@@ -78,12 +81,20 @@ pub struct RunOptions {
     #[arg(long = "entry", value_name = "NAME", default_value = "main", requires = "running")]
     pub entry: String,
     /// An argument of the entry (repeatable): a number for a scalar; for a buffer a .npy file or
-    /// a generator: zeros, ones, iota, random[:SEED] (ints in [0, 100), floats in [0, 1)), fill:V.
+    /// a generator: zeros, ones, iota, random[:SEED] (ints in [0, 100), floats in [0, 1)), fill:V;
+    /// or a .png image (an HxW buffer takes grey, an HxWx4 buffer RGBA).
     #[arg(long = "arg", value_name = "NAME=VALUE", requires = "running")]
     pub args: Vec<String>,
-    /// Write the final host copy of the buffer parameter NAME to a .npy file (repeatable).
+    /// Write the final host copy of the buffer parameter NAME to a .npy file, or to a .png image
+    /// (an HxW buffer as grey, an HxWx4 buffer as RGBA) when PATH ends in .png (repeatable).
     #[arg(long = "out", value_name = "NAME=PATH", requires = "running")]
     pub outs: Vec<String>,
+    /// Write a trace of the run to PATH: Chrome's trace-event JSON, which Perfetto
+    /// (ui.perfetto.dev) and chrome://tracing open. Every copy and dispatch on the device's
+    /// queue with its times, the barriers with the hazard behind each, each buffer's device
+    /// memory (docs/trace.md).
+    #[arg(long = "trace", value_name = "PATH", requires = "running")]
+    pub trace: Option<std::path::PathBuf>,
     /// What to print after the run.
     #[arg(long = "report", value_enum, default_value = "text", value_name = "FORMAT", requires = "running")]
     pub report: ReportFormat,
@@ -145,13 +156,18 @@ pub fn run(
     let output = {
         let shared = RefCell::new(&mut *out as &mut dyn Write);
         let log = options.check.then_some(&plan_log);
-        execute(&mut *backend, program, plan.mode, entry, arguments, &bindings, &shared, log)
+        let timeline = options.trace.is_some();
+        execute(&mut *backend, program, plan.mode, entry, arguments, &bindings, &shared, log, timeline)
     };
     // The program's own output (print, display) comes before the summary.
     let _ = out.flush();
-    let output = output.map_err(|error| render(&ctx.sources, &[diagnostic(&error)]))?;
+    let (output, timeline) = output.map_err(|error| render(&ctx.sources, &[diagnostic(&error)]))?;
+    if let (Some(path), Some(timeline)) = (&options.trace, timeline) {
+        write_trace(path, &timeline)?;
+    }
     for (index, path) in &outputs {
-        args::write_npy(path, &output.buffers[*index])?;
+        let parameter = buffer_parameters(&parameters).nth(*index).expect("outputs index the buffer parameters");
+        args::write_output(path, parameter, &output.buffers[*index])?;
     }
 
     let checked = match reference_arguments {
@@ -161,15 +177,14 @@ pub fn run(
             let mut silent = std::io::sink();
             let shared = RefCell::new(&mut silent as &mut dyn Write);
             let reference = TransferMode::Reference;
-            let expected =
-                execute(&mut *backend, original, reference, entry, arguments, &bindings, &shared, Some(&log)).map_err(
-                    |error| {
+            let (expected, _) =
+                execute(&mut *backend, original, reference, entry, arguments, &bindings, &shared, Some(&log), false)
+                    .map_err(|error| {
                         format!(
                             "error: --run-check: the reference semantics failed:\n{}",
                             render(&original.ctx().sources, &[diagnostic(&error)])
                         )
-                    },
-                )?;
+                    })?;
             let ours = observations(plan_log.into_calls(), &parameters, &output, &result_types);
             let theirs = observations(log.into_calls(), &parameters, &expected, &result_types);
             Some(check::compare(&ours, &theirs))
@@ -204,7 +219,8 @@ pub fn run(
 }
 
 /// Runs `entry` of `module` once on `backend`, with the host functions of `bindings` writing to
-/// `output` (and recording their calls in `log`).
+/// `output` (and recording their calls in `log`); with `timeline`, also gives the run's
+/// timeline.
 #[allow(clippy::too_many_arguments)]
 fn execute(
     backend: &mut dyn Backend,
@@ -215,12 +231,21 @@ fn execute(
     bindings: &HostBindings,
     output: &RefCell<&mut dyn Write>,
     log: Option<&HostCallLog>,
-) -> Result<RunOutput, RuntimeError> {
+    timeline: bool,
+) -> Result<(RunOutput, Option<RunTimeline>), RuntimeError> {
     let mut executor = Executor::new(module, backend, ExecutorOptions { mode });
+    executor.set_timeline(timeline);
     for (name, function) in bindings.functions(output, log) {
         executor.register_host_function(&name, function);
     }
-    executor.run(entry, arguments)
+    let output = executor.run(entry, arguments)?;
+    Ok((output, executor.take_timeline()))
+}
+
+/// Writes `timeline` as Chrome's trace-event JSON (`--trace`).
+fn write_trace(path: &std::path::Path, timeline: &RunTimeline) -> Result<(), String> {
+    let text = hat_runtime::chrome_trace::to_chrome_trace(timeline).to_string();
+    std::fs::write(path, text).map_err(|e| format!("error: --trace={}: cannot write it: {e}", path.display()))
 }
 
 /// What a run let anyone observe (see `check.rs`).

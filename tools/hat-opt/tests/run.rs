@@ -423,11 +423,11 @@ fn ill_typed_scalars() {
 fn buffers_and_scalars_mixed_up() {
     fail(
         &["examples/04-peek.hat", "--run", "--arg", "data=5", "--arg", "count=1"],
-        &["'%data' is a buffer (memref<64xi32>): give a .npy file or a generator"],
+        &["'%data' is a buffer (memref<64xi32>): give a .npy or .png file or a generator"],
     );
     fail(
         &["examples/04-peek.hat", "--run", "--arg", "data=zeroes", "--arg", "count=1"],
-        &["expected a .npy file or a generator (zeros, ones, iota, random[:SEED], fill:V) for %data: memref<64xi32>, got 'zeroes'"],
+        &["expected a .npy or .png file or a generator (zeros, ones, iota, random[:SEED], fill:V) for %data: memref<64xi32>, got 'zeroes'"],
     );
     fail(
         &["examples/04-peek.hat", "--run", "--arg", "data=iota", "--arg", "count=zeros"],

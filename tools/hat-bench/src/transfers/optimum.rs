@@ -63,6 +63,7 @@ pub const OPTIMA: &[Optimum] = &[
             (256, 256 * checkpoints + last)
         },
     },
+    fixed("19-separable-blur.hat", |_| (65536, 65536)),
 ];
 
 /// The entry of `file`, if the table has one.
