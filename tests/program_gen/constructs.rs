@@ -43,11 +43,16 @@ pub enum Construct {
     /// times a stride, modulo the length), perhaps more times than the buffer has elements,
     /// after a kernel wrote the buffer.
     HostScatter,
+    /// Temporaries only the device sees, born in a loop body or a branch (issue 23): a kernel
+    /// derives one from a buffer in scope (perhaps a second from the first), another writes a
+    /// buffer in scope from it; `plan-memory` releases them in their block and places them in
+    /// its function's arena.
+    DeviceTemporaries,
 }
 
 impl Construct {
     /// Every construct.
-    pub const ALL: [Construct; 14] = [
+    pub const ALL: [Construct; 15] = [
         Construct::FreshFor,
         Construct::FreshWhile,
         Construct::IfResults,
@@ -62,6 +67,7 @@ impl Construct {
         Construct::HostRange,
         Construct::HalfWrite,
         Construct::HostScatter,
+        Construct::DeviceTemporaries,
     ];
 
     /// Its name, as [`Constructs::parse`] reads it.
@@ -81,6 +87,7 @@ impl Construct {
             Construct::HostRange => "host-range",
             Construct::HalfWrite => "half-write",
             Construct::HostScatter => "host-scatter",
+            Construct::DeviceTemporaries => "device-temporaries",
         }
     }
 

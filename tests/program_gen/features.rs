@@ -9,6 +9,12 @@ use super::ast::*;
 use super::constructs::{Construct, Constructs};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Whether `body` (a loop's without carried buffers, or a branch's without results) makes a
+/// buffer a kernel derives, which therefore dies in it.
+fn derives_a_temporary(body: &[Stmt]) -> bool {
+    body.iter().any(|s| matches!(s, Stmt::Alloc { init: Init::Derive(_), .. }))
+}
+
 /// The names of the features `case` exercises.
 pub fn features(case: &Case) -> BTreeSet<&'static str> {
     let mut found = Features { case, names: BTreeSet::new(), helper_calls: BTreeMap::new() };
@@ -138,6 +144,8 @@ impl Features<'_> {
                 }
                 if let Some(carried) = &f.carried {
                     self.carried(carried, &f.body, "for");
+                } else if derives_a_temporary(&f.body) {
+                    self.names.insert("temporary only the device sees, in a loop or a branch");
                 }
                 if f.i32 {
                     self.names.insert("loop with an i32 induction variable");
@@ -165,6 +173,8 @@ impl Features<'_> {
                 self.cond(cond);
                 if !yields.is_empty() {
                     self.names.insert("branch yields buffers");
+                } else if derives_a_temporary(then_body) {
+                    self.names.insert("temporary only the device sees, in a loop or a branch");
                 }
                 if yields.iter().any(|y| {
                     super::check::born_at_top(then_body, y.then_value).is_some()
@@ -260,5 +270,6 @@ pub fn construct_features(construct: Construct, on: Constructs) -> Vec<&'static 
         Construct::HostRange => vec!["host loop reads a range", "host loop writes a range"],
         Construct::HalfWrite => vec!["kernel writes the first half", "host loop reads a range"],
         Construct::HostScatter => vec!["host loop stores at run-time indices"],
+        Construct::DeviceTemporaries => vec!["temporary only the device sees, in a loop or a branch"],
     }
 }

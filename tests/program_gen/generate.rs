@@ -310,6 +310,7 @@ impl Gen<'_> {
             weight(Construct::HostRange, 4),
             weight(Construct::HalfWrite, 4),
             weight(Construct::HostScatter, 3),
+            weight(Construct::DeviceTemporaries, 4 * nest as u32),
         ];
         let mut weights = weights.to_vec();
         if constructs.iter().any(|&w| w > 0) {
@@ -371,6 +372,7 @@ impl Gen<'_> {
             19 => self.host_range(scope),
             20 => self.half_write(scope),
             21 => self.host_scatter(scope),
+            22 => self.device_temporaries(scope),
             _ => vec![self.dispatch_stmt(scope)],
         }
     }

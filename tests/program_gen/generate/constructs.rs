@@ -418,4 +418,40 @@ impl Gen<'_> {
         };
         vec![dispatch, read]
     }
+
+    /// Temporaries only the device sees, in a loop body or a branch: a kernel derives the first
+    /// from a buffer in scope, perhaps a second from the first, and another kernel writes a
+    /// buffer in scope (other than them) from the last.
+    pub(super) fn device_temporaries(&mut self, scope: &mut Scope) -> Vec<Stmt> {
+        let from = self.any_buffer(scope);
+        let shape = scope.buffer(from).expect("in scope").1.clone();
+        let mark = scope.mark();
+        let iv = self.id();
+        let looped = self.rng.chance(60);
+        if looped {
+            scope.indices.push(IndexVar::Loop(iv));
+        }
+        let mut body = Vec::new();
+        let mut temporaries = Vec::new();
+        let mut last = from;
+        for _ in 0..if self.rng.chance(40) { 2 } else { 1 } {
+            let var = self.id();
+            let alloc = self.derived(scope, var, &shape, last);
+            scope.extend(&alloc);
+            body.push(alloc);
+            last = BufVar::Born(var);
+            temporaries.push(last);
+        }
+        let targets: Vec<BufVar> = scope.of_shape(&shape).into_iter().filter(|b| !temporaries.contains(b)).collect();
+        let target = *self.rng.pick(&targets);
+        body.push(Stmt::Dispatch(self.pair_dispatch(scope, last, target)));
+        scope.restore(mark);
+        if looped {
+            let upper = self.upper_bound(scope);
+            vec![Stmt::For(For { iv, i32: false, lower: 0, upper, step: 1, carried: None, body })]
+        } else {
+            let cond = self.cond(scope);
+            vec![Stmt::If { cond, yields: Vec::new(), then_body: body, else_body: Vec::new() }]
+        }
+    }
 }
