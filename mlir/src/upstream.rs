@@ -10,7 +10,7 @@
 //! | `kernel.global_size` | the kernel's grid argument |
 //! | `kernel.barrier`, `kernel.local_alloc`, `kernel.atomic_rmw` | `gpu.barrier`, a `workgroup` attribution, `memref.atomic_rmw` |
 //! | `buffer.load store dim alloc dealloc copy` | `memref.load store dim alloc dealloc copy` |
-//! | `buffer.release` | a comment: upstream has no ownership at run time, so the buffer lives until the program ends |
+//! | `buffer.release` | nothing (a comment, which MLIR's printer drops): upstream has no ownership at run time, so the buffer lives until the program ends |
 //! | a buffer's device copy | a `gpu.alloc` twin: made at the entry function's start (arguments) or beside `buffer.alloc`, passed to called compute functions as extra arguments |
 //! | `buffer.to_device`/`from_device` (ranges too) | `gpu.memcpy` between the buffer and its twin (of `memref.subview`s of the flattened buffers for a range) |
 //! | `compute.dispatch @k[grid](args)` | `gpu.launch_func @kernels::@k` with `ceildiv(grid, workgroup)` blocks, the twins for buffers, and the grid |
