@@ -64,6 +64,9 @@ enum Command {
     /// On a Vulkan device: square GB/s, Life end to end (default and jic), wall time per
     /// dispatch; beside the probe's, PyTorch's, CuPy's and IREE's figures.
     Gpu(gpu::GpuArgs),
+    /// The image examples at 4096 x 4096: plan-memory's arena against the lower bound, and on a
+    /// Vulkan device the peak, device and end-to-end times beside PyTorch's and CuPy's.
+    Pipelines(gpu::pipelines::PipelinesArgs),
     /// The race lint on 1,000 generated kernels of 100 ops (in process): time, target 1 s.
     Races(races::RacesArgs),
     /// resolve-aliases on k-way rotations and a 1,000-dispatch ping-pong body: time, e-graph size.
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Executor(args) => executor::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Nested(args) => nested::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Gpu(args) => gpu::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Pipelines(args) => gpu::pipelines::run_pipelines(args).map(|(report, ok)| (Some(report), ok)),
         Command::Races(args) => races::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Transfers(args) => transfers::run(args).map(|(report, tables, ok)| match args.format {
             transfers::Format::Table => {

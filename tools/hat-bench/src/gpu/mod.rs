@@ -18,6 +18,7 @@
 mod compare;
 mod dispatch;
 mod life;
+pub mod pipelines;
 mod plot;
 mod programs;
 mod references;
