@@ -37,10 +37,17 @@ struct BlockLiveness {
 impl Liveness {
     /// The liveness of every block nested in `root`.
     pub fn new(ctx: &Context, root: Op) -> Self {
+        Liveness::of_values(ctx, root, &|_| true)
+    }
+
+    /// The liveness of the values `tracked` keeps, in every block nested in `root`: the others
+    /// are never live (an analysis that asks about a few values pays for those, not for every
+    /// value live through every block).
+    pub fn of_values(ctx: &Context, root: Op, tracked: &dyn Fn(Value) -> bool) -> Self {
         let ops = ctx.walk(root);
         let mut captured: FxHashMap<Op, BTreeSet<Value>> = FxHashMap::default();
         for &user in &ops {
-            for &value in ctx.operands(user) {
+            for &value in ctx.operands(user).iter().filter(|&&v| tracked(v)) {
                 // Climb from the user to the op in the defining region: each op passed on the way
                 // uses the value from outside itself.
                 let defining_region = ctx.value_block(value).and_then(|b| ctx.block_parent(b));
@@ -60,7 +67,7 @@ impl Liveness {
                 }
             }
         }
-        let mut solver = Solver { ctx, root, captured, blocks: Vec::new(), index: FxHashMap::default() };
+        let mut solver = Solver { ctx, root, captured, blocks: Vec::new(), index: FxHashMap::default(), tracked };
         for &op in &ops {
             for &region in ctx.regions(op) {
                 for &block in ctx.region_blocks(region) {
@@ -143,6 +150,8 @@ impl Liveness {
 struct Solver<'a> {
     ctx: &'a Context,
     root: Op,
+    /// The values tracked.
+    tracked: &'a dyn Fn(Value) -> bool,
     captured: FxHashMap<Op, BTreeSet<Value>>,
     /// Every block nested in the root, and the position of each.
     blocks: Vec<Block>,
@@ -188,7 +197,7 @@ impl Solver<'_> {
                 for result in ctx.results(op) {
                     live.remove(&result);
                 }
-                live.extend(ctx.operands(op).iter().copied());
+                live.extend(ctx.operands(op).iter().copied().filter(|&v| (self.tracked)(v)));
                 live.extend(self.captured.get(&op).into_iter().flatten().copied());
                 cursor = ctx.prev_op(op);
             }

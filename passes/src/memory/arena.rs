@@ -12,6 +12,7 @@
 //! ([`Liveness`]: before and after each op, so the buffers one dispatch reads and writes always
 //! interfere). [`super::packing`] gives the offsets.
 
+use super::intervals::BlockIntervals;
 use super::lifetimes::Decision;
 use super::packing::{pack, Packing};
 use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
@@ -21,7 +22,6 @@ use hat_ir::analysis::liveness::Liveness;
 use hat_ir::interfaces::{LaunchOpInterface, RegionBranchOpInterface};
 use hat_ir::{Context, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::BTreeSet;
 
 /// The alignment of offsets in an arena: the largest `minStorageBufferOffsetAlignment` Vulkan
 /// allows, so that a plan is valid on every device.
@@ -58,13 +58,13 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
         }
     };
     let mut excluded: Vec<Option<&'static str>> = vec![None; allocs.len()];
-    let mut exclude = |site: usize, why: &'static str| {
+    fn exclude(excluded: &mut [Option<&'static str>], site: usize, why: &'static str) {
         excluded[site].get_or_insert(why);
-    };
+    }
     for (site, &op) in allocs.iter().enumerate() {
         let result = ctx.result(op, 0);
         if element_count(ctx, result).zip(element_bytes(ctx, result)).is_none() {
-            exclude(site, "its size is known only at run time");
+            exclude(&mut excluded, site, "its size is known only at run time");
         }
     }
     // Every use of a value that may be a site must be one that keeps the buffer on the device.
@@ -75,42 +75,63 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
             }
             if let Some(why) = host_visible_use(ctx, op) {
                 for site in sites(operand) {
-                    exclude(site, why);
+                    exclude(&mut excluded, site, why);
                 }
             }
         }
     }
     for decision in decisions.iter().filter(|d| d.release.is_none()) {
         for site in sites(decision.value) {
-            exclude(site, "a value that may be it is not released where its data dies");
+            exclude(&mut excluded, site, "a value that may be it is not released where its data dies");
         }
     }
-    // The live sets: the sites values live before and after each op may be.
-    let liveness = Liveness::new(ctx, function);
+    // Every buffer value that may be a site still planned (nothing knows an unknown one: it may
+    // be any, which leaves no site planned).
+    let parameters = super::lifetimes::parameters_of(ctx, function);
+    let liveness = Liveness::of_values(ctx, function, &|v| super::lifetimes::may_be_owned(ctx, &roots, &parameters, v));
+    let mut holders: Vec<(Value, Vec<usize>)> = Vec::new();
+    for &op in &ops {
+        let arguments = ctx.regions(op).iter().flat_map(|&r| ctx.region_blocks(r).to_vec());
+        let values = arguments.flat_map(|b| ctx.block_arguments(b).to_vec()).chain(ctx.results(op));
+        for value in values.filter(|&v| is_buffer(ctx, v)) {
+            let of: Vec<usize> = sites(value).into_iter().filter(|&s| excluded[s].is_none()).collect();
+            if !of.is_empty() {
+                holders.push((value, of));
+            }
+        }
+    }
+    // Per block: the interval of each holder live in it; a site is live where a holder is. The
+    // live sets are taken where an interval starts (where the most are live at once).
     let mut live_sets: Vec<Vec<usize>> = Vec::new();
     let mut self_interfering = FxHashSet::default();
     for block in ops.iter().flat_map(|&op| ctx.regions(op).iter().flat_map(|&r| ctx.region_blocks(r).to_vec())) {
-        let mut live: BTreeSet<Value> = liveness.live_out(block).collect();
-        let mut cursor = ctx.last_op(block);
-        while let Some(op) = cursor {
-            live_sets.push(live_sites(&live, &sites));
-            for result in ctx.results(op) {
-                live.remove(&result);
+        let intervals = BlockIntervals::new(ctx, &liveness, block);
+        let live: Vec<(usize, usize, &[usize], Value)> = holders
+            .iter()
+            .filter_map(|(value, of)| intervals.interval(&liveness, *value).map(|(a, b)| (a, b, of.as_slice(), *value)))
+            .collect();
+        for &(start, _, _, _) in &live {
+            let mut set: Vec<usize> = live
+                .iter()
+                .filter(|&&(a, b, _, _)| a <= start && start <= b)
+                .flat_map(|(_, _, of, _)| of.iter().copied())
+                .collect();
+            set.sort_unstable();
+            set.dedup();
+            live_sets.push(set);
+        }
+        // A site allocated here while a buffer it made before may still be live (just before
+        // the allocation) has two buffers live at once.
+        for (index, &op) in intervals.ops.iter().enumerate() {
+            let Some(&site) = ctx.results(op).next().and_then(|r| site_of.get(&r)) else { continue };
+            let result = ctx.result(op, 0);
+            if live.iter().any(|&(a, b, of, value)| value != result && a <= index && index <= b && of.contains(&site)) {
+                self_interfering.insert(site);
             }
-            live.extend(ctx.operands(op).iter().copied());
-            live.extend(liveness.captured(op));
-            let before = live_sites(&live, &sites);
-            if let Some(&site) = ctx.results(op).next().and_then(|r| site_of.get(&r)) {
-                if before.contains(&site) {
-                    self_interfering.insert(site);
-                }
-            }
-            live_sets.push(before);
-            cursor = ctx.prev_op(op);
         }
     }
     for site in self_interfering {
-        exclude(site, "two of its buffers may be live at once");
+        exclude(&mut excluded, site, "two of its buffers may be live at once");
     }
     let planned: Vec<usize> = (0..allocs.len()).filter(|&s| excluded[s].is_none()).collect();
     let index: FxHashMap<usize, usize> = planned.iter().enumerate().map(|(i, &s)| (s, i)).collect();
@@ -124,9 +145,8 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
         .map(|set| set.into_iter().filter_map(|s| index.get(&s).copied()).collect::<Vec<_>>())
         .filter(|set| !set.is_empty())
         .collect();
+    sets.sort();
     sets.dedup();
-    // Program order (the walk above went backwards within each block).
-    sets.reverse();
     let packing = pack(&sizes, &sets, ALIGNMENT);
     ArenaPlan {
         buffers: planned.iter().map(|&s| (allocs[s], size(s))).collect(),
@@ -134,14 +154,6 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
         naive: sizes.iter().sum(),
         left_out: (0..allocs.len()).filter_map(|s| excluded[s].map(|why| (allocs[s], why))).collect(),
     }
-}
-
-/// The sites that the values of `live` may be, sorted.
-fn live_sites(live: &BTreeSet<Value>, sites: &impl Fn(Value) -> Vec<usize>) -> Vec<usize> {
-    let mut set: Vec<usize> = live.iter().flat_map(|&v| sites(v)).collect();
-    set.sort_unstable();
-    set.dedup();
-    set
 }
 
 /// Why passing a buffer to `op` lets the host see it, or takes it out of the function; `None`

@@ -28,11 +28,11 @@
 //! from the caller's image and carries its own buffers after) is released without a run-time
 //! flag in the IR: the first iteration's release leaves the caller's image alone.
 
+use super::intervals::BlockIntervals;
 use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
 use hat_ir::analysis::liveness::Liveness;
 use hat_ir::{Block, Context, EffectKind, EffectTarget, MemoryEffects, Op, Value};
-use rustc_hash::FxHashSet;
-use std::collections::BTreeSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Where a release goes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -69,67 +69,125 @@ pub enum Kept {
 /// The decisions for every buffer value `function` defines, but its parameters and the values
 /// its blocks' terminators pass on.
 pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
-    let liveness = Liveness::new(ctx, function);
     let roots = BufferRoots::with_calls(ctx, function);
     let order = DefinitionOrder::new(ctx, function);
-    let parameters: FxHashSet<Value> = ctx
-        .regions(function)
-        .first()
-        .and_then(|&r| ctx.region_blocks(r).first())
-        .map(|&entry| ctx.block_arguments(entry).iter().copied().collect())
-        .unwrap_or_default();
+    let parameters = parameters_of(ctx, function);
+    let liveness = Liveness::of_values(ctx, function, &|v| may_be_owned(ctx, &roots, &parameters, v));
     let only_parameters = |value: Value| match roots.roots_ref(value) {
         Roots::Known(set) => !set.is_empty() && set.iter().all(|r| parameters.contains(r)),
         Roots::Unknown => false,
     };
-    let decider = Decider { ctx, roots: &roots, order: &order, parameters: &parameters };
-    let mut decisions = Vec::new();
-    for block in blocks_under(ctx, function) {
-        // The buffers the block defines, not yet seen used (the scan goes backwards).
-        let mut owned: BTreeSet<Value> = ctx.block_arguments(block).iter().copied().collect();
-        let mut ops = Vec::new();
+    let blocks = blocks_under(ctx, function);
+    // Which values may be each root (the function's own: parameters are the caller's), and the
+    // values nothing knows.
+    let mut holders: FxHashMap<Value, Vec<Value>> = FxHashMap::default();
+    let mut unknown: Vec<Value> = Vec::new();
+    for &block in &blocks {
+        let mut values: Vec<Value> = ctx.block_arguments(block).to_vec();
         let mut cursor = ctx.first_op(block);
         while let Some(op) = cursor {
-            owned.extend(ctx.results(op));
-            ops.push(op);
+            values.extend(ctx.results(op));
             cursor = ctx.next_op(op);
         }
+        for value in values.into_iter().filter(|&v| is_buffer(ctx, v)) {
+            match roots.roots_ref(value) {
+                Roots::Known(set) => {
+                    for &root in set.iter().filter(|r| !parameters.contains(r)) {
+                        holders.entry(root).or_default().push(value);
+                    }
+                }
+                Roots::Unknown => unknown.push(value),
+            }
+        }
+    }
+    let decider = Decider { ctx, roots: &roots, order: &order, parameters: &parameters };
+    let mut decisions = Vec::new();
+    for block in blocks {
+        let intervals = BlockIntervals::new(ctx, &liveness, block);
+        let n = intervals.len();
+        let mut owned: Vec<Value> = ctx.block_arguments(block).to_vec();
+        owned.extend(intervals.ops.iter().flat_map(|&op| ctx.results(op)));
         owned.retain(|&v| is_buffer(ctx, v) && !parameters.contains(&v) && !only_parameters(v));
-        let mut live: BTreeSet<Value> = liveness.live_out(block).collect();
-        for &value in owned.iter().filter(|v| live.contains(v)) {
-            decisions.push(Decision { value, release: None, kept: Some(Kept::LiveOut) });
-        }
-        owned.retain(|v| !live.contains(v));
-        // Backwards: the buffers live after each op, and where each owned value is used last
-        // (`None`: nowhere, for a block argument).
-        let mut live_after: Vec<Vec<Value>> = vec![Vec::new(); ops.len()];
-        let mut last_uses: Vec<(Value, Option<usize>)> = Vec::new();
-        for (index, &op) in ops.iter().enumerate().rev() {
-            live_after[index] = live.iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
-            let mut used: BTreeSet<Value> = ctx.operands(op).iter().copied().collect();
-            used.extend(liveness.captured(op));
-            for &value in &used {
-                // The last use; a terminator passes the value on, a `buffer.dealloc` frees it.
-                if !live.contains(&value) && owned.remove(&value) && index + 1 < ops.len() && !frees(ctx, op, value) {
-                    last_uses.push((value, Some(index)));
+        for value in owned {
+            if liveness.is_live_out(value, block) {
+                decisions.push(Decision { value, release: None, kept: Some(Kept::LiveOut) });
+                continue;
+            }
+            // The first point the release may go: after the last use (or the definition of a
+            // value never used).
+            let first = match intervals.last_use(value) {
+                // A terminator passes the value on; a `buffer.dealloc` frees it.
+                Some(last) if last + 1 == n || frees(ctx, intervals.ops[last], value) => continue,
+                Some(last) => last + 1,
+                None => match ctx.defining_op(value) {
+                    Some(op) => intervals.ops.iter().position(|&o| o == op).map_or(0, |i| i + 1),
+                    None => 0,
+                },
+            };
+            let Roots::Known(set) = roots.roots_ref(value) else {
+                decisions.push(Decision { value, release: None, kept: Some(Kept::UnknownOrigin) });
+                continue;
+            };
+            let mut candidates: Vec<Value> =
+                set.iter().flat_map(|r| holders.get(r).into_iter().flatten().copied()).collect();
+            candidates.extend(unknown.iter().copied());
+            candidates.sort_unstable();
+            candidates.dedup();
+            // The points at which a buffer that may be this one is live.
+            let mut blocked: Vec<(usize, usize, Value)> = candidates
+                .into_iter()
+                .filter(|&w| w != value && !decider.distinct(value, w))
+                .filter_map(|w| intervals.interval(&liveness, w).map(|(a, b)| (a, b, w)))
+                .collect();
+            blocked.sort_unstable();
+            // The first free point from `first` on, before the terminator (point n - 1 at most).
+            let mut point = first;
+            let mut blocking = None;
+            for &(start, end, w) in &blocked {
+                if start > point {
+                    break;
+                }
+                if end >= point {
+                    point = end + 1;
+                    blocking = Some(w);
                 }
             }
-            for result in ctx.results(op) {
-                if owned.remove(&result) {
-                    // Never used: dead as soon as it is made.
-                    last_uses.push((result, Some(index)));
-                }
-                live.remove(&result);
+            if point + 1 > n {
+                decisions.push(Decision {
+                    value,
+                    release: None,
+                    kept: Some(blocking.map_or(Kept::LiveOut, Kept::MaybeLive)),
+                });
+                continue;
             }
-            live.extend(used);
-        }
-        let live_at_start: Vec<Value> = live.iter().copied().filter(|&v| is_buffer(ctx, v)).collect();
-        last_uses.extend(owned.into_iter().map(|v| (v, None)));
-        for (value, last_use) in last_uses {
-            decisions.push(decider.decide(value, &ops, last_use, &live_at_start, &live_after));
+            let release = match point {
+                0 => Point::Start(block),
+                p => Point::After(intervals.ops[p - 1]),
+            };
+            decisions.push(Decision { value, release: Some(release), kept: None });
         }
     }
     decisions
+}
+
+/// The parameters of `function` (its entry block's arguments).
+pub fn parameters_of(ctx: &Context, function: Op) -> FxHashSet<Value> {
+    ctx.regions(function)
+        .first()
+        .and_then(|&r| ctx.region_blocks(r).first())
+        .map(|&entry| ctx.block_arguments(entry).iter().copied().collect())
+        .unwrap_or_default()
+}
+
+/// Whether `value` is a buffer the running call may own: one of whose roots is not a parameter,
+/// or whose roots nothing knows. Only these matter to a release (the caller's buffers are left
+/// alone), so liveness is asked of these alone.
+pub fn may_be_owned(ctx: &Context, roots: &BufferRoots, parameters: &FxHashSet<Value>, value: Value) -> bool {
+    is_buffer(ctx, value)
+        && match roots.roots_ref(value) {
+            Roots::Known(set) => set.iter().any(|r| !parameters.contains(r)),
+            Roots::Unknown => true,
+        }
 }
 
 /// Whether `op` frees `value` (a `Free` effect on an operand that is `value`).
@@ -164,44 +222,6 @@ struct Decider<'a> {
 }
 
 impl Decider<'_> {
-    /// Where `value`, used last by `ops[last_use]` (`None`: at the start of the block), is
-    /// released: at the first point from there on, before the block's terminator, where no live
-    /// buffer may be the same (`live_at_start`, `live_after`: the buffers live at the block's
-    /// start and after each of its ops).
-    fn decide(
-        &self,
-        value: Value,
-        ops: &[Op],
-        last_use: Option<usize>,
-        live_at_start: &[Value],
-        live_after: &[Vec<Value>],
-    ) -> Decision {
-        let kept = |why| Decision { value, release: None, kept: Some(why) };
-        if matches!(self.roots.roots_ref(value), Roots::Unknown) {
-            return kept(Kept::UnknownOrigin);
-        }
-        let conflict = |live: &[Value]| live.iter().copied().find(|&w| w != value && !self.distinct(value, w));
-        let first = match last_use {
-            Some(index) => index,
-            None => match (conflict(live_at_start), ops.first()) {
-                (None, Some(&first)) => {
-                    let block = self.ctx.parent_block(first).expect("an op of a block");
-                    return Decision { value, release: Some(Point::Start(block)), kept: None };
-                }
-                _ => 0,
-            },
-        };
-        let mut blocking = None;
-        // Not after the terminator: nothing runs there.
-        for index in first..ops.len().saturating_sub(1) {
-            match conflict(&live_after[index]) {
-                None => return Decision { value, release: Some(Point::After(ops[index])), kept: None },
-                Some(other) => blocking = blocking.or(Some(other)),
-            }
-        }
-        kept(blocking.map_or(Kept::LiveOut, Kept::MaybeLive))
-    }
-
     /// Whether releasing `a` cannot free the buffer `b` holds, whenever both are live: they
     /// are different buffers, or the only buffers they may both be are the caller's (which a
     /// release leaves alone).

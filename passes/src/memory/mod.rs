@@ -13,6 +13,7 @@
 //! most bytes of them live at one point, which no plan goes below).
 
 pub mod arena;
+pub mod intervals;
 pub mod lifetimes;
 pub mod packing;
 
