@@ -9,16 +9,16 @@
 //! when it runs again).
 //!
 //! Two planned buffers interfere when values that may be them are live at one point
-//! ([`Liveness`]: before and after each op, so the buffers one dispatch reads and writes always
+//! ([`SparseLiveness`]: before and after each op, so the buffers one dispatch reads and writes always
 //! interfere). [`super::packing`] gives the offsets.
 
 use super::intervals::BlockIntervals;
 use super::lifetimes::Decision;
 use super::packing::{pack, Packing};
+use super::sparse_liveness::SparseLiveness;
 use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
 use crate::transfers::dispatch::{element_bytes, element_count};
 use hat_dialects::arith_views::SelectOp;
-use hat_ir::analysis::liveness::Liveness;
 use hat_ir::interfaces::{LaunchOpInterface, RegionBranchOpInterface};
 use hat_ir::{Context, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -88,7 +88,7 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
     // Every buffer value that may be a site still planned (nothing knows an unknown one: it may
     // be any, which leaves no site planned).
     let parameters = super::lifetimes::parameters_of(ctx, function);
-    let liveness = Liveness::of_values(ctx, function, &|v| super::lifetimes::may_be_owned(ctx, &roots, &parameters, v));
+    let liveness = SparseLiveness::new(ctx, function, &|v| super::lifetimes::may_be_owned(ctx, &roots, &parameters, v));
     let mut holders: Vec<(Value, Vec<usize>)> = Vec::new();
     for &op in &ops {
         let arguments = ctx.regions(op).iter().flat_map(|&r| ctx.region_blocks(r).to_vec());
@@ -108,9 +108,17 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
         let intervals = BlockIntervals::new(ctx, &liveness, block);
         let live: Vec<(usize, usize, &[usize], Value)> = holders
             .iter()
-            .filter_map(|(value, of)| intervals.interval(&liveness, *value).map(|(a, b)| (a, b, of.as_slice(), *value)))
+            .filter_map(|(value, of)| {
+                intervals.interval(ctx, &liveness, *value).map(|(a, b)| (a, b, of.as_slice(), *value))
+            })
             .collect();
-        for &(start, _, _, _) in &live {
+        // A clique of intervals holds the start of its latest one; one that starts before this
+        // block (live through it) is live where the block's op starts in the block around it,
+        // whose own starts took it. So only the starts of what the block defines are new.
+        for &(start, _, _, value) in &live {
+            if ctx.value_block(value) != Some(block) {
+                continue;
+            }
             let mut set: Vec<usize> = live
                 .iter()
                 .filter(|&&(a, b, _, _)| a <= start && start <= b)

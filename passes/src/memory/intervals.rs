@@ -1,15 +1,14 @@
-//! Where values are live within one block, as intervals of *points*: point `p` is just before the
+//! Where tracked values are live within one block, as intervals of *points*: point `p` is just before the
 //! block's op `p`, point `n` just after its last op. A value is live at a point when some path from
 //! there reaches a use of it ([`Liveness`]); within one block of structured control flow that is
 //! one interval: from just after its definition (point 0 for a value defined before the block or
 //! as its argument) to its last use in the block — an op that uses it directly or inside its
 //! regions — or to point `n` when it is live at the block's end.
 //!
-//! One backward scan of the block finds every value's last use, so asking for many values costs
-//! the block once, not once per value (a snapshot of the live set at every op would cost the
-//! block times the values live).
+//! The last uses come from [`SparseLiveness`] (only the values it tracks), so asking for many
+//! values costs the block once, not once per value.
 
-use hat_ir::analysis::liveness::Liveness;
+use super::sparse_liveness::SparseLiveness;
 use hat_ir::{Block, Context, Op, Value};
 use rustc_hash::FxHashMap;
 
@@ -27,8 +26,8 @@ pub struct BlockIntervals {
 }
 
 impl BlockIntervals {
-    /// The intervals of `block`.
-    pub fn new(ctx: &Context, liveness: &Liveness, block: Block) -> BlockIntervals {
+    /// The intervals of `block`'s tracked values.
+    pub fn new(ctx: &Context, liveness: &SparseLiveness, block: Block) -> BlockIntervals {
         let mut ops = Vec::new();
         let mut cursor = ctx.first_op(block);
         while let Some(op) = cursor {
@@ -36,15 +35,12 @@ impl BlockIntervals {
             cursor = ctx.next_op(op);
         }
         let mut defined: FxHashMap<Value, usize> = ctx.block_arguments(block).iter().map(|&a| (a, 0)).collect();
-        let mut last_use: FxHashMap<Value, usize> = FxHashMap::default();
-        for (index, &op) in ops.iter().enumerate().rev() {
+        for (index, &op) in ops.iter().enumerate() {
             for result in ctx.results(op) {
                 defined.insert(result, index + 1);
             }
-            for &value in ctx.operands(op).iter().chain(liveness.captured(op).collect::<Vec<_>>().iter()) {
-                last_use.entry(value).or_insert(index);
-            }
         }
+        let last_use = liveness.uses_in(block).collect();
         BlockIntervals { block, ops, defined, last_use }
     }
 
@@ -65,8 +61,8 @@ impl BlockIntervals {
 
     /// The points at which `value` is live, `[first, last]`; `None` where it is live at none
     /// (defined elsewhere and neither used here nor live at the end, or never used).
-    pub fn interval(&self, liveness: &Liveness, value: Value) -> Option<(usize, usize)> {
-        let live_out = liveness.is_live_out(value, self.block);
+    pub fn interval(&self, ctx: &Context, liveness: &SparseLiveness, value: Value) -> Option<(usize, usize)> {
+        let live_out = liveness.is_live_out(ctx, value, self.block);
         let end = if live_out { Some(self.ops.len()) } else { self.last_use(value) };
         let start = match self.defined.get(&value) {
             Some(&start) => start,

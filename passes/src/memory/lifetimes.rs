@@ -1,5 +1,6 @@
 //! Where each buffer of a host function stops being used: the end of its live range, from
-//! hat-ir's [`Liveness`] over structured control flow (loops, branches, `scf.while`, calls).
+//! liveness over structured control flow (loops, branches, `scf.while`, calls), found from the
+//! uses of the buffers a call may own ([`SparseLiveness`]).
 //!
 //! A buffer value is released in the block that defines it (a block argument or an op's result),
 //! after the op of that block that uses it last — directly or inside its regions — at the first
@@ -29,8 +30,8 @@
 //! flag in the IR: the first iteration's release leaves the caller's image alone.
 
 use super::intervals::BlockIntervals;
+use super::sparse_liveness::SparseLiveness;
 use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
-use hat_ir::analysis::liveness::Liveness;
 use hat_ir::{Block, Context, EffectKind, EffectTarget, MemoryEffects, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -72,7 +73,7 @@ pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
     let roots = BufferRoots::with_calls(ctx, function);
     let order = DefinitionOrder::new(ctx, function);
     let parameters = parameters_of(ctx, function);
-    let liveness = Liveness::of_values(ctx, function, &|v| may_be_owned(ctx, &roots, &parameters, v));
+    let liveness = SparseLiveness::new(ctx, function, &|v| may_be_owned(ctx, &roots, &parameters, v));
     let only_parameters = |value: Value| match roots.roots_ref(value) {
         Roots::Known(set) => !set.is_empty() && set.iter().all(|r| parameters.contains(r)),
         Roots::Unknown => false,
@@ -109,7 +110,7 @@ pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
         owned.extend(intervals.ops.iter().flat_map(|&op| ctx.results(op)));
         owned.retain(|&v| is_buffer(ctx, v) && !parameters.contains(&v) && !only_parameters(v));
         for value in owned {
-            if liveness.is_live_out(value, block) {
+            if liveness.is_live_out(ctx, value, block) {
                 decisions.push(Decision { value, release: None, kept: Some(Kept::LiveOut) });
                 continue;
             }
@@ -137,7 +138,7 @@ pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
             let mut blocked: Vec<(usize, usize, Value)> = candidates
                 .into_iter()
                 .filter(|&w| w != value && !decider.distinct(value, w))
-                .filter_map(|w| intervals.interval(&liveness, w).map(|(a, b)| (a, b, w)))
+                .filter_map(|w| intervals.interval(ctx, &liveness, w).map(|(a, b)| (a, b, w)))
                 .collect();
             blocked.sort_unstable();
             // The first free point from `first` on, before the terminator (point n - 1 at most).

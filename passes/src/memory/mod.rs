@@ -16,6 +16,7 @@ pub mod arena;
 pub mod intervals;
 pub mod lifetimes;
 pub mod packing;
+pub mod sparse_liveness;
 
 use hat_ir::diagnostics::Diagnostic;
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
