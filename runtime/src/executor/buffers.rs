@@ -58,6 +58,24 @@ struct BufferState {
     window: bool,
 }
 
+impl BufferState {
+    /// A buffer the caller owns (`owner` 0, never freed by the program): an argument, a resident
+    /// buffer, or an arena's stand-in.
+    fn callers(layout: BufferLayout, host: Option<Vec<u8>>, device: Option<DeviceBuffer>, slot: usize) -> Self {
+        BufferState {
+            layout,
+            host,
+            device,
+            freed: false,
+            slot,
+            argument: true,
+            owner: 0,
+            placement: None,
+            window: false,
+        }
+    }
+}
+
 /// An arena of a call (`plan-memory`): an index into [`Buffers::arenas`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ArenaId(usize);
@@ -114,17 +132,7 @@ impl Buffers {
     /// Adds a buffer passed by the caller.
     pub(crate) fn add_argument(&mut self, buffer: HostBuffer, slot: usize, recorder: &mut Recorder) -> BufferId {
         recorder.host_copy(slot);
-        self.list.push(BufferState {
-            layout: buffer.layout,
-            host: Some(buffer.bytes),
-            device: None,
-            freed: false,
-            slot,
-            argument: true,
-            owner: 0,
-            placement: None,
-            window: false,
-        });
+        self.list.push(BufferState::callers(buffer.layout, Some(buffer.bytes), None, slot));
         BufferId(self.list.len() - 1)
     }
 
@@ -144,17 +152,7 @@ impl Buffers {
         if device.is_some() {
             recorder.device_resident(slot, layout.bytes());
         }
-        self.list.push(BufferState {
-            layout,
-            host,
-            device,
-            freed: false,
-            slot,
-            argument: true,
-            owner: 0,
-            placement: None,
-            window: false,
-        });
+        self.list.push(BufferState::callers(layout, host, device, slot));
         let id = BufferId(self.list.len() - 1);
         if let (Some(timeline), true) = (&mut self.timeline, device.is_some()) {
             timeline.device_allocated(id);
@@ -437,17 +435,7 @@ impl Buffers {
         let layout = BufferLayout { element: crate::value::ElementType::I8, shape: vec![bytes] };
         let slot = self.list[id.0].slot;
         let key = BufferId(self.list.len());
-        self.list.push(BufferState {
-            layout,
-            host: None,
-            device: None,
-            freed: false,
-            slot,
-            argument: true,
-            owner: 0,
-            placement: None,
-            window: false,
-        });
+        self.list.push(BufferState::callers(layout, None, None, slot));
         self.arenas[arena.0].device = ArenaDevice::Made(device, key);
         self.arena_keys.insert(key.0, arena.0);
         if let Some(timeline) = &mut self.timeline {

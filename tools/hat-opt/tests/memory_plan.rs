@@ -5,13 +5,10 @@
 
 mod support;
 
-use serde_json::Value as Json;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use support::root;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
-}
+use serde_json::Value as Json;
+use std::process::Command;
 
 /// Runs hat-opt on `backend`, which must succeed: (standard output, standard error).
 fn hat_opt(backend: &str, args: &[&str]) -> (String, String) {

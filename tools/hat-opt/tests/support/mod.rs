@@ -10,3 +10,9 @@ pub fn has_vulkan() -> bool {
     }
     there
 }
+
+/// The workspace root: hat-opt runs there, and the examples' paths are relative to it.
+#[allow(dead_code)] // Not every test file that shares this module asks for it.
+pub fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
