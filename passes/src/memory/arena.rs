@@ -40,9 +40,9 @@ pub struct ArenaPlan {
     pub left_out: Vec<(Op, &'static str)>,
 }
 
-/// Plans the arena of `function`, given the release decisions of [`super::lifetimes::decide`].
-pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
-    let roots = BufferRoots::with_calls(ctx, function);
+/// Plans the arena of `function`, given the release decisions of [`super::lifetimes::decide`]
+/// and `roots` ([`BufferRoots::with_calls`] of `function`, which releases do not change).
+pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decision]) -> ArenaPlan {
     let ops = ctx.walk(function);
     let allocs: Vec<Op> =
         ops.iter().copied().filter(|&op| ctx.results(op).any(|r| is_buffer(ctx, r) && allocates(ctx, op, r))).collect();
@@ -88,7 +88,7 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
     // Every buffer value that may be a site still planned (nothing knows an unknown one: it may
     // be any, which leaves no site planned).
     let parameters = super::lifetimes::parameters_of(ctx, function);
-    let liveness = SparseLiveness::new(ctx, function, &|v| super::lifetimes::may_be_owned(ctx, &roots, &parameters, v));
+    let liveness = SparseLiveness::new(ctx, function, &|v| super::lifetimes::may_be_owned(ctx, roots, &parameters, v));
     let mut holders: Vec<(Value, Vec<usize>)> = Vec::new();
     for &op in &ops {
         let arguments = ctx.regions(op).iter().flat_map(|&r| ctx.region_blocks(r).to_vec());
@@ -108,9 +108,7 @@ pub fn plan(ctx: &Context, function: Op, decisions: &[Decision]) -> ArenaPlan {
         let intervals = BlockIntervals::new(ctx, &liveness, block);
         let live: Vec<(usize, usize, &[usize], Value)> = holders
             .iter()
-            .filter_map(|(value, of)| {
-                intervals.interval(ctx, &liveness, *value).map(|(a, b)| (a, b, of.as_slice(), *value))
-            })
+            .filter_map(|(value, of)| intervals.interval(ctx, *value).map(|(a, b)| (a, b, of.as_slice(), *value)))
             .collect();
         // A clique of intervals holds the start of its latest one; one that starts before this
         // block (live through it) is live where the block's op starts in the block around it,

@@ -10,38 +10,26 @@
 
 use super::sparse_liveness::SparseLiveness;
 use hat_ir::{Block, Context, Op, Value};
-use rustc_hash::FxHashMap;
 
-/// The live intervals of one block's values. See the module documentation.
-pub struct BlockIntervals {
+/// The live intervals of one block's tracked values. See the module documentation.
+pub struct BlockIntervals<'a> {
     /// The block.
     pub block: Block,
     /// Its ops, in order.
     pub ops: Vec<Op>,
-    /// Per value defined in the block: the first point it is live at (its op's index + 1; 0 for
-    /// an argument).
-    defined: FxHashMap<Value, usize>,
-    /// Per value used in the block: the index of the last op that uses it.
-    last_use: FxHashMap<Value, usize>,
+    liveness: &'a SparseLiveness,
 }
 
-impl BlockIntervals {
+impl<'a> BlockIntervals<'a> {
     /// The intervals of `block`'s tracked values.
-    pub fn new(ctx: &Context, liveness: &SparseLiveness, block: Block) -> BlockIntervals {
+    pub fn new(ctx: &Context, liveness: &'a SparseLiveness, block: Block) -> BlockIntervals<'a> {
         let mut ops = Vec::new();
         let mut cursor = ctx.first_op(block);
         while let Some(op) = cursor {
             ops.push(op);
             cursor = ctx.next_op(op);
         }
-        let mut defined: FxHashMap<Value, usize> = ctx.block_arguments(block).iter().map(|&a| (a, 0)).collect();
-        for (index, &op) in ops.iter().enumerate() {
-            for result in ctx.results(op) {
-                defined.insert(result, index + 1);
-            }
-        }
-        let last_use = liveness.uses_in(block).collect();
-        BlockIntervals { block, ops, defined, last_use }
+        BlockIntervals { block, ops, liveness }
     }
 
     /// The number of ops (the last point).
@@ -56,19 +44,24 @@ impl BlockIntervals {
 
     /// The index of the last op of the block that uses `value`, if any.
     pub fn last_use(&self, value: Value) -> Option<usize> {
-        self.last_use.get(&value).copied()
+        self.liveness.last_use(self.block, value)
+    }
+
+    /// The first point at which `value` may be live here: just after its op for a result of an
+    /// op of the block, 0 for an argument of the block or a value defined before it.
+    pub fn start(&self, ctx: &Context, value: Value) -> usize {
+        match ctx.defining_op(value).filter(|&op| ctx.parent_block(op) == Some(self.block)) {
+            Some(op) => self.liveness.position(op).map_or(0, |i| i + 1),
+            None => 0,
+        }
     }
 
     /// The points at which `value` is live, `[first, last]`; `None` where it is live at none
     /// (defined elsewhere and neither used here nor live at the end, or never used).
-    pub fn interval(&self, ctx: &Context, liveness: &SparseLiveness, value: Value) -> Option<(usize, usize)> {
-        let live_out = liveness.is_live_out(ctx, value, self.block);
+    pub fn interval(&self, ctx: &Context, value: Value) -> Option<(usize, usize)> {
+        let live_out = self.liveness.is_live_out(ctx, value, self.block);
         let end = if live_out { Some(self.ops.len()) } else { self.last_use(value) };
-        let start = match self.defined.get(&value) {
-            Some(&start) => start,
-            // Defined before the block: live from its start if live anywhere in it.
-            None => 0,
-        };
+        let start = self.start(ctx, value);
         end.filter(|&end| start <= end).map(|end| (start, end))
     }
 }

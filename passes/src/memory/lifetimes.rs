@@ -32,6 +32,7 @@
 use super::intervals::BlockIntervals;
 use super::sparse_liveness::SparseLiveness;
 use crate::transfers::aliases::{allocates, is_buffer, BufferRoots, Roots};
+use hat_ir::analysis::dominance::DominanceInfo;
 use hat_ir::{Block, Context, EffectKind, EffectTarget, MemoryEffects, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -68,12 +69,11 @@ pub enum Kept {
 }
 
 /// The decisions for every buffer value `function` defines, but its parameters and the values
-/// its blocks' terminators pass on.
-pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
-    let roots = BufferRoots::with_calls(ctx, function);
-    let order = DefinitionOrder::new(ctx, function);
+/// its blocks' terminators pass on; `roots`: [`BufferRoots::with_calls`] of `function`.
+pub fn decide(ctx: &Context, function: Op, roots: &BufferRoots) -> Vec<Decision> {
+    let dominance = DominanceInfo::new(ctx, function);
     let parameters = parameters_of(ctx, function);
-    let liveness = SparseLiveness::new(ctx, function, &|v| may_be_owned(ctx, &roots, &parameters, v));
+    let liveness = SparseLiveness::new(ctx, function, &|v| may_be_owned(ctx, roots, &parameters, v));
     let only_parameters = |value: Value| match roots.roots_ref(value) {
         Roots::Known(set) => !set.is_empty() && set.iter().all(|r| parameters.contains(r)),
         Roots::Unknown => false,
@@ -101,7 +101,7 @@ pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
             }
         }
     }
-    let decider = Decider { ctx, roots: &roots, order: &order, parameters: &parameters };
+    let decider = Decider { ctx, roots, dominance: &dominance, parameters: &parameters };
     let mut decisions = Vec::new();
     for block in blocks {
         let intervals = BlockIntervals::new(ctx, &liveness, block);
@@ -120,10 +120,7 @@ pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
                 // A terminator passes the value on; a `buffer.dealloc` frees it.
                 Some(last) if last + 1 == n || frees(ctx, intervals.ops[last], value) => continue,
                 Some(last) => last + 1,
-                None => match ctx.defining_op(value) {
-                    Some(op) => intervals.ops.iter().position(|&o| o == op).map_or(0, |i| i + 1),
-                    None => 0,
-                },
+                None => intervals.start(ctx, value),
             };
             let Roots::Known(set) = roots.roots_ref(value) else {
                 decisions.push(Decision { value, release: None, kept: Some(Kept::UnknownOrigin) });
@@ -138,7 +135,7 @@ pub fn decide(ctx: &Context, function: Op) -> Vec<Decision> {
             let mut blocked: Vec<(usize, usize, Value)> = candidates
                 .into_iter()
                 .filter(|&w| w != value && !decider.distinct(value, w))
-                .filter_map(|w| intervals.interval(ctx, &liveness, w).map(|(a, b)| (a, b, w)))
+                .filter_map(|w| intervals.interval(ctx, w).map(|(a, b)| (a, b, w)))
                 .collect();
             blocked.sort_unstable();
             // The first free point from `first` on, before the terminator (point n - 1 at most).
@@ -218,7 +215,7 @@ fn blocks_under(ctx: &Context, function: Op) -> Vec<Block> {
 struct Decider<'a> {
     ctx: &'a Context,
     roots: &'a BufferRoots,
-    order: &'a DefinitionOrder,
+    dominance: &'a DominanceInfo,
     parameters: &'a FxHashSet<Value>,
 }
 
@@ -232,71 +229,12 @@ impl Decider<'_> {
                 return true;
             }
         }
-        let fresh = |v: Value| self.ctx.defining_op(v).is_some_and(|op| allocates(self.ctx, op, v));
-        (fresh(a) && self.order.strictly_precedes(self.ctx, b, a))
-            || (fresh(b) && self.order.strictly_precedes(self.ctx, a, b))
-    }
-}
-
-/// Whether a value's definition runs before another's on every path that reaches the second
-/// (dominance, in structured control flow: an earlier op of the same block, or of a block
-/// around it, or a block argument of either).
-struct DefinitionOrder {
-    /// The position of each op in its block.
-    position: rustc_hash::FxHashMap<Op, usize>,
-}
-
-impl DefinitionOrder {
-    fn new(ctx: &Context, function: Op) -> DefinitionOrder {
-        let mut position = rustc_hash::FxHashMap::default();
-        for block in blocks_under(ctx, function) {
-            let mut cursor = ctx.first_op(block);
-            let mut index = 0;
-            while let Some(op) = cursor {
-                position.insert(op, index);
-                index += 1;
-                cursor = ctx.next_op(op);
-            }
-        }
-        DefinitionOrder { position }
-    }
-
-    /// Whether `a`'s definition strictly precedes `b`'s: `a` is defined in `b`'s block or a
-    /// block around it, before the op of that block that is or holds `b`'s definition.
-    fn strictly_precedes(&self, ctx: &Context, a: Value, b: Value) -> bool {
-        let Some(a_block) = ctx.value_block(a) else { return false };
-        let a_op = ctx.defining_op(a);
-        // Climb from b's definition to the op of a's block that holds it.
-        let mut holder = match ctx.defining_op(b) {
-            Some(op) => op,
-            None => {
-                // b is a block argument: its block starts after anything before the op that
-                // holds the block.
-                let Some(b_block) = ctx.value_block(b) else { return false };
-                if b_block == a_block {
-                    return false;
-                }
-                match ctx.block_parent(b_block).and_then(|r| ctx.region_parent(r)) {
-                    Some(op) => op,
-                    None => return false,
-                }
-            }
+        // One is an allocation that the other is available at: a buffer no earlier value holds.
+        let made_after = |fresh: Value, other: Value| {
+            self.ctx
+                .defining_op(fresh)
+                .is_some_and(|op| allocates(self.ctx, op, fresh) && self.dominance.value_dominates(self.ctx, other, op))
         };
-        loop {
-            if ctx.parent_block(holder) == Some(a_block) {
-                return match a_op {
-                    // A block argument comes before every op of its block.
-                    None => true,
-                    Some(a_op) => match (self.position.get(&a_op), self.position.get(&holder)) {
-                        (Some(x), Some(y)) => x < y,
-                        _ => false,
-                    },
-                };
-            }
-            match ctx.parent_op(holder) {
-                Some(parent) => holder = parent,
-                None => return false,
-            }
-        }
+        made_after(a, b) || made_after(b, a)
     }
 }

@@ -18,6 +18,7 @@ pub mod lifetimes;
 pub mod packing;
 pub mod sparse_liveness;
 
+use crate::transfers::aliases::BufferRoots;
 use hat_ir::diagnostics::Diagnostic;
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::{Context, Op, OperationState};
@@ -59,7 +60,9 @@ impl Pass for PlanMemory {
         let (mut released, mut kept) = (0u64, 0u64);
         let (mut planned, mut naive, mut lower_bound, mut arena_buffers) = (0u64, 0u64, 0u64, 0u64);
         for function in crate::transfers::insert::host_functions(ctx, op) {
-            let decisions = lifetimes::decide(ctx, function);
+            // Releases make no buffer values: the roots hold for the arena plan after them.
+            let roots = BufferRoots::with_calls(ctx, function);
+            let decisions = lifetimes::decide(ctx, function, &roots);
             for decision in &decisions {
                 let name = describe(ctx, decision.value);
                 match decision.release {
@@ -93,7 +96,7 @@ impl Pass for PlanMemory {
                     }
                 }
             }
-            let plan = arena::plan(ctx, function, &decisions);
+            let plan = arena::plan(ctx, function, &roots, &decisions);
             planned += plan.packing.size;
             naive += plan.naive;
             lower_bound += plan.packing.lower_bound;

@@ -86,9 +86,9 @@ impl SparseLiveness {
         self.last_use.get(&block).and_then(|m| m.get(&value)).copied()
     }
 
-    /// Every tracked value used in `block`, with its last use there.
-    pub fn uses_in(&self, block: Block) -> impl Iterator<Item = (Value, usize)> + '_ {
-        self.last_use.get(&block).into_iter().flatten().map(|(&v, &i)| (v, i))
+    /// The index of `op` in its block.
+    pub fn position(&self, op: Op) -> Option<usize> {
+        self.position.get(&op).copied()
     }
 
     /// Whether `value` (tracked) is live at the end of `block`.

@@ -85,6 +85,8 @@ pub(crate) struct ArenaId(usize);
 struct Arena {
     bytes: usize,
     device: ArenaDevice,
+    /// The buffers whose device copies are windows of it.
+    windows: Vec<BufferId>,
 }
 
 #[derive(Debug)]
@@ -212,7 +214,7 @@ impl Buffers {
 
     /// A new arena of `bytes` for a call (made on the device when its first buffer is).
     pub(crate) fn new_arena(&mut self, bytes: usize) -> ArenaId {
-        self.arenas.push(Arena { bytes, device: ArenaDevice::NotYet });
+        self.arenas.push(Arena { bytes, device: ArenaDevice::NotYet, windows: Vec::new() });
         ArenaId(self.arenas.len() - 1)
     }
 
@@ -226,8 +228,9 @@ impl Buffers {
     ) -> Result<(), RuntimeError> {
         let state = std::mem::replace(&mut self.arenas[arena.0].device, ArenaDevice::Freed);
         let ArenaDevice::Made(device, key) = state else { return Ok(()) };
-        for buffer in &mut self.list {
-            if buffer.window && !buffer.freed && buffer.placement.is_some_and(|(a, _)| a == arena) {
+        for id in std::mem::take(&mut self.arenas[arena.0].windows) {
+            let buffer = &mut self.list[id.0];
+            if !buffer.freed {
                 buffer.freed = true;
                 buffer.host = None;
                 if let Some(window) = buffer.device.take() {
@@ -394,6 +397,7 @@ impl Buffers {
                 recorder.device_window(state.slot);
                 state.device = Some(window);
                 state.window = true;
+                self.arenas[arena.0].windows.push(id);
                 if let Some(timeline) = &mut self.timeline {
                     timeline.device_window(id, offset);
                 }

@@ -13,11 +13,10 @@
 //! Before timing, each pipeline runs at 128 x 128 on the device and on the CPU reference backend
 //! and the results are compared.
 
-use super::programs::{compile, Plan};
+use super::programs::{compile, compile_with_statistics, Plan, Statistics};
 use super::runs::{ms, round4, run, Samples};
 use super::BackendKind;
 use crate::common::progress;
-use hat_passes::memory::{arena, lifetimes};
 use hat_runtime::{ArgValue, Backend, BufferLayout, CpuBackend, ElementType, HostBuffer, RunOutput, Scalar};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -148,15 +147,14 @@ fn same_results(a: &[HostBuffer], b: &[HostBuffer]) -> bool {
         })
 }
 
-/// The arena plan of `@main` in the compiled module: (planned, naive, lower bound) bytes.
-fn plan_of(ctx: &hat_ir::Context, module: hat_ir::Op) -> Result<(u64, u64, u64), String> {
-    let main = ctx
-        .body_ops(module)
-        .into_iter()
-        .find(|&op| hat_ir::verifier::symbol_name(ctx, op) == Some("main"))
-        .ok_or("no @main")?;
-    let plan = arena::plan(ctx, main, &lifetimes::decide(ctx, main));
-    Ok((plan.packing.size, plan.naive, plan.packing.lower_bound))
+/// The arena plan `plan-memory` reported: (planned, naive, lower bound) bytes.
+fn plan_of(statistics: &Statistics) -> Result<(u64, u64, u64), String> {
+    let (_, plan) =
+        statistics.iter().find(|(pass, _)| pass == "plan-memory").ok_or("no plan-memory in the pipeline")?;
+    let statistic = |name: &str| {
+        plan.iter().find(|(n, _)| n == name).map(|&(_, v)| v).ok_or(format!("plan-memory reported no {name}"))
+    };
+    Ok((statistic("planned-peak-bytes")?, statistic("naive-peak-bytes")?, statistic("lower-bound-bytes")?))
 }
 
 fn device_time(output: &RunOutput) -> Option<f64> {
@@ -190,8 +188,9 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
         let equal = same_results(&on_device.buffers, &on_cpu.buffers);
         ok &= equal;
         // The figures.
-        let (ctx, module) = compile(pipeline.example, &rescale(pipeline.source, n)?, "main", Plan::Default)?;
-        let (planned, naive, lower_bound) = plan_of(&ctx, module)?;
+        let (ctx, module, statistics) =
+            compile_with_statistics(pipeline.example, &rescale(pipeline.source, n)?, "main", Plan::Default)?;
+        let (planned, naive, lower_bound) = plan_of(&statistics)?;
         let cold = run(&ctx, module, backend.as_mut(), "main", arguments(&pipeline, n))?;
         let (mut total, mut device_ms) = (Samples::default(), Samples::default());
         let mut peak = cold.report.peak_device_bytes;

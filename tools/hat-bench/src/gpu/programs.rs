@@ -72,6 +72,19 @@ pub fn life_with_workgroup(n: usize, (x, y): (u32, u32)) -> Result<String, Strin
 
 /// Parses and verifies `text`, marks `entry` as an entry, and runs the plan's pipeline.
 pub fn compile(name: &str, text: &str, entry: &str, plan: Plan) -> Result<(Context, Op), String> {
+    compile_with_statistics(name, text, entry, plan).map(|(ctx, module, _)| (ctx, module))
+}
+
+/// The statistics of a pipeline's passes: per pass, its (name, value) pairs.
+pub type Statistics = Vec<(String, Vec<(String, u64)>)>;
+
+/// [`compile`], and the passes' statistics.
+pub fn compile_with_statistics(
+    name: &str,
+    text: &str,
+    entry: &str,
+    plan: Plan,
+) -> Result<(Context, Op, Statistics), String> {
     let mut ctx = hat_dialects::context();
     let module = parse_source(&mut ctx, name, text).map_err(|e| format!("{name} does not parse: {e:?}"))?;
     if let Err(errors) = verify_module(&ctx, module) {
@@ -83,7 +96,7 @@ pub fn compile(name: &str, text: &str, entry: &str, plan: Plan) -> Result<(Conte
     if let Err(errors) = manager.run(&mut ctx, module) {
         return Err(format!("{name}, {}: {}", plan.pipeline(), hat_ir::diagnostics::render(&ctx.sources, &errors)));
     }
-    Ok((ctx, module))
+    Ok((ctx, module, manager.statistics().to_vec()))
 }
 
 /// Gives the compute function `entry` the unit `entry` attribute, as `hat-opt --run` does, so
