@@ -79,28 +79,7 @@ pub fn decide(ctx: &Context, function: Op, roots: &BufferRoots) -> Vec<Decision>
         Roots::Unknown => false,
     };
     let blocks = blocks_under(ctx, function);
-    // Which values may be each root (the function's own: parameters are the caller's), and the
-    // values nothing knows.
-    let mut holders: FxHashMap<Value, Vec<Value>> = FxHashMap::default();
-    let mut unknown: Vec<Value> = Vec::new();
-    for &block in &blocks {
-        let mut values: Vec<Value> = ctx.block_arguments(block).to_vec();
-        let mut cursor = ctx.first_op(block);
-        while let Some(op) = cursor {
-            values.extend(ctx.results(op));
-            cursor = ctx.next_op(op);
-        }
-        for value in values.into_iter().filter(|&v| is_buffer(ctx, v)) {
-            match roots.roots_ref(value) {
-                Roots::Known(set) => {
-                    for &root in set.iter().filter(|r| !parameters.contains(r)) {
-                        holders.entry(root).or_default().push(value);
-                    }
-                }
-                Roots::Unknown => unknown.push(value),
-            }
-        }
-    }
+    let (holders, unknown) = holders(ctx, &blocks, roots, &parameters);
     let decider = Decider { ctx, roots, dominance: &dominance, parameters: &parameters };
     let mut decisions = Vec::new();
     for block in blocks {
@@ -168,6 +147,37 @@ pub fn decide(ctx: &Context, function: Op, roots: &BufferRoots) -> Vec<Decision>
     decisions
 }
 
+/// Which buffer values of `blocks` may be each root the function owns (its parameters are the
+/// caller's), and the buffer values nothing knows the roots of.
+pub fn holders(
+    ctx: &Context,
+    blocks: &[Block],
+    roots: &BufferRoots,
+    parameters: &FxHashSet<Value>,
+) -> (FxHashMap<Value, Vec<Value>>, Vec<Value>) {
+    let mut holders: FxHashMap<Value, Vec<Value>> = FxHashMap::default();
+    let mut unknown: Vec<Value> = Vec::new();
+    for &block in blocks {
+        let mut values: Vec<Value> = ctx.block_arguments(block).to_vec();
+        let mut cursor = ctx.first_op(block);
+        while let Some(op) = cursor {
+            values.extend(ctx.results(op));
+            cursor = ctx.next_op(op);
+        }
+        for value in values.into_iter().filter(|&v| is_buffer(ctx, v)) {
+            match roots.roots_ref(value) {
+                Roots::Known(set) => {
+                    for &root in set.iter().filter(|r| !parameters.contains(r)) {
+                        holders.entry(root).or_default().push(value);
+                    }
+                }
+                Roots::Unknown => unknown.push(value),
+            }
+        }
+    }
+    (holders, unknown)
+}
+
 /// The parameters of `function` (its entry block's arguments).
 pub fn parameters_of(ctx: &Context, function: Op) -> FxHashSet<Value> {
     ctx.regions(function)
@@ -202,7 +212,7 @@ fn frees(ctx: &Context, op: Op, value: Value) -> bool {
 
 /// Every block nested in `function` (its body included), kernels' bodies excluded (they are not
 /// nested in host functions).
-fn blocks_under(ctx: &Context, function: Op) -> Vec<Block> {
+pub fn blocks_under(ctx: &Context, function: Op) -> Vec<Block> {
     let mut blocks = Vec::new();
     for op in ctx.walk(function) {
         for &region in ctx.regions(op) {

@@ -13,6 +13,7 @@
 //! most bytes of them live at one point, which no plan goes below).
 
 pub mod arena;
+pub mod in_place;
 pub mod intervals;
 pub mod lifetimes;
 pub mod packing;
@@ -59,9 +60,22 @@ impl Pass for PlanMemory {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let (mut released, mut kept) = (0u64, 0u64);
         let (mut planned, mut naive, mut lower_bound, mut arena_buffers) = (0u64, 0u64, 0u64, 0u64);
+        let mut in_place_count = 0u64;
+        let mut copies = rustc_hash::FxHashMap::default();
         for function in crate::transfers::insert::host_functions(ctx, op) {
+            let mut roots = BufferRoots::with_calls(ctx, function);
+            let handovers = in_place::find(ctx, function, &roots);
+            if !handovers.is_empty() {
+                if self.remarks {
+                    for handover in &handovers {
+                        state.emit(in_place_remark(ctx, handover));
+                    }
+                }
+                in_place_count += handovers.len() as u64;
+                in_place::apply(ctx, op, &handovers, &mut copies);
+                roots = BufferRoots::with_calls(ctx, function);
+            }
             // Releases make no buffer values: the roots hold for the arena plan after them.
-            let roots = BufferRoots::with_calls(ctx, function);
             let decisions = lifetimes::decide(ctx, function, &roots);
             for decision in &decisions {
                 let name = describe(ctx, decision.value);
@@ -112,13 +126,30 @@ impl Pass for PlanMemory {
         state.add_statistic("planned-peak-bytes", planned);
         state.add_statistic("naive-peak-bytes", naive);
         state.add_statistic("lower-bound-bytes", lower_bound);
+        state.add_statistic("num-in-place", in_place_count);
         state.add_statistic("num-released", released);
         state.add_statistic("num-kept", kept);
-        if released == 0 && arena_buffers == 0 {
+        if released == 0 && arena_buffers == 0 && in_place_count == 0 {
             state.preserve_all();
         }
         Ok(())
     }
+}
+
+/// The remark on a buffer that takes over the storage of the one its first dispatch reads.
+fn in_place_remark(ctx: &Context, handover: &in_place::Handover) -> Diagnostic {
+    let (read, src) = handover.read;
+    let (write, alloc) = handover.write;
+    let kernel = hat_ir::verifier::symbol_name(ctx, handover.kernel).unwrap_or("?");
+    Diagnostic::remark(
+        ctx.location(alloc),
+        format!(
+            "written in place of {} by the dispatch of @{kernel} at {} (parameter {write} over parameter {read}: \
+             each work item reads its own element before writing it, and the read buffer dies there)",
+            describe(ctx, src),
+            ctx.sources.describe(ctx.location(handover.dispatch)),
+        ),
+    )
 }
 
 /// `%name`, or the op that makes it and where.

@@ -32,6 +32,7 @@ mod barriers;
 mod coverage;
 mod dispatch;
 mod guard;
+mod in_place;
 mod interval;
 mod narrow;
 pub mod print;

@@ -83,15 +83,18 @@ impl Pass for PrintKernelEffects {
 /// The kernel `op` launches and what the launch fixes, when its grid is made of constants
 /// (also what `race-lint` checks each launch over).
 pub fn launch(ctx: &Context, op: Op) -> Option<(Op, Dispatch)> {
+    launch_with_any_grid(ctx, op).filter(|(_, dispatch)| dispatch.grid.iter().all(Option::is_some))
+}
+
+/// The kernel `op` launches and what the launch fixes: the grid's constant sizes (`None` where
+/// not a constant), static shapes and constant scalars.
+pub fn launch_with_any_grid(ctx: &Context, op: Op) -> Option<(Op, Dispatch)> {
     let launching = ctx.interface::<dyn LaunchOpInterface>(op)?;
     let kernel = lookup_symbol(ctx, op, ctx.ident_str(launching.kernel(ctx, op)?))?;
     let operands = ctx.operands(op);
     let grid: Vec<Option<u64>> = operands[launching.grid(ctx, op)]
         .iter()
         .map(|&v| constant_integer(ctx, v).and_then(|c| u64::try_from(c).ok()))
-        .collect::<Option<Vec<u64>>>()?
-        .into_iter()
-        .map(Some)
         .collect();
     let mut dispatch = Dispatch::new(&grid);
     for (param, &argument) in operands[launching.arguments(ctx, op)].iter().enumerate() {

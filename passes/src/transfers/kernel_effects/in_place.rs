@@ -1,0 +1,204 @@
+//! Whether a dispatch may write one buffer parameter in the storage of another: each work item
+//! reads and writes only its own element of the two, reads the one before it writes the other,
+//! and writes every element of the other. Then binding both parameters to one buffer gives the
+//! same results as binding them to two (what the reader held is read before it is overwritten,
+//! by the work item that overwrites it, and nothing else reads it), so a plan whose reader dies
+//! with the dispatch may hand its storage on to the writer (`plan-memory`).
+//!
+//! Proved from the accesses, never assumed:
+//! - the reader is not written, the writer is; no access is atomic, none reaches an unknown
+//!   buffer (an access that may be to any parameter may be to these);
+//! - the two shapes are known and equal, and the dispatch writes every element of the writer
+//!   (what it leaves unwritten would otherwise show the reader's old data);
+//! - every access to either has one element index, the same for all of them, one-to-one in the
+//!   work items: each index is a work-item id (distinct dimensions) plus what the whole
+//!   dispatch shares, every dimension of the grid with more than one work item among them; or,
+//!   the flat (row-major) element is `Σ a_d × id_d + c` whose coefficients grow faster than
+//!   the grid spans below them (mixed radix), as a 1-D dispatch over a 2-D image gives;
+//! - within a work item, every read of the reader comes before every write of the writer in
+//!   program order, and no loop holds both (a later iteration would read what an earlier one
+//!   wrote). Only `scf.if` may enclose both.
+
+use super::affine::{Affine, Atom};
+use super::summary::{Access, Extent, Target};
+use super::{Dispatch, KernelEffects};
+use hat_ir::interfaces::{resolve_callee, CallOpInterface};
+use hat_ir::{Context, Op};
+use rustc_hash::FxHashMap;
+
+impl KernelEffects {
+    /// Whether a dispatch of `kernel` described by `dispatch` may bind parameter `write` to the
+    /// buffer bound to parameter `read`. See the module documentation.
+    pub fn writes_in_place(&self, ctx: &Context, kernel: Op, read: usize, write: usize, dispatch: &Dispatch) -> bool {
+        let (Some(r), Some(w)) = (self.params.get(read), self.params.get(write)) else { return false };
+        if read == write || !r.is_buffer || !w.is_buffer || r.writes || !w.writes || r.atomic || w.atomic {
+            return false;
+        }
+        let query = self.query(dispatch);
+        let (Some(shape), Some(other)) = (query.shape(read), query.shape(write)) else { return false };
+        let Some(shape) = shape.into_iter().collect::<Option<Vec<u64>>>() else { return false };
+        if other.len() != shape.len() || other.iter().zip(&shape).any(|(o, s)| *o != Some(*s)) {
+            return false;
+        }
+        if !self.writes_every_element_in(write, dispatch) {
+            return false;
+        }
+        let mut index: Option<Vec<Affine>> = None;
+        let mut reads: Vec<&Access> = Vec::new();
+        let mut writes: Vec<&Access> = Vec::new();
+        for access in self.accesses.iter().filter(|a| a.read || a.write) {
+            let param = match access.target {
+                Target::Any => return false,
+                Target::Param(p) if p == read || p == write => p,
+                Target::Param(_) => continue,
+            };
+            let Extent::Element(indices) = query.resolve(access).extent else { return false };
+            match &index {
+                Some(first) if *first != indices => return false,
+                Some(_) => {}
+                None => index = Some(indices),
+            }
+            if param == read {
+                reads.push(access);
+            } else if access.write {
+                writes.push(access);
+            }
+        }
+        let Some(index) = index else { return false };
+        if !one_to_one(&index, &shape, dispatch) {
+            return false;
+        }
+        let order = ProgramOrder::new(ctx, kernel);
+        reads.iter().all(|r| writes.iter().all(|w| order.before_outside_loops(ctx, r, w)))
+    }
+}
+
+/// Whether distinct work items of `dispatch` touch distinct elements through `index` (a buffer
+/// of `shape`).
+fn one_to_one(index: &[Affine], shape: &[u64], dispatch: &Dispatch) -> bool {
+    let spans_more_than_one = |d: u8| dispatch.grid_size(d as usize) != Some(1);
+    // Per dimension of the index: an id (coefficient ±1) plus what the dispatch shares.
+    let mut ids: Vec<u8> = Vec::new();
+    let per_dimension = index.iter().all(|form| {
+        let mut id = None;
+        for (atom, coefficient) in form.terms() {
+            match atom {
+                Atom::Id(d) if coefficient.abs() == 1 && id.is_none() => id = Some(*d),
+                atom if shared(atom) => {}
+                _ => return false,
+            }
+        }
+        id.is_some_and(|d| {
+            let fresh = !ids.contains(&d);
+            ids.push(d);
+            fresh
+        })
+    });
+    if per_dimension && (0..3u8).filter(|&d| spans_more_than_one(d)).all(|d| ids.contains(&d)) {
+        return true;
+    }
+    // The flat element as a mixed-radix number in the ids.
+    let mut flat = Some(Affine::constant(0));
+    let mut stride = 1i64;
+    for (form, &size) in index.iter().zip(shape).rev() {
+        flat = flat.and_then(|f| f.add(&form.scale(stride)?));
+        stride = match i64::try_from(size).ok().and_then(|s| stride.checked_mul(s)) {
+            Some(s) => s,
+            None => return false,
+        };
+    }
+    let Some(flat) = flat else { return false };
+    let mut coefficients: Vec<(i64, Option<u64>)> = Vec::new();
+    for (atom, coefficient) in flat.terms() {
+        match atom {
+            Atom::Id(d) => coefficients.push((coefficient.abs(), dispatch.grid_size(*d as usize))),
+            atom if shared(atom) => {}
+            _ => return false,
+        }
+    }
+    if (0..3u8).any(|d| spans_more_than_one(d) && !flat.terms().any(|(a, _)| *a == Atom::Id(d))) {
+        return false;
+    }
+    coefficients.sort_unstable();
+    // Each coefficient must exceed the most the smaller ones reach together.
+    let mut reach: Option<i128> = Some(0);
+    for (coefficient, span) in coefficients {
+        match reach {
+            Some(r) if i128::from(coefficient) > r => {}
+            _ => return false,
+        }
+        reach = span.and_then(|n| reach.map(|r| r + i128::from(coefficient) * (i128::from(n) - 1).max(0)));
+    }
+    true
+}
+
+/// Whether an atom is the same for every work item of a dispatch.
+fn shared(atom: &Atom) -> bool {
+    matches!(atom, Atom::GridSize(_) | Atom::WorkgroupSize(_) | Atom::Dim { .. } | Atom::Param(_))
+}
+
+/// Positions of the ops of a kernel and of the helpers it calls, in program order.
+struct ProgramOrder {
+    position: FxHashMap<Op, usize>,
+    kernel: Op,
+}
+
+impl ProgramOrder {
+    fn new(ctx: &Context, kernel: Op) -> ProgramOrder {
+        ProgramOrder { position: ctx.walk(kernel).into_iter().enumerate().map(|(i, op)| (op, i)).collect(), kernel }
+    }
+
+    /// Whether `read` surely happens before `write` in one work item and no loop holds both.
+    fn before_outside_loops(&self, ctx: &Context, read: &Access, write: &Access) -> bool {
+        let (Some(a), Some(b)) = (self.enclosing(ctx, read), self.enclosing(ctx, write)) else { return false };
+        let key = |access: &Access| {
+            let inner = ctx.walk(function_of(ctx, access.op)).iter().position(|&o| o == access.op);
+            (self.position.get(&access.site).copied(), inner)
+        };
+        let (ka, kb) = (key(read), key(write));
+        if ka.0.is_none() || kb.0.is_none() || ka >= kb {
+            return false;
+        }
+        // What encloses both may run them in either order (a loop) unless it is an `scf.if`.
+        a.iter().filter(|op| b.contains(op)).all(|&op| ctx.name_str(op) == "scf.if")
+    }
+
+    /// The ops enclosing an access: in its helper, then around the call in the kernel; `None`
+    /// when the helper is not the one the call names directly (a helper calling a helper).
+    fn enclosing(&self, ctx: &Context, access: &Access) -> Option<Vec<Op>> {
+        let mut out = Vec::new();
+        let function = function_of(ctx, access.op);
+        if function != self.kernel {
+            ctx.interface::<dyn CallOpInterface>(access.site)?;
+            if resolve_callee(ctx, access.site) != Some(function) {
+                return None;
+            }
+            out.extend(ancestors(ctx, access.op, function));
+        }
+        out.extend(ancestors(ctx, access.site, self.kernel));
+        Some(out)
+    }
+}
+
+/// The ops around `op` up to (not including) `function`.
+fn ancestors(ctx: &Context, op: Op, function: Op) -> Vec<Op> {
+    let mut out = Vec::new();
+    let mut cursor = ctx.parent_op(op);
+    while let Some(parent) = cursor.filter(|&p| p != function) {
+        out.push(parent);
+        cursor = ctx.parent_op(parent);
+    }
+    out
+}
+
+/// The outermost op below the module holding `op`: its function.
+fn function_of(ctx: &Context, op: Op) -> Op {
+    let mut function = op;
+    while let Some(parent) = ctx.parent_op(function) {
+        if ctx.parent_op(parent).is_none() {
+            break;
+        }
+        function = parent;
+    }
+    function
+}
