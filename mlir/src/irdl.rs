@@ -28,6 +28,10 @@ module {
       %memref = irdl.base "!builtin.memref"
       irdl.operands(buffer: %memref)
     }
+    irdl.operation @arena {
+      %index = irdl.is index
+      irdl.operands(sizes: variadic %index)
+    }
     irdl.operation @load {
       %memref = irdl.base "!builtin.memref"
       %index = irdl.is index

@@ -10,6 +10,7 @@
 //! | `kernel.global_size` | the kernel's grid argument |
 //! | `kernel.barrier`, `kernel.local_alloc`, `kernel.atomic_rmw` | `gpu.barrier`, a `workgroup` attribution, `memref.atomic_rmw` |
 //! | `buffer.load store dim alloc dealloc copy` | `memref.load store dim alloc dealloc copy` |
+//! | `buffer.arena` | nothing (a comment): each buffer is allocated on its own, as without `plan-memory` |
 //! | `buffer.release` | nothing (a comment, which MLIR's printer drops): upstream has no ownership at run time, so the buffer lives until the program ends |
 //! | a buffer's device copy | a `gpu.alloc` twin: made at the entry function's start (arguments) or beside `buffer.alloc`, passed to called compute functions as extra arguments |
 //! | `buffer.to_device`/`from_device` (ranges too) | `gpu.memcpy` between the buffer and its twin (of `memref.subview`s of the flattened buffers for a range) |
@@ -462,6 +463,8 @@ impl<'c> Upstream<'c> {
             // Upstream MLIR has no ownership at run time: the buffer is kept until the program
             // ends (correct, later than hat frees it).
             "buffer.release" => self.line(depth, &format!("// hat: buffer.release {}", names[0])),
+            // Upstream MLIR allocates each buffer on its own: the plan is hat's runtime's.
+            "buffer.arena" => self.line(depth, &format!("// hat: buffer.arena({})", names.join(", "))),
             "buffer.copy" => {
                 let ty = self.ty(operands[0]);
                 self.line(depth, &format!("memref.copy {}, {} : {ty} to {ty}", names[0], names[1]));

@@ -6,6 +6,7 @@
 //! row-major element range), and the hooks that the runtime-tracking strategy wraps around host
 //! accesses. The reference page is `docs/dialects/buffer.md`.
 
+pub mod packing;
 mod views;
 
 pub use views::{
@@ -21,6 +22,15 @@ pub const ARENA_OFFSET_ATTRIBUTE: &str = "hat.arena_offset";
 /// The attribute `plan-memory` puts on a function whose buffers share an arena: the arena's size
 /// in bytes (an integer).
 pub const ARENA_BYTES_ATTRIBUTE: &str = "hat.arena_bytes";
+/// The attribute `plan-memory` puts on a `buffer.alloc` whose buffer goes in the arena a
+/// `buffer.arena` plans when the call runs: the buffer's slot there (an integer).
+pub const ARENA_SLOT_ATTRIBUTE: &str = "hat.arena_slot";
+/// The attribute of a `buffer.arena`: the groups of slots live at one point of the program
+/// (an array of arrays of slot numbers); two slots in one group never overlap.
+pub const ARENA_LIVE_SETS_ATTRIBUTE: &str = "live_sets";
+/// The alignment of offsets in an arena: the largest `minStorageBufferOffsetAlignment` Vulkan
+/// allows, so that a plan is valid on every device.
+pub const ARENA_ALIGNMENT: u64 = 256;
 use crate::op_spec::{OpSpec, Syntax};
 use crate::syntax::{parse_colon_memref, parse_indexed, print_indexed, print_malformed, resolve_indices};
 use hat_ir::interfaces::ExecutionSpace;
@@ -112,6 +122,70 @@ fn verify_alloc(v: &mut VerifyContext<'_>, op: Op) {
 
 fn alloc_effects(_: &Context, _: Op) -> MemoryEffects {
     MemoryEffects::of([MemoryEffect::new(EffectKind::Allocate, EffectTarget::Result(0))])
+}
+
+// ----- arena ------------------------------------------------------------------------------------
+
+/// `(%bytes0, %bytes1, ...) attr-dict`: one size in bytes per slot.
+fn parse_arena(p: &mut OpParser<'_, '_>, state: &mut OperationState) -> ParseResult<()> {
+    p.expect(TokenKind::LParen, "'(' before the slots' sizes")?;
+    let sizes = p.parse_operand_list()?;
+    p.expect(TokenKind::RParen, "')' after the slots' sizes")?;
+    p.parse_optional_attr_dict(&mut state.attributes)?;
+    state.operands = resolve_indices(p, &sizes)?;
+    Ok(())
+}
+
+fn print_arena(p: &mut OpPrinter<'_, '_>, op: Op) {
+    p.write("(");
+    p.values(p.ctx().operands(op));
+    p.write(")");
+    p.attr_dict(&[]);
+}
+
+fn verify_arena(v: &mut VerifyContext<'_>, op: Op) {
+    checks::outside_execution_space(v, op, ExecutionSpace::Device);
+    let ctx = v.ctx();
+    if !v.expect_result_count(op, 0) {
+        return;
+    }
+    let slots = ctx.operands(op).len();
+    for index in 0..slots {
+        expect_index(v, op, index, &format!("slot size #{index}"));
+    }
+    if arena_live_sets(ctx, op).is_none_or(|sets| sets.iter().flatten().any(|&s| s >= slots)) {
+        v.error(
+            op,
+            format!(
+                "expects '{ARENA_LIVE_SETS_ATTRIBUTE}', an array of arrays of slot numbers below {slots} \
+                 (the slots live together)"
+            ),
+        );
+    }
+}
+
+/// The groups of slots a `buffer.arena` says are live together; `None` when the attribute is
+/// missing or malformed.
+pub fn arena_live_sets(ctx: &Context, op: Op) -> Option<Vec<Vec<usize>>> {
+    let hat_ir::AttributeKind::Array(sets) = ctx.attribute_kind(ctx.attribute(op, ARENA_LIVE_SETS_ATTRIBUTE)?) else {
+        return None;
+    };
+    sets.iter()
+        .map(|&set| match ctx.attribute_kind(set) {
+            hat_ir::AttributeKind::Array(slots) => slots
+                .iter()
+                .map(|&slot| ctx.attribute_kind(slot).as_i64().and_then(|s| usize::try_from(s).ok()))
+                .collect::<Option<Vec<usize>>>(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A `buffer.arena` allocates device memory that no value names: it must stay where it is.
+fn arena_effects(_: &Context, _: Op) -> MemoryEffects {
+    let mut effect = MemoryEffect::new(EffectKind::Allocate, EffectTarget::All);
+    effect.space = MemorySpace::Device;
+    MemoryEffects::of([effect])
 }
 
 /// `%b attr-dict : memref<...>`: one buffer operand, no results.
@@ -456,6 +530,18 @@ pub const OPS: &[OpSpec] = &[
         syntax: Syntax::Custom { parse: parse_buffer_operand, print: print_buffer_operand },
         verify: verify_dealloc,
         effects: Some(dealloc_effects),
+    },
+    OpSpec {
+        name: "buffer.arena",
+        summary: "Plans the call's arena once its buffers' sizes are known: operand k is slot k's size in \
+                  bytes, `live_sets` the groups of slots live together; packs them as `plan-memory` does \
+                  (best fit over several orders, offsets aligned to 256 bytes), and each later \
+                  `buffer.alloc {hat.arena_slot = k}` of the call goes at slot k's offset",
+        traits: OpTraits::NONE,
+        regions: 0,
+        syntax: Syntax::Custom { parse: parse_arena, print: print_arena },
+        verify: verify_arena,
+        effects: Some(arena_effects),
     },
     OpSpec {
         name: "buffer.load",

@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The alignment of offsets in an arena: the largest `minStorageBufferOffsetAlignment` Vulkan
 /// allows, so that a plan is valid on every device.
-pub const ALIGNMENT: u64 = 256;
+pub const ALIGNMENT: u64 = hat_dialects::buffer::ARENA_ALIGNMENT;
 
 /// The arena plan of one function.
 #[derive(Clone, Debug)]
@@ -38,6 +38,20 @@ pub struct ArenaPlan {
     pub naive: u64,
     /// The allocations left out, and why.
     pub left_out: Vec<(Op, &'static str)>,
+    /// Where some planned buffer's size is known only at run time: the plan is made when the
+    /// call runs, by a `buffer.arena` placed before this op (of the function's entry block),
+    /// over `live_sets`; `buffers` then holds every planned buffer with size 0 where dynamic,
+    /// and `packing` is empty.
+    pub run_time: Option<RunTimePlan>,
+}
+
+/// A plan the call makes when it runs (see [`ArenaPlan::run_time`]).
+#[derive(Clone, Debug)]
+pub struct RunTimePlan {
+    /// The op of the entry block the `buffer.arena` goes before.
+    pub before: Op,
+    /// The groups of planned buffers (indices into [`ArenaPlan::buffers`]) live together.
+    pub live_sets: Vec<Vec<usize>>,
 }
 
 /// Plans the arena of `function`, given the release decisions of [`super::lifetimes::decide`]
@@ -61,10 +75,17 @@ pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decis
     fn exclude(excluded: &mut [Option<&'static str>], site: usize, why: &'static str) {
         excluded[site].get_or_insert(why);
     }
+    // A size known only at run time must be known where the call starts planning: computed in
+    // the function's entry block, not in a loop or a branch.
+    let entry = ctx.regions(function).first().and_then(|&r| ctx.region_blocks(r).first().copied());
     for (site, &op) in allocs.iter().enumerate() {
         let result = ctx.result(op, 0);
-        if element_count(ctx, result).zip(element_bytes(ctx, result)).is_none() {
-            exclude(&mut excluded, site, "its size is known only at run time");
+        if element_bytes(ctx, result).is_none() {
+            exclude(&mut excluded, site, "its element size is not known");
+        } else if element_count(ctx, result).is_none()
+            && !ctx.operands(op).iter().all(|&size| entry.is_some() && ctx.value_block(size) == entry)
+        {
+            exclude(&mut excluded, site, "its size is computed inside a loop or a branch");
         }
     }
     // Every use of a value that may be a site must be one that keeps the buffer on the device.
@@ -108,7 +129,16 @@ pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decis
         let intervals = BlockIntervals::new(ctx, &liveness, block);
         let live: Vec<(usize, usize, &[usize], Value)> = holders
             .iter()
-            .filter_map(|(value, of)| intervals.interval(ctx, *value).map(|(a, b)| (a, b, of.as_slice(), *value)))
+            .filter_map(|(value, of)| {
+                // A buffer made here needs its storage from its first use on; another value
+                // that may be a buffer holds it from its definition.
+                let interval = if site_of.contains_key(value) {
+                    intervals.storage_interval(ctx, *value)
+                } else {
+                    intervals.interval(ctx, *value)
+                };
+                interval.map(|(a, b)| (a, b, of.as_slice(), *value))
+            })
             .collect();
         // A clique of intervals holds the start of its latest one; one that starts before this
         // block (live through it) is live where the block's op starts in the block around it,
@@ -139,6 +169,36 @@ pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decis
     for site in self_interfering {
         exclude(&mut excluded, site, "two of its buffers may be live at once");
     }
+    // A plan made at run time goes before the first planned allocation (its op in the entry
+    // block), after the sizes: a buffer whose size comes later is left out, which may move the
+    // first planned allocation on.
+    let dynamic = |site: usize| element_count(ctx, ctx.result(allocs[site], 0)).is_none();
+    let mut before = None;
+    if let Some(entry) = entry {
+        let liveness_position = |op: Op| liveness.position(op).unwrap_or(0);
+        loop {
+            let planned = (0..allocs.len()).filter(|&s| excluded[s].is_none());
+            let first = planned.filter_map(|s| above_in(ctx, allocs[s], entry)).min_by_key(|&op| liveness_position(op));
+            let Some(first) = first else { break };
+            let at = liveness_position(first);
+            let late: Vec<usize> = (0..allocs.len())
+                .filter(|&s| excluded[s].is_none() && dynamic(s))
+                .filter(|&s| {
+                    ctx.operands(allocs[s])
+                        .iter()
+                        .filter_map(|&size| ctx.defining_op(size))
+                        .any(|op| liveness_position(op) >= at)
+                })
+                .collect();
+            if late.is_empty() {
+                before = Some(first);
+                break;
+            }
+            for site in late {
+                exclude(&mut excluded, site, "its size is computed after the first planned buffer is allocated");
+            }
+        }
+    }
     let planned: Vec<usize> = (0..allocs.len()).filter(|&s| excluded[s].is_none()).collect();
     let index: FxHashMap<usize, usize> = planned.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let size = |site: usize| {
@@ -153,12 +213,30 @@ pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decis
         .collect();
     sets.sort();
     sets.dedup();
+    let buffers = planned.iter().map(|&s| (allocs[s], size(s))).collect();
+    let left_out = (0..allocs.len()).filter_map(|s| excluded[s].map(|why| (allocs[s], why))).collect();
+    if let Some(before) = before.filter(|_| planned.iter().any(|&s| dynamic(s))) {
+        let packing = Packing { offsets: Vec::new(), size: 0, lower_bound: 0, order: super::packing::Order::Size };
+        return ArenaPlan {
+            buffers,
+            packing,
+            naive: 0,
+            left_out,
+            run_time: Some(RunTimePlan { before, live_sets: sets }),
+        };
+    }
     let packing = pack(&sizes, &sets, ALIGNMENT);
-    ArenaPlan {
-        buffers: planned.iter().map(|&s| (allocs[s], size(s))).collect(),
-        packing,
-        naive: sizes.iter().sum(),
-        left_out: (0..allocs.len()).filter_map(|s| excluded[s].map(|why| (allocs[s], why))).collect(),
+    ArenaPlan { buffers, packing, naive: sizes.iter().sum(), left_out, run_time: None }
+}
+
+/// The op of `block` that is `op` or holds it.
+pub(super) fn above_in(ctx: &Context, op: Op, block: hat_ir::Block) -> Option<Op> {
+    let mut cursor = op;
+    loop {
+        if ctx.parent_block(cursor) == Some(block) {
+            return Some(cursor);
+        }
+        cursor = ctx.parent_op(cursor)?;
     }
 }
 

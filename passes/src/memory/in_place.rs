@@ -21,6 +21,7 @@
 //! `@k_in_place_i_j` (made once per kernel and pair), whose uses of parameter `j` are
 //! parameter `i`; the dispatch passes `%src` to both.
 
+use super::arena::above_in;
 use super::intervals::BlockIntervals;
 use super::lifetimes::{blocks_under, holders, parameters_of};
 use super::sparse_liveness::SparseLiveness;
@@ -205,15 +206,4 @@ fn same_storage_shape(ctx: &Context, root: Value, dst: Value) -> bool {
     let Some(made) = ctx.defining_op(root).filter(|&op| ctx.name_str(op) == "buffer.alloc") else { return false };
     let Some(other) = ctx.defining_op(dst) else { return false };
     ctx.value_type(root) == ctx.value_type(dst) && ctx.operands(made) == ctx.operands(other)
-}
-
-/// The op of `block` that is `op` or holds it.
-fn above_in(ctx: &Context, op: Op, block: Block) -> Option<Op> {
-    let mut cursor = op;
-    loop {
-        if ctx.parent_block(cursor) == Some(block) {
-            return Some(cursor);
-        }
-        cursor = ctx.parent_op(cursor)?;
-    }
 }

@@ -56,6 +56,15 @@ impl<'a> BlockIntervals<'a> {
         }
     }
 
+    /// The points at which the storage of the buffer `value` makes is needed, for a buffer made
+    /// in this block: from just before its first use (nothing places a buffer's device copy
+    /// before a use needs it) to the end of [`interval`](Self::interval).
+    pub fn storage_interval(&self, ctx: &Context, value: Value) -> Option<(usize, usize)> {
+        let (start, end) = self.interval(ctx, value)?;
+        let first = self.liveness.first_use(self.block, value).filter(|_| ctx.value_block(value) == Some(self.block));
+        Some((first.map_or(start, |f| f.max(start)), end))
+    }
+
     /// The points at which `value` is live, `[first, last]`; `None` where it is live at none
     /// (defined elsewhere and neither used here nor live at the end, or never used).
     pub fn interval(&self, ctx: &Context, value: Value) -> Option<(usize, usize)> {

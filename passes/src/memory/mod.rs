@@ -60,7 +60,7 @@ impl Pass for PlanMemory {
     fn run(&mut self, ctx: &mut Context, op: Op, state: &mut PassState<'_>) -> Result<(), PassFailed> {
         let (mut released, mut kept) = (0u64, 0u64);
         let (mut planned, mut naive, mut lower_bound, mut arena_buffers) = (0u64, 0u64, 0u64, 0u64);
-        let mut in_place_count = 0u64;
+        let (mut in_place_count, mut run_time_arenas) = (0u64, 0u64);
         let mut copies = rustc_hash::FxHashMap::default();
         for function in crate::transfers::insert::host_functions(ctx, op) {
             let mut roots = BufferRoots::with_calls(ctx, function);
@@ -115,6 +115,7 @@ impl Pass for PlanMemory {
             naive += plan.naive;
             lower_bound += plan.packing.lower_bound;
             arena_buffers += plan.buffers.len() as u64;
+            run_time_arenas += u64::from(plan.run_time.is_some());
             write_plan(ctx, function, &plan);
             if self.remarks {
                 for diagnostic in plan_remarks(ctx, function, &plan) {
@@ -127,6 +128,7 @@ impl Pass for PlanMemory {
         state.add_statistic("naive-peak-bytes", naive);
         state.add_statistic("lower-bound-bytes", lower_bound);
         state.add_statistic("num-in-place", in_place_count);
+        state.add_statistic("num-run-time-arenas", run_time_arenas);
         state.add_statistic("num-released", released);
         state.add_statistic("num-kept", kept);
         if released == 0 && arena_buffers == 0 && in_place_count == 0 {
@@ -186,12 +188,18 @@ fn insert_release(ctx: &mut Context, value: hat_ir::Value, point: Point, locatio
     }
 }
 
-use hat_dialects::buffer::{ARENA_BYTES_ATTRIBUTE as ARENA_BYTES, ARENA_OFFSET_ATTRIBUTE as ARENA_OFFSET};
+use hat_dialects::buffer::{
+    ARENA_BYTES_ATTRIBUTE as ARENA_BYTES, ARENA_LIVE_SETS_ATTRIBUTE, ARENA_OFFSET_ATTRIBUTE as ARENA_OFFSET,
+    ARENA_SLOT_ATTRIBUTE,
+};
 
-/// Writes `plan` as attributes.
+/// Writes `plan` as attributes, or, for a plan made at run time, as a `buffer.arena` and slots.
 fn write_plan(ctx: &mut Context, function: Op, plan: &arena::ArenaPlan) {
     if plan.buffers.is_empty() {
         return;
+    }
+    if let Some(run_time) = &plan.run_time {
+        return write_run_time_plan(ctx, plan, run_time);
     }
     let i64_type = ctx.integer_type(64);
     for (&(alloc, _), &offset) in plan.buffers.iter().zip(&plan.packing.offsets) {
@@ -204,10 +212,89 @@ fn write_plan(ctx: &mut Context, function: Op, plan: &arena::ArenaPlan) {
     ctx.set_attribute(function, key, value);
 }
 
+/// Before `run_time.before`: each slot's size in bytes (constants, and products of the dynamic
+/// sizes), then `buffer.arena(sizes) {live_sets = ...}`; `hat.arena_slot` on each allocation.
+fn write_run_time_plan(ctx: &mut Context, plan: &arena::ArenaPlan, run_time: &arena::RunTimePlan) {
+    let location = ctx.location(run_time.before);
+    let index = ctx.index_type();
+    let mut inserted = Vec::new();
+    let constant = |ctx: &mut Context, inserted: &mut Vec<Op>, value: i64| {
+        let mut state = OperationState::new(ctx.op_name("arith.constant"), location);
+        let attribute = ctx.integer_attr(value, index);
+        state.attributes.push((ctx.ident("value"), attribute));
+        state.result_types = vec![index];
+        let op = ctx.create_op(state);
+        inserted.push(op);
+        ctx.result(op, 0)
+    };
+    let mut sizes = Vec::new();
+    for &(alloc, _) in &plan.buffers {
+        let result = ctx.result(alloc, 0);
+        let element = crate::transfers::dispatch::element_bytes(ctx, result).unwrap_or(1);
+        let fixed: u64 = match ctx.type_kind(ctx.value_type(result)) {
+            hat_ir::TypeKind::MemRef { shape, .. } => {
+                shape.iter().filter(|&&d| d != hat_ir::types::DYNAMIC).map(|&d| d.max(0) as u64).product()
+            }
+            _ => 1,
+        };
+        let mut bytes = constant(ctx, &mut inserted, (element * fixed) as i64);
+        for size in ctx.operands(alloc).to_vec() {
+            let mut state = OperationState::new(ctx.op_name("arith.muli"), location);
+            state.operands = vec![bytes, size];
+            state.result_types = vec![index];
+            let op = ctx.create_op(state);
+            inserted.push(op);
+            bytes = ctx.result(op, 0);
+        }
+        sizes.push(bytes);
+    }
+    let mut state = OperationState::new(ctx.op_name("buffer.arena"), location);
+    state.operands = sizes;
+    let i64_type = ctx.integer_type(64);
+    let sets: Vec<hat_ir::Attribute> = run_time
+        .live_sets
+        .iter()
+        .map(|set| {
+            let slots: Vec<hat_ir::Attribute> = set.iter().map(|&s| ctx.integer_attr(s as i64, i64_type)).collect();
+            ctx.array_attr(&slots)
+        })
+        .collect();
+    let sets = ctx.array_attr(&sets);
+    state.attributes.push((ctx.ident(ARENA_LIVE_SETS_ATTRIBUTE), sets));
+    inserted.push(ctx.create_op(state));
+    for op in inserted {
+        ctx.insert_op_before(run_time.before, op);
+    }
+    for (slot, &(alloc, _)) in plan.buffers.iter().enumerate() {
+        let value = ctx.integer_attr(slot as i64, i64_type);
+        let key = ctx.ident(ARENA_SLOT_ATTRIBUTE);
+        ctx.set_attribute(alloc, key, value);
+    }
+}
+
 /// A remark per allocation of `function`: where it lives, or why it has its own allocation; and
 /// one for the arena, against the lower bound.
 fn plan_remarks(ctx: &Context, function: Op, plan: &arena::ArenaPlan) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    if let Some(run_time) = &plan.run_time {
+        for (slot, &(alloc, _)) in plan.buffers.iter().enumerate() {
+            // The slots never live with this one: the packing may give them its memory.
+            let apart: Vec<String> = (0..plan.buffers.len())
+                .filter(|&other| other != slot)
+                .filter(|&other| !run_time.live_sets.iter().any(|set| set.contains(&slot) && set.contains(&other)))
+                .map(|other| ctx.sources.describe(ctx.location(plan.buffers[other].0)))
+                .collect();
+            let reuse = if apart.is_empty() {
+                String::new()
+            } else {
+                format!("; may reuse the memory of the buffers made at {}", apart.join(", "))
+            };
+            out.push(Diagnostic::remark(
+                ctx.location(alloc),
+                format!("slot {slot} of the arena planned when the call runs (a size is known only then){reuse}"),
+            ));
+        }
+    }
     for (&(alloc, size), &offset) in plan.buffers.iter().zip(&plan.packing.offsets) {
         let sharing: Vec<String> = plan
             .buffers
@@ -228,7 +315,7 @@ fn plan_remarks(ctx: &Context, function: Op, plan: &arena::ArenaPlan) -> Vec<Dia
     for &(alloc, why) in &plan.left_out {
         out.push(Diagnostic::remark(ctx.location(alloc), format!("its own allocation: {why}")));
     }
-    if !plan.buffers.is_empty() {
+    if !plan.buffers.is_empty() && plan.run_time.is_none() {
         let name = hat_ir::verifier::symbol_name(ctx, function).unwrap_or("?");
         out.push(Diagnostic::remark(
             ctx.location(function),

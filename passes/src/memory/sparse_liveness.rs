@@ -18,6 +18,8 @@ pub struct SparseLiveness {
     /// Per block: each tracked value used there (directly or inside an op's regions) and the
     /// index of the last op of the block that uses it.
     last_use: FxHashMap<Block, FxHashMap<Value, usize>>,
+    /// Per block: the same, the first op.
+    first_use: FxHashMap<Block, FxHashMap<Value, usize>>,
     /// The position of each op in its block.
     position: FxHashMap<Op, usize>,
     /// The ops with regions that run again (loops).
@@ -60,6 +62,7 @@ impl SparseLiveness {
             }
         }
         let mut last_use: FxHashMap<Block, FxHashMap<Value, usize>> = FxHashMap::default();
+        let mut first_use: FxHashMap<Block, FxHashMap<Value, usize>> = FxHashMap::default();
         for &user in &ops {
             for &value in ctx.operands(user).iter().filter(|&&v| tracked(v)) {
                 let defining = ctx.value_block(value);
@@ -68,6 +71,8 @@ impl SparseLiveness {
                     let index = position.get(&op).copied().unwrap_or(0);
                     let entry = last_use.entry(block).or_default().entry(value).or_insert(index);
                     *entry = (*entry).max(index);
+                    let first = first_use.entry(block).or_default().entry(value).or_insert(index);
+                    *first = (*first).min(index);
                     if Some(block) == defining {
                         break;
                     }
@@ -78,12 +83,17 @@ impl SparseLiveness {
                 }
             }
         }
-        SparseLiveness { last_use, position, loops, root }
+        SparseLiveness { last_use, first_use, position, loops, root }
     }
 
     /// The index of the last op of `block` that uses `value` (tracked), if any.
     pub fn last_use(&self, block: Block, value: Value) -> Option<usize> {
         self.last_use.get(&block).and_then(|m| m.get(&value)).copied()
+    }
+
+    /// The index of the first op of `block` that uses `value` (tracked), if any.
+    pub fn first_use(&self, block: Block, value: Value) -> Option<usize> {
+        self.first_use.get(&block).and_then(|m| m.get(&value)).copied()
     }
 
     /// The index of `op` in its block.

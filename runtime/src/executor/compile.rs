@@ -25,7 +25,8 @@
 
 use super::interpret::{RED_ZONE, STACK_SEGMENT};
 use super::program::{
-    AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
+    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst,
+    LoopInst, Slot,
 };
 use super::{parameter_kind, ParameterKind};
 use crate::error::RuntimeError;
@@ -585,6 +586,8 @@ impl Compiler<'_, '_> {
             self.alloc(op, alloc)?
         } else if let Some(dealloc) = DeallocOp::wrap(ctx, op) {
             Inst::Dealloc { buffer: self.slot(op, dealloc.buffer(ctx))?, op }
+        } else if ctx.name_str(op) == "buffer.arena" {
+            self.arena(op)?
         } else if let Some(release) = ReleaseOp::wrap(ctx, op) {
             Inst::Release { buffer: self.slot(op, release.buffer(ctx))?, op }
         } else if let Some(dim) = DimOp::wrap(ctx, op) {
@@ -643,7 +646,16 @@ impl Compiler<'_, '_> {
         };
         let dst = self.define(op, result)?;
         let arena_offset = arena_attribute(ctx, op, hat_dialects::buffer::ARENA_OFFSET_ATTRIBUTE);
-        Ok(Inst::Alloc(Box::new(AllocInst { op, dst, element, shape, sizes, name, arena_offset })))
+        let arena_slot = arena_attribute(ctx, op, hat_dialects::buffer::ARENA_SLOT_ATTRIBUTE);
+        Ok(Inst::Alloc(Box::new(AllocInst { op, dst, element, shape, sizes, name, arena_offset, arena_slot })))
+    }
+
+    fn arena(&mut self, op: Op) -> Result<Inst, RuntimeError> {
+        let ctx = self.ctx;
+        let live_sets = hat_dialects::buffer::arena_live_sets(ctx, op)
+            .ok_or_else(|| self.error(op, "has no valid 'live_sets' (an array of arrays of slot numbers)"))?;
+        let sizes = self.slots(op, ctx.operands(op))?;
+        Ok(Inst::Arena(Box::new(ArenaInst { op, sizes, live_sets })))
     }
 }
 

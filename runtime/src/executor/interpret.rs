@@ -21,7 +21,8 @@ use super::buffers::{At, BufferId, Buffers, Use};
 use super::compile::{self, CompiledKernel};
 use super::host_functions::HostCall;
 use super::program::{
-    AllocInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst, LoopInst, Slot,
+    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst,
+    LoopInst, Slot,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
 use super::timeline_log::{RunFacts, TimelineLog};
@@ -221,6 +222,17 @@ pub(super) fn check_tracked(ex: &Executor<'_>) -> Result<(), RuntimeError> {
 
 /// One run of an executor: its buffers, report and (in tracking mode, or in a residency session)
 /// the residency of its buffers.
+/// The arenas of one call being run.
+struct CallArenas {
+    /// The arena `plan-memory` sized before the run (`hat.arena_bytes`).
+    fixed: Option<super::buffers::ArenaId>,
+    /// The arena the call's latest `buffer.arena` planned, and its slots' offsets.
+    planned: Option<super::buffers::ArenaId>,
+    slots: Vec<usize>,
+    /// Arenas of earlier `buffer.arena`s of the call.
+    replaced: Vec<super::buffers::ArenaId>,
+}
+
 pub(super) struct Interpreter<'e, 'a> {
     ctx: &'a Context,
     pub(super) ex: &'e mut Executor<'a>,
@@ -232,8 +244,8 @@ pub(super) struct Interpreter<'e, 'a> {
     pub(super) trace: Option<Tracing>,
     /// Calls being run (see [`Executor::set_recursion_limit`]).
     calls: usize,
-    /// Per call being run, innermost last: its arena, when `plan-memory` planned one.
-    arenas: Vec<Option<super::buffers::ArenaId>>,
+    /// Per call being run, innermost last: its arenas, when `plan-memory` planned them.
+    arenas: Vec<CallArenas>,
     /// Frames to reuse.
     frames: Vec<Vec<Scalar>>,
 }
@@ -351,17 +363,44 @@ impl<'e, 'a> Interpreter<'e, 'a> {
 
     /// Opens the arena of a call of `function`, if `plan-memory` gave it one.
     fn open_arena(&mut self, function: &Function) {
-        let arena = function.arena_bytes.map(|bytes| self.buffers.new_arena(bytes));
-        self.arenas.push(arena);
+        let fixed = function.arena_bytes.map(|bytes| self.buffers.new_arena(bytes));
+        self.arenas.push(CallArenas { fixed, planned: None, slots: Vec::new(), replaced: Vec::new() });
     }
 
-    /// Frees the arena of the call that ends (`at`: the call, for errors).
+    /// Frees the arenas of the call that ends (`at`: the call, for errors).
     fn close_arena(&mut self, at: Op) -> Res<()> {
-        if let Some(arena) = self.arenas.pop().flatten() {
+        let Some(call) = self.arenas.pop() else { return Ok(()) };
+        for arena in call.fixed.into_iter().chain(call.planned).chain(call.replaced) {
             self.buffers
                 .free_arena(arena, self.ex.backend, &mut self.recorder)
                 .map_err(|e| Box::new(e.at(self.ctx.location(at))))?;
         }
+        Ok(())
+    }
+
+    /// `buffer.arena`: packs the slots by their sizes now known, as `plan-memory` packs them
+    /// when they are known before, and opens an arena of the size the packing needs. A second
+    /// one in the same call (in a loop) opens another; the earlier one lives to the call's end,
+    /// for the buffers already placed in it.
+    #[inline(never)]
+    fn plan_arena(&mut self, frame: &[Scalar], arena: &ArenaInst) -> Res<()> {
+        let mut sizes = Vec::with_capacity(arena.sizes.len());
+        for &slot in arena.sizes.iter() {
+            let size = frame[slot as usize].as_i64();
+            let size =
+                u64::try_from(size).map_err(|_| self.unsupported(arena.op, format!("slot size {size} is negative")))?;
+            sizes.push(size);
+        }
+        let packing =
+            hat_dialects::buffer::packing::pack(&sizes, &arena.live_sets, hat_dialects::buffer::ARENA_ALIGNMENT);
+        let bytes = usize::try_from(packing.size)
+            .map_err(|_| self.unsupported(arena.op, format!("an arena of {} bytes", packing.size)))?;
+        let id = self.buffers.new_arena(bytes);
+        let call = self.arenas.last_mut().expect("a call is running");
+        if let Some(earlier) = call.planned.replace(id) {
+            call.replaced.push(earlier);
+        }
+        call.slots = packing.offsets.iter().map(|&o| o as usize).collect();
         Ok(())
     }
 
@@ -452,6 +491,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 Inst::Dispatch(dispatch) => self.dispatch(frame, dispatch)?,
                 Inst::Sync => self.sync()?,
                 Inst::Alloc(alloc) => self.alloc(frame, alloc)?,
+                Inst::Arena(arena) => self.plan_arena(frame, arena)?,
                 Inst::Dealloc { buffer, op } => self.dealloc(frame, *buffer, *op)?,
                 Inst::Release { buffer, op } => self.release(frame, *buffer, *op)?,
                 Inst::Load { dst, buffer, indices, op } => self.load(frame, *dst, *buffer, indices, *op)?,
@@ -893,8 +933,11 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             let id = BufferId(self.buffers.next_id());
             trace.add(id, &alloc.name, &layout, Origin::Fresh);
         }
-        let arena = self.arenas.last().copied().flatten();
-        let placement = alloc.arena_offset.zip(arena).map(|(offset, arena)| (arena, offset));
+        let placement = self.arenas.last().and_then(|call| match (alloc.arena_offset, alloc.arena_slot) {
+            (Some(offset), _) => call.fixed.map(|arena| (arena, offset)),
+            (None, Some(slot)) => call.planned.zip(call.slots.get(slot).copied()),
+            (None, None) => None,
+        });
         let id = self.buffers.allocate(layout, slot, self.calls, placement);
         frame[alloc.dst as usize] = handle(id);
         Ok(())

@@ -72,6 +72,8 @@ pub(crate) enum Inst {
     Sync,
     /// Allocates a buffer.
     Alloc(Box<AllocInst>),
+    /// Plans the call's arena (`buffer.arena`).
+    Arena(Box<ArenaInst>),
     /// Frees a buffer.
     Dealloc { buffer: Slot, op: Op },
     /// Frees a buffer when the running call of its function owns it (`buffer.release`).
@@ -190,4 +192,16 @@ pub(crate) struct AllocInst {
     pub name: String,
     /// Its buffers' offset in the function's arena, when `plan-memory` placed them there.
     pub arena_offset: Option<usize>,
+    /// Its buffers' slot in the arena a `buffer.arena` of the call planned, when placed there.
+    pub arena_slot: Option<usize>,
+}
+
+/// `buffer.arena`: plans the call's arena once the slots' sizes are known.
+#[derive(Debug)]
+pub(crate) struct ArenaInst {
+    pub op: Op,
+    /// Each slot's size in bytes.
+    pub sizes: Box<[Slot]>,
+    /// The groups of slots live together.
+    pub live_sets: Vec<Vec<usize>>,
 }

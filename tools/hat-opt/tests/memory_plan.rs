@@ -94,3 +94,39 @@ fn pooling_reuses_the_memory_of_dead_images_of_other_sizes_and_gives_the_referen
         assert_eq!(peak(&report), (16_384 + 1_024 + planned, 3), "an arena is one VkBuffer");
     }
 }
+
+#[test]
+fn buffers_sized_at_run_time_are_packed_when_the_call_runs_for_every_image_size() {
+    let file = "tests/filetests/plan-memory/run-time-sizes.hat";
+    let mut backends = vec!["cpu"];
+    if support::has_vulkan() {
+        backends.push("vulkan");
+    }
+    // The image, %out and an arena of two of the three temporaries (the first and the third are
+    // never needed at once): 4 images' bytes, where each temporary on its own would take 5.
+    for (image, bytes) in [("shapes.png", 64 * 64 * 4), ("grey16.png", 8 * 8 * 4)] {
+        let path = format!("tests/data/images/{image}");
+        let (img, out) = (format!("img={path}"), format!("out={path}"));
+        for backend in &backends {
+            let report = checked_run(backend, &[file, "--arg", &img, "--arg", &out]);
+            assert_eq!(report["backend"], *backend);
+            assert_eq!(peak(&report), (4 * bytes, 3), "{backend}, {image}");
+        }
+    }
+}
+
+#[test]
+fn a_dispatch_that_writes_in_place_hands_the_dying_buffer_on() {
+    let file = "examples/13-in-place.hat";
+    let (_, err) = hat_opt("cpu", &[file, "-p", "default", "--mlir-pass-statistics", "-o", "/dev/null"]);
+    assert!(err.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["(S)", "1", "num-in-place"]), "{err}");
+    // %soft's storage holds %toned too: one intermediate of 16 KiB.
+    assert_eq!(statistics(file).0, 16_384);
+    let args = [file, "--arg", "in=tests/data/images/shapes.png", "--arg", "out=zeros", "--arg", "level=0.3"];
+    let report = checked_run("cpu", &args);
+    assert_eq!(peak(&report), (3 * 16_384, 3));
+    if support::has_vulkan() {
+        let report = checked_run("vulkan", &args);
+        assert_eq!(peak(&report), (3 * 16_384, 3));
+    }
+}
