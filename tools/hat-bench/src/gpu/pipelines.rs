@@ -12,6 +12,19 @@
 //!
 //! Before timing, each pipeline runs at 128 x 128 on the device and on the CPU reference backend
 //! and the results are compared.
+//!
+//! Device time is measured as the peers measure theirs — the input already on the device, the
+//! pipeline run back to back — by a loop hat compiles itself: `@bench_loop` ([`with_loop`])
+//! calls `@main` in an `scf.for`; the default pipeline inlines it and hoists the image's upload
+//! and the result's download out of the loop, so the device runs the pipeline's kernels one
+//! repetition after another. Each run repeats the pipeline enough times for 50 ms of device work
+//! (`--loop-reps` at least), after 2 s of such runs (the peers' loops, too, keep the device busy
+//! before they measure). Per run, the device time per repetition is the sum of the kernels' GPU
+//! timestamps divided by the repetitions (and the loop's whole time divided by them is reported
+//! too); the median over `--repeat` runs is the figure. A single run
+//! of `@main` (image in, result out) gives the end-to-end time, and its kernels' time is kept as
+//! `single_run_device_ms`: on a GPU whose driver lowers the clocks while the device idles between
+//! runs (the H200 drops from 1,980 to 345 MHz), it measures the clock state more than the code.
 
 use super::programs::{compile, compile_with_statistics, Plan, Statistics};
 use super::runs::{ms, round4, run, Samples};
@@ -36,6 +49,10 @@ pub struct PipelinesArgs {
     /// Timed runs of each pipeline (after a cold one).
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
+    /// Repetitions of the pipeline, back to back on the device, per run of the device-time loop
+    /// (at least; more where 50 ms of device work needs more).
+    #[arg(long, default_value_t = 20)]
+    pub loop_reps: usize,
     /// The peers' JSON lines (`peer.py`), measured in the same command.
     #[arg(long)]
     pub peers: Option<PathBuf>,
@@ -99,6 +116,40 @@ pub fn rescale(source: &str, n: usize) -> Result<String, String> {
         body = body.replace(&format!("arith.constant {from} : index"), &format!("arith.constant {to} : index"));
     }
     Ok(format!("{head}{body}"))
+}
+
+/// `source` with `@bench_loop`: `@main`'s parameters and `%hat_reps`, calling `@main` that many
+/// times in an `scf.for` (see the module documentation).
+pub fn with_loop(source: &str) -> Result<String, String> {
+    let start = source.find("compute.func @main(").ok_or("the example has no @main")? + "compute.func @main(".len();
+    // The parameter list: up to the parenthesis that closes it (types hold `<...>`, no parens).
+    let mut depth = 1;
+    let end = source[start..]
+        .char_indices()
+        .find_map(|(i, c)| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(start + i)
+        })
+        .ok_or("@main's parameter list does not close")?;
+    let parameters = &source[start..end];
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    for parameter in parameters.split(", %") {
+        let (name, ty) = parameter.trim_start_matches('%').split_once(": ").ok_or("a parameter without a type")?;
+        names.push(format!("%{name}"));
+        types.push(ty.trim().to_string());
+    }
+    Ok(format!(
+        "{source}\ncompute.func @bench_loop({parameters}, %hat_reps: index) {{\n  %hat_c0 = arith.constant 0 : index\n  \
+         %hat_c1 = arith.constant 1 : index\n  scf.for %hat_i = %hat_c0 to %hat_reps step %hat_c1 {{\n    \
+         compute.call @main({}) : ({}) -> ()\n  }}\n  compute.return\n}}\n",
+        names.join(", "),
+        types.join(", ")
+    ))
 }
 
 /// The arguments: an image of `n` x `n` (f32 in [0, 1), or i32 in 0..256), a zeroed output of
@@ -192,17 +243,44 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
             compile_with_statistics(pipeline.example, &rescale(pipeline.source, n)?, "main", Plan::Default)?;
         let (planned, naive, lower_bound) = plan_of(&statistics)?;
         let cold = run(&ctx, module, backend.as_mut(), "main", arguments(&pipeline, n))?;
-        let (mut total, mut device_ms) = (Samples::default(), Samples::default());
+        let (mut total, mut single_device_ms) = (Samples::default(), Samples::default());
         let mut peak = cold.report.peak_device_bytes;
         for _ in 0..args.repeat {
             let output = run(&ctx, module, backend.as_mut(), "main", arguments(&pipeline, n))?;
             total.0.push(ms(output.report.total_time));
-            device_ms.0.extend(device_time(&output));
+            single_device_ms.0.extend(device_time(&output));
+            peak = peak.max(output.report.peak_device_bytes);
+        }
+        // The device time: the pipeline back to back, the image on the device; enough
+        // repetitions per run for 50 ms of device work, after 2 s of such runs (a driver raises
+        // the clocks only under sustained work, as the peers' loops give it).
+        let (loop_ctx, looped) =
+            compile(pipeline.example, &with_loop(&rescale(pipeline.source, n)?)?, "bench_loop", Plan::Default)?;
+        let loop_run = |backend: &mut dyn Backend, reps: usize| {
+            let mut all = arguments(&pipeline, n);
+            all.push(ArgValue::Scalar(Scalar::Int(reps as i64)));
+            run(&loop_ctx, looped, backend, "bench_loop", all)
+        };
+        let first = loop_run(backend.as_mut(), args.loop_reps.max(1))?;
+        let per_rep = device_time(&first).map_or(1.0, |t| t / args.loop_reps.max(1) as f64);
+        let reps = ((50.0 / per_rep.max(1e-3)).ceil() as usize).clamp(args.loop_reps.max(1), 10_000);
+        let warm_up = std::time::Instant::now();
+        while warm_up.elapsed() < std::time::Duration::from_secs(2) {
+            loop_run(backend.as_mut(), reps)?;
+        }
+        let (mut device_ms, mut loop_ms) = (Samples::default(), Samples::default());
+        for _ in 0..args.repeat {
+            let output = loop_run(backend.as_mut(), reps)?;
+            device_ms.0.extend(device_time(&output).map(|t| t / reps as f64));
+            loop_ms.0.push(ms(output.report.total_time) / reps as f64);
             peak = peak.max(output.report.peak_device_bytes);
         }
         progress(format!(
-            "  arena {planned} B (lower bound {lower_bound}, without reuse {naive}); peak {peak} B; device {} ms; end to end {} ms",
+            "  arena {planned} B (lower bound {lower_bound}, without reuse {naive}); peak {peak} B; device {} ms \
+             (loop {} ms per repetition; one run alone {} ms); end to end {} ms",
             device_ms.median().map_or("?".into(), |t| format!("{t:.3}")),
+            loop_ms.median().map_or("?".into(), |t| format!("{t:.3}")),
+            single_device_ms.median().map_or("?".into(), |t| format!("{t:.3}")),
             total.median().map_or("?".into(), |t| format!("{t:.2}")),
         ));
         rows.push(json!({
@@ -216,6 +294,9 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
             "allocations": cold.report.device_allocations,
             "cold_total_ms": round4(ms(cold.report.total_time)),
             "device_ms": device_ms.to_json(),
+            "loop_ms_per_rep": loop_ms.to_json(),
+            "loop_reps": reps,
+            "single_run_device_ms": single_device_ms.to_json(),
             "total_ms": total.to_json(),
         }));
     }
@@ -228,7 +309,14 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
             .collect::<Result<Vec<_>, _>>()?,
         None => Vec::new(),
     };
-    let report = json!({ "device": device, "size": n, "repeat": args.repeat, "pipelines": rows, "peers": peers });
+    let report = json!({
+        "device": device,
+        "size": n,
+        "repeat": args.repeat,
+        "loop_reps": args.loop_reps,
+        "pipelines": rows,
+        "peers": peers,
+    });
     if args.table {
         eprint!("{}", table(&report));
     }
@@ -238,7 +326,7 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
 /// The report as a table: per pipeline, hat's figures and each peer's device and end-to-end ms.
 fn table(report: &Value) -> String {
     let mut out = format!("pipelines at {0} x {0} on {1}\n", report["size"], report["device"]);
-    out += "pipeline        arena B    lower B     peak B  hat dev ms  hat e2e ms  peers (device / e2e ms)\n";
+    out += "pipeline        arena B    lower B     peak B  hat dev ms  loop ms/rep  one run dev ms  hat e2e ms  peers (device / e2e ms)\n";
     let peers = report["peers"].as_array().cloned().unwrap_or_default();
     for row in report["pipelines"].as_array().into_iter().flatten() {
         let name = row["pipeline"].as_str().unwrap_or("?");
@@ -248,12 +336,14 @@ fn table(report: &Value) -> String {
             .map(|p| format!("{} {} / {}", p["framework"].as_str().unwrap_or("?"), p["device_ms"], p["e2e_ms"]))
             .collect();
         out += &format!(
-            "{:<12} {:>10} {:>10} {:>10} {:>11} {:>11}  {}\n",
+            "{:<12} {:>10} {:>10} {:>10} {:>11} {:>12} {:>15} {:>11}  {}\n",
             name,
             row["arena_bytes"].to_string(),
             row["lower_bound_bytes"].to_string(),
             row["peak_device_bytes"].to_string(),
             row["device_ms"]["median"].to_string(),
+            row["loop_ms_per_rep"]["median"].to_string(),
+            row["single_run_device_ms"]["median"].to_string(),
             row["total_ms"]["median"].to_string(),
             peer_text.join(", ")
         );
@@ -271,6 +361,7 @@ mod tests {
             let text = rescale(pipeline.source, 512).unwrap();
             assert!(!text.contains("memref<64x64x"), "{}", pipeline.name);
             compile(pipeline.example, &text, "main", Plan::Default).unwrap();
+            compile(pipeline.example, &with_loop(&text).unwrap(), "bench_loop", Plan::Default).unwrap();
         }
         assert!(rescale(SOBEL, 100).is_err());
     }
