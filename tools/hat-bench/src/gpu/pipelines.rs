@@ -27,7 +27,7 @@
 //! runs (the H200 drops from 1,980 to 345 MHz), it measures the clock state more than the code.
 
 use super::programs::{compile, compile_with_statistics, Plan, Statistics};
-use super::runs::{ms, round4, run, Samples};
+use super::runs::{barriers, ms, round4, run, Samples};
 use super::BackendKind;
 use crate::common::progress;
 use hat_runtime::{ArgValue, Backend, BufferLayout, CpuBackend, ElementType, HostBuffer, RunOutput, Scalar};
@@ -243,6 +243,7 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
             compile_with_statistics(pipeline.example, &rescale(pipeline.source, n)?, "main", Plan::Default)?;
         let (planned, naive, lower_bound) = plan_of(&statistics)?;
         let cold = run(&ctx, module, backend.as_mut(), "main", arguments(&pipeline, n))?;
+        let barrier_count = barriers(&ctx, module, backend.as_mut(), "main", arguments(&pipeline, n))?;
         let (mut total, mut single_device_ms) = (Samples::default(), Samples::default());
         let mut peak = cold.report.peak_device_bytes;
         for _ in 0..args.repeat {
@@ -276,8 +277,10 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
             peak = peak.max(output.report.peak_device_bytes);
         }
         progress(format!(
-            "  arena {planned} B (lower bound {lower_bound}, without reuse {naive}); peak {peak} B; device {} ms \
+            "  arena {planned} B (lower bound {lower_bound}, without reuse {naive}); peak {peak} B; {} dispatches, \
+             {barrier_count} barriers; device {} ms \
              (loop {} ms per repetition; one run alone {} ms); end to end {} ms",
+            cold.report.dispatches,
             device_ms.median().map_or("?".into(), |t| format!("{t:.3}")),
             loop_ms.median().map_or("?".into(), |t| format!("{t:.3}")),
             single_device_ms.median().map_or("?".into(), |t| format!("{t:.3}")),
@@ -292,6 +295,8 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
             "lower_bound_bytes": lower_bound,
             "peak_device_bytes": peak,
             "allocations": cold.report.device_allocations,
+            "dispatches": cold.report.dispatches,
+            "barriers": barrier_count,
             "cold_total_ms": round4(ms(cold.report.total_time)),
             "device_ms": device_ms.to_json(),
             "loop_ms_per_rep": loop_ms.to_json(),
@@ -326,7 +331,7 @@ pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
 /// The report as a table: per pipeline, hat's figures and each peer's device and end-to-end ms.
 fn table(report: &Value) -> String {
     let mut out = format!("pipelines at {0} x {0} on {1}\n", report["size"], report["device"]);
-    out += "pipeline        arena B    lower B     peak B  hat dev ms  loop ms/rep  one run dev ms  hat e2e ms  peers (device / e2e ms)\n";
+    out += "pipeline        arena B    lower B    naive B     peak B  barriers  hat dev ms  loop ms/rep  one run dev ms  hat e2e ms  peers (device / e2e ms)\n";
     let peers = report["peers"].as_array().cloned().unwrap_or_default();
     for row in report["pipelines"].as_array().into_iter().flatten() {
         let name = row["pipeline"].as_str().unwrap_or("?");
@@ -336,11 +341,13 @@ fn table(report: &Value) -> String {
             .map(|p| format!("{} {} / {}", p["framework"].as_str().unwrap_or("?"), p["device_ms"], p["e2e_ms"]))
             .collect();
         out += &format!(
-            "{:<12} {:>10} {:>10} {:>10} {:>11} {:>12} {:>15} {:>11}  {}\n",
+            "{:<12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>11} {:>12} {:>15} {:>11}  {}\n",
             name,
             row["arena_bytes"].to_string(),
             row["lower_bound_bytes"].to_string(),
+            row["naive_arena_bytes"].to_string(),
             row["peak_device_bytes"].to_string(),
+            format!("{}/{}", row["barriers"], row["dispatches"]),
             row["device_ms"]["median"].to_string(),
             row["loop_ms_per_rep"]["median"].to_string(),
             row["single_run_device_ms"]["median"].to_string(),

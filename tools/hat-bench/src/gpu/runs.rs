@@ -26,6 +26,21 @@ pub fn run(
     executor.run(entry, args).map_err(|e| format!("@{entry} failed: {e}"))
 }
 
+/// Runs as [`run`] does, recording the run's timeline: how many barriers the backend placed.
+pub fn barriers(
+    ctx: &Context,
+    module: Op,
+    backend: &mut dyn Backend,
+    entry: &str,
+    args: Vec<ArgValue>,
+) -> Result<usize, String> {
+    let verified = verify_module(ctx, module).map_err(|_| "the compiled module does not verify".to_string())?;
+    let mut executor = Executor::new(verified, backend, ExecutorOptions { mode: TransferMode::Explicit });
+    executor.set_timeline(true);
+    executor.run(entry, args).map_err(|e| format!("@{entry} failed: {e}"))?;
+    Ok(executor.take_timeline().map_or(0, |timeline| timeline.barriers.len()))
+}
+
 /// Milliseconds.
 pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
