@@ -18,6 +18,16 @@ fn parse(text: &str) -> (Context, Op) {
     (ctx, module)
 }
 
+/// Parses a loop whose constant step may be zero or negative: the verifier rejects exactly that
+/// (as MLIR's does), and the interfaces must still answer safely for IR not yet verified.
+fn parse_any_step(text: &str) -> (Context, Op) {
+    let mut ctx = hat_dialects::context();
+    let module = parse_source(&mut ctx, "review.hat", text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let errors = verify(&ctx, module);
+    assert!(errors.iter().all(|e| e.message.contains("expects a positive step")), "{errors:?}\n{text}");
+    (ctx, module)
+}
+
 /// Every op named `name` under `root`, in order.
 fn ops_named(ctx: &Context, root: Op, name: &str) -> Vec<Op> {
     let mut found = Vec::new();
@@ -55,7 +65,7 @@ compute.func @f() {{
 }
 
 fn loop_trip_count(lower: i64, upper: i64, step: i64, ty: &str) -> Option<u64> {
-    let (ctx, module) = parse(&counted(lower, upper, step, ty));
+    let (ctx, module) = parse_any_step(&counted(lower, upper, step, ty));
     let op = ops_named(&ctx, module, "scf.for")[0];
     trip_count(&ctx, op)
 }
@@ -108,7 +118,7 @@ fn trip_counts_of_narrow_types_follow_their_signed_values() {
 #[test]
 fn zero_and_negative_steps_have_no_trip_count_and_keep_both_successors() {
     for step in [0, -1, i64::MIN] {
-        let (ctx, module) = parse(&counted(0, 10, step, "index"));
+        let (ctx, module) = parse_any_step(&counted(0, 10, step, "index"));
         let op = ops_named(&ctx, module, "scf.for")[0];
         assert_eq!(trip_count(&ctx, op), None, "step {step}");
         let branches = ctx.interface::<dyn RegionBranchOpInterface>(op).unwrap();
@@ -116,9 +126,17 @@ fn zero_and_negative_steps_have_no_trip_count_and_keep_both_successors() {
         assert_eq!(&branches.successors(&ctx, op, Parent, &constants)[..], [Region(0), Parent], "step {step}");
     }
     // A loop that cannot start needs no step: it runs zero times whatever the step.
-    let (ctx, module) = parse(&counted(10, 0, 0, "index"));
+    let (ctx, module) = parse_any_step(&counted(10, 0, 0, "index"));
     let op = ops_named(&ctx, module, "scf.for")[0];
     assert_eq!(trip_count(&ctx, op), None, "a zero step has no trip count");
+    // The verifier rejects each of them.
+    for step in [0, -1] {
+        let mut ctx = hat_dialects::context();
+        let module = parse_source(&mut ctx, "review.hat", &counted(0, 10, step, "index")).unwrap();
+        let errors = verify(&ctx, module);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].message.contains(&format!("the step is the constant {step}")), "{errors:?}");
+    }
 }
 
 const SHAPES: &str = r#"

@@ -909,7 +909,13 @@ impl Backend for VulkanBackend {
             .iter()
             .try_fold(layout.element.size() as u64, |a, &d| a.checked_mul(d as u64))
             .ok_or(RuntimeError::Allocation { bytes: usize::MAX, message: "the size overflows".into() })?;
-        check_size(bytes, self.gpu.limits.max_storage_buffer_range, self.gpu.limits.max_allocation_size)?;
+        let limits = &self.gpu.limits;
+        check_size(
+            bytes,
+            limits.max_storage_buffer_range,
+            limits.max_allocation_size,
+            self.gpu.description.device_local_bytes,
+        )?;
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST;

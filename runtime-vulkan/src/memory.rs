@@ -206,7 +206,17 @@ pub(crate) fn check_size(
     bytes: u64,
     max_storage_buffer_range: u64,
     max_allocation_size: u64,
+    device_local_bytes: u64,
 ) -> Result<(), RuntimeError> {
+    // Before any limit of one allocation: no buffer larger than the device's memory can ever be
+    // made (0: a device that reports no device-local heap, whose limits then decide).
+    if device_local_bytes > 0 && bytes > device_local_bytes {
+        return Err(RuntimeError::BufferTooLarge {
+            bytes,
+            limit: device_local_bytes,
+            limit_name: "the device's memory (its device-local heaps)",
+        });
+    }
     if bytes > max_storage_buffer_range {
         return Err(RuntimeError::BufferTooLarge {
             bytes,

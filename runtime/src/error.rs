@@ -115,6 +115,19 @@ pub enum RuntimeError {
         /// The op that needed the host copy; unknown for a buffer made outside a program.
         location: Location,
     },
+    /// A host buffer larger than the memory the process can still have (see
+    /// [`crate::host_memory`]), refused before anything is allocated.
+    #[error("{}", crate::host_memory::message(what, *bytes, *available))]
+    HostMemory {
+        /// What needs it: an argument's name, a buffer's host copy.
+        what: String,
+        /// The size asked for.
+        bytes: u64,
+        /// The bytes available.
+        available: u64,
+        /// The op that needed it; unknown for a buffer made outside a program.
+        location: Location,
+    },
     /// A buffer used after `buffer.dealloc` freed it (a second `buffer.dealloc` included).
     #[error("'{op}' uses a buffer after 'buffer.dealloc' freed it")]
     UseAfterFree {
@@ -275,6 +288,7 @@ impl RuntimeError {
             | RuntimeError::Unsupported { location, .. }
             | RuntimeError::UseAfterFree { location, .. }
             | RuntimeError::HostAllocation { location, .. }
+            | RuntimeError::HostMemory { location, .. }
             | RuntimeError::RecursionLimit { location, .. }
             | RuntimeError::GridTooLarge { location, .. }
             | RuntimeError::KernelLowering { location, .. }

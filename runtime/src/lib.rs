@@ -14,6 +14,7 @@ pub mod error;
 pub mod eval;
 pub mod executor;
 pub mod handles;
+pub mod host_memory;
 pub mod kernel_cache;
 pub mod oracle;
 pub mod report;

@@ -171,6 +171,10 @@ fn verify_for(v: &mut VerifyContext<'_>, op: Op) {
     {
         v.error(op, "expects the bounds and step to have one signless integer or index type");
     }
+    // As MLIR's: a step known to be zero or negative can never be right.
+    if let Some(step) = hat_ir::interfaces::constant_integer(ctx, operands[2]).filter(|&s| s <= 0) {
+        v.error(op, format!("expects a positive step, but the step is the constant {step}"));
+    }
     let inits = types_of(ctx, &operands[3..]);
     let results: Vec<Type> = ctx.results(op).map(|r| ctx.value_type(r)).collect();
     if inits != results {

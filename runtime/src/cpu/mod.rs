@@ -412,6 +412,14 @@ impl Backend for CpuBackend {
         if bytes > isize::MAX as usize / 2 {
             return Err(too_big("the buffer exceeds the CPU backend's limits"));
         }
+        // The CPU backend's device memory is host memory.
+        if let Some(available) = crate::host_memory::refuses(bytes as u64) {
+            return Err(too_big(&crate::host_memory::message(
+                "the CPU backend's device copy",
+                bytes as u64,
+                available,
+            )));
+        }
         let memory = Memory::try_poisoned(layout.element, &layout.shape).map_err(|message| too_big(&message))?;
         let (index, generation) = self.buffers.insert(memory).ok_or_else(|| too_big("too many buffers"))?;
         Ok(DeviceBuffer::new(index, generation))

@@ -232,6 +232,11 @@ impl Generator {
 /// that overflows or that host memory cannot hold is an error naming the type and the size.
 fn host_bytes(layout: &BufferLayout, type_text: &str) -> Result<Vec<u8>, String> {
     let size = layout.checked_bytes().map_err(|message| format!("{type_text} has {message}"))?;
+    // Refused before anything is touched: overcommit would grant it, and filling it would bring
+    // the OOM killer instead of this message.
+    if let Some(available) = hat_runtime::host_memory::refuses(size as u64) {
+        return Err(hat_runtime::host_memory::message(type_text, size as u64, available));
+    }
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(size).map_err(|e| {
         format!("host allocation of {size} bytes for {type_text} failed: host memory cannot hold it ({e})")

@@ -477,11 +477,14 @@ fn a_buffer_larger_than_host_memory() {
     let directory = scratch("huge_argument");
     let npy = directory.join("huge.npy");
     write_raw_npy(&npy, "<i4", &[1_000_000_000_000_000], &[]);
+    // Where the memory the process may have is known (hat_runtime::host_memory), the request is
+    // refused before the allocator is asked; elsewhere the fallible allocation fails.
+    let expected = match hat_runtime::host_memory::available() {
+        Some(_) => "memref<1000000000000000xi32> needs 4.00 PB of host memory",
+        None => "host allocation of 4000000000000000 bytes for memref<1000000000000000xi32> failed",
+    };
     for arg in ["data=zeros", "data=iota", "data=random:1", "data=fill:3"] {
-        fail(
-            &["tests/run/huge-argument.hat", "--run", "--arg", arg],
-            &["host allocation of 4000000000000000 bytes for memref<1000000000000000xi32> failed"],
-        );
+        fail(&["tests/run/huge-argument.hat", "--run", "--arg", arg], &[expected]);
     }
     // The file does not hold what its header says: that is found before anything is allocated.
     let npy_arg = format!("data={}", path_str(&npy));
@@ -510,11 +513,55 @@ fn a_buffer_whose_size_overflows() {
 
 #[test]
 fn a_host_copy_larger_than_host_memory() {
-    let stderr = fail(
-        &["tests/run/huge-host-copy.hat", "--run"],
-        &["error: host allocation of 4611686018427387904 bytes failed", "tests/run/huge-host-copy.hat:7:3"],
-    );
+    let expected = match hat_runtime::host_memory::available() {
+        Some(_) => "error: the buffer's host copy of shape [4611686018427387904] (i8) needs 4.61 EB of host memory",
+        None => "error: host allocation of 4611686018427387904 bytes failed",
+    };
+    let stderr = fail(&["tests/run/huge-host-copy.hat", "--run"], &[expected, "tests/run/huge-host-copy.hat:7:3"]);
     assert!(!stderr.contains("device"), "a host allocation is not a device allocation:\n{stderr}");
+}
+
+/// Issue 24's two cases, sized from what this machine has (so the test needs none of it): an
+/// argument, and a host `buffer.alloc` the program uses, each of twice the memory the process
+/// may have — sizes the allocator would grant under overcommit, and filling them would bring the
+/// OOM killer. Both are refused at once, with the sizes, before anything is touched.
+#[test]
+fn requests_beyond_the_memory_the_process_may_have_are_refused_before_anything_is_touched() {
+    let Some(available) = hat_runtime::host_memory::available() else {
+        eprintln!("skipped: this system does not say how much memory a process may have");
+        return;
+    };
+    let elements = (available / 2).max(1 << 26); // i32: twice the bytes available, 256 MiB at least
+    let directory = scratch("beyond_available");
+    let argument = directory.join("argument.hat");
+    std::fs::write(&argument, format!("compute.func @main(%d: memref<{elements}xi32>) {{\n  compute.return\n}}\n"))
+        .unwrap();
+    let host = directory.join("host-alloc.hat");
+    std::fs::write(
+        &host,
+        format!(
+            "compute.func @main() -> i32 {{\n  %c0 = arith.constant 0 : index\n  %b = buffer.alloc() : memref<{elements}xi32>\n  \
+             %one = arith.constant 1 : i32\n  buffer.store %one, %b[%c0] : memref<{elements}xi32>\n  \
+             %v = buffer.load %b[%c0] : memref<{elements}xi32>\n  compute.return %v : i32\n}}\n"
+        ),
+    )
+    .unwrap();
+    let needs = format!("needs {} of host memory", hat_runtime::host_memory::human(elements * 4));
+    let host_text = format!("{}:5:3", path_str(&host));
+    let argument_arg = ["--run", "--arg", "d=zeros"];
+    for (file, args, expected) in [
+        (&argument, &argument_arg[..], vec!["--arg d=zeros", needs.as_str(), "are available"]),
+        (&host, &["--run"][..], vec![needs.as_str(), "are available", host_text.as_str()]),
+    ] {
+        let mut all = vec![path_str(file)];
+        all.extend_from_slice(args);
+        let output = hat_opt_within(&all, 20).expect("refused at once, not after 20 s of filling memory");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        for expected in expected {
+            assert!(stderr.contains(expected), "stderr lacks `{expected}`:\n{stderr}");
+        }
+    }
 }
 
 /// A `.npy` file that does not hold what its header says, or whose header no buffer can match:
