@@ -130,6 +130,9 @@ const LOWERED_KEPT: usize = 64;
 /// long run of commands costs few submissions where the device outruns the host.
 const EARLY_BATCH: u64 = 16;
 
+/// The most batches submitted and not completed; past it, a submission completes the oldest.
+const MAX_IN_FLIGHT: usize = 8;
+
 /// What to destroy once the batches that may use it are done.
 enum Retired {
     Buffer(Block),
@@ -170,11 +173,16 @@ pub struct VulkanBackend {
     open: Option<Frame>,
     /// Submitted batches not waited for, oldest first.
     in_flight: VecDeque<Frame>,
+    /// Dispatch times of batches completed before a wait or `completed` asked for them.
+    early_times: Vec<DispatchTime>,
     /// Frames of waited batches, to reuse.
     spare: Vec<Frame>,
     hazards: Hazards,
     /// Reads of waited batches, not taken yet.
     takeable: FxHashMap<u64, Landing>,
+    /// Reads of batches completed before a wait (a host far ahead, `completed`): they
+    /// become takeable at the next wait.
+    landed: FxHashMap<u64, Landing>,
     /// What to destroy once the batch numbered with it is done.
     retired: VecDeque<(u64, Retired)>,
     next_command: u64,
@@ -259,9 +267,11 @@ impl VulkanBackend {
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
+            early_times: Vec::new(),
             spare: Vec::new(),
             hazards: Hazards::default(),
             takeable: FxHashMap::default(),
+            landed: FxHashMap::default(),
             retired: VecDeque::new(),
             next_command: 0,
             next_batch: 0,
@@ -704,7 +714,7 @@ impl VulkanBackend {
             self.upload_pieces.give(block, &device, &mut self.allocator);
         }
         for (command, landing) in frame.reads.drain(..) {
-            self.takeable.insert(command.sequence(), landing);
+            self.landed.insert(command.sequence(), landing);
         }
         frame.timed.clear();
         frame.timed_copies.clear();
@@ -785,6 +795,15 @@ impl VulkanBackend {
         let sequence = frame.sequence;
         self.next_batch = sequence + 1;
         self.in_flight.push_back(frame);
+        // A host far ahead of the device waits for its oldest batch here, rather than keeping
+        // every batch it submitted (each a command buffer the driver holds) until it waits.
+        while self.in_flight.len() > MAX_IN_FLIGHT {
+            let mut times = std::mem::take(&mut self.early_times);
+            let completed = self.complete_oldest(&mut times);
+            self.early_times = times;
+            completed?;
+            self.release_retired();
+        }
         Ok(sequence)
     }
 }
@@ -1292,12 +1311,30 @@ impl Backend for VulkanBackend {
                 fence.sequence()
             )));
         }
-        let mut times = Vec::new();
+        let mut times = std::mem::take(&mut self.early_times);
         while self.in_flight.front().is_some_and(|f| f.sequence <= fence.sequence()) {
             self.complete_oldest(&mut times)?;
         }
+        self.takeable.extend(self.landed.drain());
         self.release_retired();
         Ok(times)
+    }
+
+    fn completed(&mut self) -> hat_runtime::Completed {
+        // Batches the device finished, oldest first, without waiting for any other.
+        let mut times = std::mem::take(&mut self.early_times);
+        while self.in_flight.front().is_some_and(|frame| {
+            // SAFETY: the fence of a submitted batch.
+            unsafe { self.gpu.device.get_fence_status(frame.fence) }.unwrap_or(false)
+        }) {
+            if self.complete_oldest(&mut times).is_err() {
+                break; // the next wait reports it
+            }
+        }
+        self.release_retired();
+        // Commands of the open batch and of batches in flight are not done.
+        let open = self.open.as_ref().map_or(self.next_command, |frame| frame.first_command);
+        hat_runtime::Completed { times, done_before: self.waited_floor().min(open) }
     }
 
     fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
@@ -1367,7 +1404,7 @@ impl Drop for VulkanBackend {
                     }
                 }
             }
-            for (_, landing) in std::mem::take(&mut self.takeable) {
+            for (_, landing) in std::mem::take(&mut self.takeable).into_iter().chain(std::mem::take(&mut self.landed)) {
                 if let Landing::Pieces(blocks, _) = landing {
                     for block in blocks {
                         block.destroy(&device, &mut self.allocator);

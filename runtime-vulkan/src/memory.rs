@@ -208,15 +208,6 @@ pub(crate) fn check_size(
     max_allocation_size: u64,
     device_local_bytes: u64,
 ) -> Result<(), RuntimeError> {
-    // Before any limit of one allocation: no buffer larger than the device's memory can ever be
-    // made (0: a device that reports no device-local heap, whose limits then decide).
-    if device_local_bytes > 0 && bytes > device_local_bytes {
-        return Err(RuntimeError::BufferTooLarge {
-            bytes,
-            limit: device_local_bytes,
-            limit_name: "the device's memory (its device-local heaps)",
-        });
-    }
     if bytes > max_storage_buffer_range {
         return Err(RuntimeError::BufferTooLarge {
             bytes,
@@ -229,6 +220,15 @@ pub(crate) fn check_size(
             bytes,
             limit: max_allocation_size,
             limit_name: "maxMemoryAllocationSize",
+        });
+    }
+    // Within those limits, still no larger than the device's memory (0: a device that reports
+    // no device-local heap, whose limits then decide).
+    if device_local_bytes > 0 && bytes > device_local_bytes {
+        return Err(RuntimeError::BufferTooLarge {
+            bytes,
+            limit: device_local_bytes,
+            limit_name: "the device's memory (its device-local heaps)",
         });
     }
     Ok(())
@@ -323,7 +323,18 @@ impl Ring {
 
 #[cfg(test)]
 mod tests {
-    use super::RingState;
+
+    #[test]
+    fn a_buffer_within_the_allocation_limits_but_beyond_the_device_memory_is_refused() {
+        let gib = 1u64 << 30;
+        assert!(check_size(gib, 4 * gib, 4 * gib, 2 * gib).is_ok());
+        let error = check_size(3 * gib, 4 * gib, 4 * gib, 2 * gib).unwrap_err();
+        assert!(error.to_string().contains("the device's memory"), "{error}");
+        let error = check_size(5 * gib, 4 * gib, 8 * gib, 2 * gib).unwrap_err();
+        assert!(error.to_string().contains("maxStorageBufferRange"), "{error}");
+        assert!(check_size(3 * gib, 4 * gib, 4 * gib, 0).is_ok(), "no heap reported: the limits decide");
+    }
+    use super::{check_size, RingState};
 
     #[test]
     fn spans_wrap_around_and_are_reclaimed_oldest_first() {

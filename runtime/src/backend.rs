@@ -123,6 +123,15 @@ impl Fence {
     }
 }
 
+/// What [`Backend::completed`] gives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Completed {
+    /// Device times of dispatches of batches done, not given before.
+    pub times: Vec<DispatchTime>,
+    /// Every command numbered below this one is done.
+    pub done_before: u64,
+}
+
 /// How long a dispatch ran on the device, as the device measured it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct DispatchTime {
@@ -272,6 +281,17 @@ pub trait Backend {
     /// it has no timer). An error here (a lost device) may concern any command of those
     /// batches.
     fn wait(&mut self, fence: Fence) -> Result<Vec<DispatchTime>, RuntimeError>;
+
+    /// What is done, without waiting: the device times of dispatches whose batches are done and
+    /// that no call gave yet, and the first command not known to be done. A run that records a
+    /// million dispatches before it waits books their times, and forgets what it kept for the
+    /// commands that are done, as it goes (the executor asks every few thousand dispatches), so
+    /// that what it keeps per command does not grow with its length. Each time is given once,
+    /// here or by [`wait`](Self::wait). The default knows nothing done (every time comes from
+    /// `wait`).
+    fn completed(&mut self) -> Completed {
+        Completed::default()
+    }
 
     /// Copies the bytes of the read `read` (of a waited batch) into `into`, which has the read's
     /// length. Each read is taken once.

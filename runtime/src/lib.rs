@@ -22,7 +22,9 @@ pub mod timeline;
 pub mod value;
 
 pub use artifact::{KernelArtifact, LoweredModule};
-pub use backend::{Backend, BufferAccesses, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
+pub use backend::{
+    Backend, BufferAccesses, Command, Completed, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle,
+};
 pub use cpu::CpuBackend;
 pub use error::RuntimeError;
 pub use executor::{

@@ -87,6 +87,13 @@ impl Batches {
         Ok(done.into_iter().map(|(_, time)| time).collect())
     }
 
+    /// The times of every dispatch run so far and not given out, and the next command: a
+    /// command runs when it is recorded, so every one recorded is done.
+    pub(crate) fn completed(&mut self) -> crate::backend::Completed {
+        let times = self.times.drain(..).map(|(_, time)| time).collect();
+        crate::backend::Completed { times, done_before: self.next_command }
+    }
+
     /// Copies out the bytes of the read `command`, once its batch was waited for.
     pub(crate) fn take_read(&mut self, command: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
         let read = self.reads.get(&command.sequence()).ok_or(RuntimeError::StaleHandle {

@@ -554,6 +554,10 @@ impl Backend for CpuBackend {
         self.batches.wait(fence)
     }
 
+    fn completed(&mut self) -> crate::backend::Completed {
+        self.batches.completed()
+    }
+
     fn take_read(&mut self, read: Command, into: &mut [u8]) -> Result<(), RuntimeError> {
         self.batches.take_read(read, into)
     }

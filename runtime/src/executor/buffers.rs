@@ -35,6 +35,10 @@ fn try_poison(layout: &BufferLayout, location: Location) -> Result<Vec<u8>, Runt
     try_pattern_bytes(layout, &layout.element.poison_bytes(), "the buffer's host copy", location)
 }
 
+/// Every this many dispatches held for their times, the executor asks the backend what is done
+/// ([`Backend::completed`]) and forgets what it kept for those commands.
+const BOOK_EVERY: usize = 4096;
+
 /// A buffer of the run (an index into [`Buffers`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct BufferId(pub(crate) usize);
@@ -537,6 +541,7 @@ impl Buffers {
         uses: &[Use],
         at: At<'_>,
         backend: &mut dyn Backend,
+        recorder: &mut Recorder,
     ) -> Result<Command, RuntimeError> {
         let mut after = SmallVec::new();
         let mut whole = SmallVec::<[(BufferId, std::ops::Range<usize>); 8]>::new();
@@ -566,6 +571,15 @@ impl Buffers {
             }
         }
         self.queue.dispatched(command, kernel_slot);
+        if self.queue.dispatches_held() >= BOOK_EVERY && self.queue.dispatches_held().is_multiple_of(BOOK_EVERY) {
+            let done = backend.completed();
+            for time in done.times {
+                if let Some(kernel) = self.queue.kernel_of(time.command) {
+                    recorder.device_time(kernel, time.time);
+                }
+            }
+            self.queue.forget_done(done.done_before);
+        }
         Ok(command)
     }
 

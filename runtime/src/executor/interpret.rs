@@ -877,7 +877,16 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         }
         let start = Instant::now();
         let slot = self.recorder.kernel_slot(&dispatch.name);
-        self.buffers.dispatch(kernel.handle, slot, grid, &kernel_args, &uses, at, self.ex.backend)?;
+        self.buffers.dispatch(
+            kernel.handle,
+            slot,
+            grid,
+            &kernel_args,
+            &uses,
+            at,
+            self.ex.backend,
+            &mut self.recorder,
+        )?;
         self.recorder.dispatch(slot, start.elapsed());
         if self.trace.is_some() {
             self.trace_dispatch(&buffers, &kernel_args, dispatch, frame, at)?;

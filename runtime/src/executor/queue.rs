@@ -143,6 +143,21 @@ impl Queue {
         Some(self.dispatches[position].1)
     }
 
+    /// How many dispatches are kept for their times.
+    pub(crate) fn dispatches_held(&self) -> usize {
+        self.dispatches.len()
+    }
+
+    /// Forgets the dispatches and accesses of the commands numbered below `done_before`, all
+    /// done (their times booked): no later command depends on a done one, and no time of theirs
+    /// is still to come. Pending reads stay: they land at the next wait.
+    pub(crate) fn forget_done(&mut self, done_before: u64) {
+        self.dispatches.retain(|&(command, _)| command.sequence() >= done_before);
+        for accesses in &mut self.accesses {
+            accesses.retain(|access| access.command.sequence() >= done_before);
+        }
+    }
+
     /// Whether anything was recorded since the last wait.
     pub(crate) fn is_idle(&self) -> bool {
         !self.recorded

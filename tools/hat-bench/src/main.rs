@@ -21,6 +21,9 @@
 //!   JSON lines, with issue 10's targets and a plot (`--svg`).
 //! - `hat-bench aliases`: `resolve-aliases` on k-way rotations (k = 2..8) and on a ping-pong
 //!   loop of 1,000 dispatches: time, period, e-graph size; target under 50 ms each.
+//! - `hat-bench soak`: a million dependent dispatches and a million host-loop iterations with
+//!   element peeks, on the CPU backend or a Vulkan device: resident memory after warm-up and at
+//!   the end; target growth under 1 MiB.
 
 mod aliases;
 /// The allocator's policy, hat-opt's own (the figures are of the process hat-opt would be).
@@ -36,6 +39,7 @@ mod nested;
 mod parse;
 mod passes;
 mod races;
+mod soak;
 mod transfers;
 
 use clap::{Parser, Subcommand};
@@ -71,6 +75,9 @@ enum Command {
     Races(races::RacesArgs),
     /// resolve-aliases on k-way rotations and a 1,000-dispatch ping-pong body: time, e-graph size.
     Aliases(aliases::AliasesArgs),
+    /// A million dependent dispatches and a million host-loop iterations with element peeks:
+    /// resident memory after warm-up and at the end, target growth under 1 MiB.
+    Soak(soak::SoakArgs),
     /// Internal: run PROGRAM ARGS... once and print its wall time and peak memory as JSON.
     #[command(hide = true)]
     MeasureChild {
@@ -95,6 +102,7 @@ fn main() -> ExitCode {
         Command::Gpu(args) => gpu::run(args).map(|(report, ok)| (Some(report), ok)),
         Command::Pipelines(args) => gpu::pipelines::run_pipelines(args).map(|(report, ok)| (Some(report), ok)),
         Command::Races(args) => races::run(args).map(|(report, ok)| (Some(report), ok)),
+        Command::Soak(args) => soak::run_soak(args).map(|(report, ok)| (Some(report), ok)),
         Command::Transfers(args) => transfers::run(args).map(|(report, tables, ok)| match args.format {
             transfers::Format::Table => {
                 print!("{tables}");

@@ -20,9 +20,9 @@ mod dispatch;
 mod life;
 pub mod pipelines;
 mod plot;
-mod programs;
+pub(crate) mod programs;
 mod references;
-mod runs;
+pub(crate) mod runs;
 mod square;
 
 use crate::common::progress;
