@@ -21,9 +21,7 @@ pub fn run(
     entry: &str,
     args: Vec<ArgValue>,
 ) -> Result<RunOutput, String> {
-    let verified = verify_module(ctx, module).map_err(|_| "the compiled module does not verify".to_string())?;
-    let mut executor = Executor::new(verified, backend, ExecutorOptions { mode: TransferMode::Explicit });
-    executor.run(entry, args).map_err(|e| format!("@{entry} failed: {e}"))
+    executor(ctx, module, backend)?.run(entry, args).map_err(|e| format!("@{entry} failed: {e}"))
 }
 
 /// Runs as [`run`] does, recording the run's timeline: how many barriers the backend placed.
@@ -34,11 +32,16 @@ pub fn barriers(
     entry: &str,
     args: Vec<ArgValue>,
 ) -> Result<usize, String> {
-    let verified = verify_module(ctx, module).map_err(|_| "the compiled module does not verify".to_string())?;
-    let mut executor = Executor::new(verified, backend, ExecutorOptions { mode: TransferMode::Explicit });
+    let mut executor = executor(ctx, module, backend)?;
     executor.set_timeline(true);
     executor.run(entry, args).map_err(|e| format!("@{entry} failed: {e}"))?;
     Ok(executor.take_timeline().map_or(0, |timeline| timeline.barriers.len()))
+}
+
+/// An executor of the compiled `module` on `backend`, in explicit transfer mode.
+fn executor<'a>(ctx: &'a Context, module: Op, backend: &'a mut dyn Backend) -> Result<Executor<'a>, String> {
+    let verified = verify_module(ctx, module).map_err(|_| "the compiled module does not verify".to_string())?;
+    Ok(Executor::new(verified, backend, ExecutorOptions { mode: TransferMode::Explicit }))
 }
 
 /// Milliseconds.
