@@ -202,3 +202,105 @@ fn function_of(ctx: &Context, op: Op) -> Op {
     }
     function
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Dispatch, KernelEffects};
+    use hat_ir::parse_source;
+
+    /// Whether a dispatch over `grid` of kernel `@k` (`signature`, `body`) writes parameter 1 in
+    /// place of parameter 0, both buffers of `shape`.
+    fn in_place(signature: &str, body: &str, grid: &[u64], shape: &[u64]) -> bool {
+        let text = format!("kernel.func @k({signature}) workgroup(8, 8) {{\n{body}\n  kernel.return\n}}\n");
+        let mut ctx = hat_dialects::context();
+        let module = parse_source(&mut ctx, "in-place.hat", &text).unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(hat_ir::verify(&ctx, module).is_empty(), "{text}");
+        let kernel = ctx.walk(module).into_iter().find(|&op| ctx.name_str(op) == "kernel.func").unwrap();
+        let effects = KernelEffects::of(&ctx, kernel);
+        let shape: Vec<Option<u64>> = shape.iter().map(|&s| Some(s)).collect();
+        let grid: Vec<Option<u64>> = grid.iter().map(|&g| Some(g)).collect();
+        let dispatch = Dispatch::new(&grid).with_shape(0, &shape).with_shape(1, &shape);
+        effects.writes_in_place(&ctx, kernel, 0, 1, &dispatch)
+    }
+
+    const TWO_D: &str = "%src: memref<16x16xf32>, %dst: memref<16x16xf32>";
+
+    #[test]
+    fn each_work_item_reading_then_writing_its_own_element_writes_in_place() {
+        let body = "  %x = kernel.global_id x
+  %y = kernel.global_id y
+  %v = buffer.load %src[%y, %x] : memref<16x16xf32>
+  %w = arith.mulf %v, %v : f32
+  buffer.store %w, %dst[%y, %x] : memref<16x16xf32>";
+        assert!(in_place(TWO_D, body, &[16, 16], &[16, 16]));
+        // A grid that leaves elements unwritten: the reader's old data would show.
+        assert!(!in_place(TWO_D, body, &[8, 16], &[16, 16]));
+    }
+
+    #[test]
+    fn a_flat_id_split_into_row_and_column_is_one_to_one() {
+        let body = "  %i = kernel.global_id x
+  %c16 = arith.constant 16 : index
+  %row = arith.divui %i, %c16 : index
+  %col = arith.remui %i, %c16 : index
+  %v = buffer.load %src[%row, %col] : memref<16x16xf32>
+  buffer.store %v, %dst[%row, %col] : memref<16x16xf32>";
+        assert!(in_place(TWO_D, body, &[256], &[16, 16]));
+    }
+
+    #[test]
+    fn a_neighbour_a_repeated_element_or_a_write_before_the_read_is_not_in_place() {
+        let neighbour = "  %x = kernel.global_id x
+  %y = kernel.global_id y
+  %c1 = arith.constant 1 : index
+  %c15 = arith.constant 15 : index
+  %x1 = arith.addi %x, %c1 : index
+  %xn = arith.minui %x1, %c15 : index
+  %v = buffer.load %src[%y, %xn] : memref<16x16xf32>
+  buffer.store %v, %dst[%y, %x] : memref<16x16xf32>";
+        assert!(!in_place(TWO_D, neighbour, &[16, 16], &[16, 16]));
+        // Every work item of a row column touches element x of row 0: not one-to-one.
+        let row_only = "  %x = kernel.global_id x
+  %c0 = arith.constant 0 : index
+  %v = buffer.load %src[%c0, %x] : memref<16x16xf32>
+  buffer.store %v, %dst[%c0, %x] : memref<16x16xf32>";
+        assert!(!in_place(TWO_D, row_only, &[16, 16], &[16, 16]));
+        let write_first = "  %x = kernel.global_id x
+  %y = kernel.global_id y
+  %zero = arith.constant 0.0 : f32
+  buffer.store %zero, %dst[%y, %x] : memref<16x16xf32>
+  %v = buffer.load %src[%y, %x] : memref<16x16xf32>
+  %w = arith.addf %v, %v : f32
+  buffer.store %w, %dst[%y, %x] : memref<16x16xf32>";
+        assert!(!in_place(TWO_D, write_first, &[16, 16], &[16, 16]));
+    }
+
+    #[test]
+    fn a_loop_around_the_read_and_the_write_is_not_in_place() {
+        let body = "  %x = kernel.global_id x
+  %y = kernel.global_id y
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %k = %c0 to %c3 step %c1 {
+    %v = buffer.load %src[%y, %x] : memref<16x16xf32>
+    %w = arith.addf %v, %v : f32
+    buffer.store %w, %dst[%y, %x] : memref<16x16xf32>
+  }";
+        assert!(!in_place(TWO_D, body, &[16, 16], &[16, 16]));
+        // Reads in a loop, the write after it: every read comes first.
+        let reads_in_a_loop = "  %x = kernel.global_id x
+  %y = kernel.global_id y
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c3 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = buffer.load %src[%y, %x] : memref<16x16xf32>
+    %next = arith.addf %acc, %v : f32
+    scf.yield %next : f32
+  }
+  buffer.store %sum, %dst[%y, %x] : memref<16x16xf32>";
+        assert!(in_place(TWO_D, reads_in_a_loop, &[16, 16], &[16, 16]));
+    }
+}
