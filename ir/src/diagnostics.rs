@@ -1,6 +1,8 @@
 //! Diagnostics: errors, warnings, notes and remarks attached to source locations, rendered with the
 //! source line and `file:line:col` by `codespan-reporting`.
 
+pub mod expected;
+
 use crate::location::{Location, SourceFile, SourceMap};
 use codespan_reporting::diagnostic as cs;
 use codespan_reporting::files::{Error as FilesError, Files};

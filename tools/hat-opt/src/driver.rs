@@ -261,7 +261,7 @@ fn process_chunk(
         }
     }
     if let Some(text) = expectations_text {
-        return crate::verify_diagnostics::check(&ctx.sources, &text, name, &diagnostics);
+        return hat_ir::diagnostics::expected::check(&ctx.sources, &text, name, &diagnostics);
     }
     let rendered = render(&ctx.sources, &diagnostics);
     if has_errors(&diagnostics) || !succeeded {

@@ -24,7 +24,6 @@ mod host_bindings;
 mod mlir_flags;
 
 mod op_graph;
-mod verify_diagnostics;
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use hat_ir::pass::PassRegistry;

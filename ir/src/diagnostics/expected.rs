@@ -23,9 +23,9 @@
 //! but is malformed is an error rather than silently ignored, and a diagnostic of the wrong kind is
 //! reported once, not again as a missing expectation.
 
-use hat_ir::diagnostics::render;
-use hat_ir::location::SourceMap;
-use hat_ir::{Diagnostic, Location, Severity};
+use super::render;
+use crate::location::SourceMap;
+use crate::{Diagnostic, Location, Severity};
 use regex::Regex;
 
 /// Checks `diagnostics`, produced for the input `source_text` (named `file_name`; with
@@ -198,9 +198,9 @@ fn parse_expectations(source_text: &str) -> (Vec<Expectation>, Vec<Problem>) {
     let mut expectations: Vec<Expectation> = Vec::new();
     let mut problems = Vec::new();
     // Lines as the diagnostics count them (LF, CRLF or a lone CR), without their endings.
-    let lines: Vec<(&str, usize)> = hat_ir::location::lines_inclusive(source_text.as_bytes())
+    let lines: Vec<(&str, usize)> = crate::location::lines_inclusive(source_text.as_bytes())
         .map(|line| {
-            let text = hat_ir::location::trim_line_ending(line);
+            let text = crate::location::trim_line_ending(line);
             (std::str::from_utf8(text).unwrap_or(""), line.len())
         })
         .chain(
@@ -375,7 +375,7 @@ mod tests {
     struct Input {
         sources: SourceMap,
         text: String,
-        id: hat_ir::location::SourceId,
+        id: crate::location::SourceId,
     }
 
     impl Input {
