@@ -6,7 +6,7 @@
 //!
 //! The snapshots print each program's source with the analysis' results next to each op.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::analysis::dataflow::{
     solve_dense_backward, solve_dense_forward, solve_sparse_backward, solve_sparse_forward, BranchValue,
@@ -653,7 +653,7 @@ const VENDOR_ONE_TRIP: &str = r#"
 
 #[test]
 fn the_vendor_loop_and_call_are_followed_through_their_interfaces() {
-    // The program of tests/vendor_dialect: the loop's bound is a parameter, so nothing is constant.
+    // The program of test-dialects/src/vendor.rs: the loop's bound is a parameter, so nothing is constant.
     let (ctx, module) = parse("vendor.hat", vendor_dialect::SUM_OF_TWICE);
     let solution = solve_sparse_forward(&ctx, module, &ConstantPropagation);
     insta::assert_snapshot!("vendor_sum_of_twice", show_constants(&ctx, module, &solution));

@@ -1,10 +1,10 @@
-//! The kernel-effects analysis through a vendor's ops (`tests/vendor_dialect`), which no hat
+//! The kernel-effects analysis through a vendor's ops (`hat_test_dialects::vendor` (test-dialects/src/vendor.rs)), which no hat
 //! code knows by name: a `vendor.repeat` counted loop and a `vendor.invoke` call of a
 //! `kernel.helper` inside a kernel. The loop's variable is bounded through its
 //! `LoopLikeOpInterface`, the call followed through its `CallOpInterface`, so the analysis proves
 //! the same full write as with `scf.for` and `kernel.call`.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_passes::transfers::kernel_effects::KernelEffects;
 

@@ -4,12 +4,12 @@
 //!
 //! The other regressions of the planner are file tests, each a program and its plan:
 //! `tests/filetests/insert-transfers/regressions/`. This one stays here because its program is
-//! written in `tests/vendor_dialect`, a dialect defined outside hat's crates to show that ops
+//! written in `hat_test_dialects::vendor` (test-dialects/src/vendor.rs), a dialect defined outside hat's crates to show that ops
 //! known to hat only through the interfaces take part in the passes. `hat-opt` does not register
 //! it (it exists for the tests): a file test cannot parse the program, and with
 //! `--allow-unregistered-dialect` its ops would have no interfaces, which is what this tests.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::pass::PassManager;
 use hat_ir::{parse_source, verify_module, Context, Op};
@@ -77,7 +77,7 @@ kernel.func @increment(%data: memref<16xi32>) workgroup(16) {
 
 #[test]
 fn a_vendor_loop_gets_guarded_hoisted_transfers_through_the_interfaces() {
-    // `vendor.repeat` (tests/vendor_dialect) is a counted loop known to hat only by its
+    // `vendor.repeat` (test-dialects/src/vendor.rs) is a counted loop known to hat only by its
     // LoopLikeOpInterface and RegionBranchOpInterface; `vendor.proc` a host function.
     let text = format!(
         r#"{INCREMENT}

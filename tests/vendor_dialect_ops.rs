@@ -1,7 +1,7 @@
-//! The vendor dialect of `tests/vendor_dialect` on its own: it parses, verifies and round-trips,
+//! The vendor dialect of `hat_test_dialects::vendor` (test-dialects/src/vendor.rs) on its own: it parses, verifies and round-trips,
 //! including an op with a successor, and its interfaces are found through the context.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::interfaces::{resolve_callee, trip_count, LoopLikeOpInterface};
 use hat_ir::{print_op, Context, Op, PrintOptions};

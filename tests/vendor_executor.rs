@@ -1,11 +1,11 @@
 //! The host executor runs a vendor's dialect through the op interfaces alone: the vendor's
 //! function (`vendor.proc`), call (`vendor.invoke`, callee attribute `target`) and counted loop
-//! (`vendor.repeat`, bounds last) of `tests/vendor_dialect`, and — defined here — a `probe`
+//! (`vendor.repeat`, bounds last) of `hat_test_dialects::vendor` (test-dialects/src/vendor.rs), and — defined here — a `probe`
 //! dialect with ops that only implement `RegionBranchOpInterface` (a multi-way switch on an
 //! integer, a do-while loop whose terminator decides) and a function declaration that the
 //! embedding program implements as a host function. No hat crate knows any of these names.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::interfaces::{CallableOpInterface, RegionBranchOpInterface, RegionPoint};
 use hat_ir::{parse_source, verify_module, Context, Op, OpDefinition, OpTraits, Region};

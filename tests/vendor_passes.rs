@@ -1,10 +1,10 @@
-//! hat's passes on the vendor dialect of `tests/vendor_dialect`, whose names no hat code knows:
+//! hat's passes on the vendor dialect of `hat_test_dialects::vendor` (test-dialects/src/vendor.rs), whose names no hat code knows:
 //! `inline` inlines its `vendor.invoke` calls of `vendor.proc`s, `dce` erases its unused procs
 //! (keeping `@main`) and its dead loops, and `canonicalize` removes its dead loops and folds its
 //! loops of constant trip count — all through the op interfaces and traits (call, callable,
 //! loop-like, `RECURSIVE_EFFECTS`, `HOST_CODE`), run by a pass manager from hat's registry.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::pass::PassManager;
 use hat_ir::{parse_source, print_op, Context, Op, PrintOptions};

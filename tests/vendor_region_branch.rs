@@ -3,7 +3,7 @@
 //! [`hat_ir::interfaces::constant_integer`] gives them, so an `i1` is 0 or 1. The host executor,
 //! the CPU backend and the analyses must all pass the same values.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::interfaces::{constant_integer, RegionBranchOpInterface, RegionPoint};
 use hat_ir::{parse_source, verify_module, Context, Op, OpDefinition, OpTraits};

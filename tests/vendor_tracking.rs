@@ -1,10 +1,10 @@
-//! `track-accesses` and the tracking mode on a vendor's host code (`tests/vendor_dialect`): the
+//! `track-accesses` and the tracking mode on a vendor's host code (`hat_test_dialects::vendor` (test-dialects/src/vendor.rs)): the
 //! hooks go inside a `vendor.proc` called through `vendor.invoke` and inside a `vendor.repeat`
 //! loop, found through the callable, call and loop interfaces alone; the call itself is not
 //! wrapped (its callee's body is). The results equal the reference semantics', and each
 //! iteration's peek brings back one element.
 
-mod vendor_dialect;
+use hat_test_dialects::vendor as vendor_dialect;
 
 use hat_ir::pass::{PassManager, PassManagerOptions};
 use hat_ir::{parse_source, print_op, verify_module, Context, Op, PrintOptions};

@@ -10,7 +10,6 @@
 //! - `"vendor.repeat"(inits..., %lb, %ub, %step) ({ ^bb0(%iv, carried...): ... "vendor.next"(values) })`
 //!   — a counted loop whose bounds come last (not scf.for's layout);
 //! - `"vendor.jump"()[^bb1]` — an unconditional branch: an op with a successor.
-#![allow(dead_code)]
 
 use hat_ir::interfaces::{
     CallOpInterface, CallableOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
