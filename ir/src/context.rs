@@ -890,6 +890,19 @@ impl Context {
         }
     }
 
+    /// `op`, or the op enclosing it, that is in `block` (MLIR's `Block::findAncestorOpInBlock`);
+    /// `None` when `op` is not nested in `block`.
+    pub fn ancestor_in_block(&self, block: Block, op: Op) -> Option<Op> {
+        let mut current = Some(op);
+        while let Some(o) = current {
+            if self.parent_block(o) == Some(block) {
+                return Some(o);
+            }
+            current = self.parent_op(o);
+        }
+        None
+    }
+
     /// Whether `ancestor` is `op` or encloses it.
     pub fn is_ancestor(&self, ancestor: Op, op: Op) -> bool {
         let mut current = Some(op);

@@ -173,8 +173,8 @@ pub struct VulkanBackend {
     open: Option<Frame>,
     /// Submitted batches not waited for, oldest first.
     in_flight: VecDeque<Frame>,
-    /// Dispatch times of batches completed before a wait or `completed` asked for them.
-    early_times: Vec<DispatchTime>,
+    /// Dispatch times of completed batches, until a wait or `completed` gives them.
+    done_times: Vec<DispatchTime>,
     /// Frames of waited batches, to reuse.
     spare: Vec<Frame>,
     hazards: Hazards,
@@ -267,7 +267,7 @@ impl VulkanBackend {
             command_pool,
             open: None,
             in_flight: VecDeque::new(),
-            early_times: Vec::new(),
+            done_times: Vec::new(),
             spare: Vec::new(),
             hazards: Hazards::default(),
             takeable: FxHashMap::default(),
@@ -660,9 +660,21 @@ impl VulkanBackend {
         Ok(())
     }
 
+    /// Whether one buffer of `bytes` can be made on this device: within its storage-buffer range,
+    /// its largest allocation and its memory ([`check_size`]).
+    fn fits(&self, bytes: u64) -> Result<(), RuntimeError> {
+        let limits = &self.gpu.limits;
+        check_size(
+            bytes,
+            limits.max_storage_buffer_range,
+            limits.max_allocation_size,
+            self.gpu.description.device_local_bytes,
+        )
+    }
+
     /// Completes the oldest batch in flight (its fence signalled): books its times, keeps its
     /// reads, releases its staging, and keeps the frame for reuse.
-    fn complete_oldest(&mut self, times: &mut Vec<DispatchTime>) -> Result<(), RuntimeError> {
+    fn complete_oldest(&mut self) -> Result<(), RuntimeError> {
         let mut frame = self.in_flight.pop_front().expect("a batch in flight");
         let device = self.gpu.device.clone();
         // SAFETY: the fence belongs to this batch's submission.
@@ -696,7 +708,7 @@ impl VulkanBackend {
                 let (start, end) = (ticks[first as usize] & mask, ticks[first as usize + 1] & mask);
                 let nanos = end.wrapping_sub(start) & mask;
                 let time = Duration::from_nanos((nanos as f64 * self.gpu.limits.timestamp_period) as u64);
-                times.push(DispatchTime { command, time });
+                self.done_times.push(DispatchTime { command, time });
             }
             if let Some(timeline) = &mut self.timeline {
                 let period = self.gpu.limits.timestamp_period;
@@ -798,10 +810,7 @@ impl VulkanBackend {
         // A host far ahead of the device waits for its oldest batch here, rather than keeping
         // every batch it submitted (each a command buffer the driver holds) until it waits.
         while self.in_flight.len() > MAX_IN_FLIGHT {
-            let mut times = std::mem::take(&mut self.early_times);
-            let completed = self.complete_oldest(&mut times);
-            self.early_times = times;
-            completed?;
+            self.complete_oldest()?;
             self.release_retired();
         }
         Ok(sequence)
@@ -928,13 +937,7 @@ impl Backend for VulkanBackend {
             .iter()
             .try_fold(layout.element.size() as u64, |a, &d| a.checked_mul(d as u64))
             .ok_or(RuntimeError::Allocation { bytes: usize::MAX, message: "the size overflows".into() })?;
-        let limits = &self.gpu.limits;
-        check_size(
-            bytes,
-            limits.max_storage_buffer_range,
-            limits.max_allocation_size,
-            self.gpu.description.device_local_bytes,
-        )?;
+        self.fits(bytes)?;
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST;
@@ -975,8 +978,7 @@ impl Backend for VulkanBackend {
 
     fn allocate_arena(&mut self, bytes: usize) -> Result<Option<DeviceBuffer>, RuntimeError> {
         // An arena larger than one buffer may be: its buffers are allocated one by one.
-        let limits = &self.gpu.limits;
-        if bytes as u64 > limits.max_storage_buffer_range.min(limits.max_allocation_size) {
+        if self.fits(bytes as u64).is_err() {
             return Ok(None);
         }
         self.allocate(&BufferLayout { element: ElementType::I8, shape: vec![bytes] }).map(Some)
@@ -1311,26 +1313,25 @@ impl Backend for VulkanBackend {
                 fence.sequence()
             )));
         }
-        let mut times = std::mem::take(&mut self.early_times);
         while self.in_flight.front().is_some_and(|f| f.sequence <= fence.sequence()) {
-            self.complete_oldest(&mut times)?;
+            self.complete_oldest()?;
         }
         self.takeable.extend(self.landed.drain());
         self.release_retired();
-        Ok(times)
+        Ok(std::mem::take(&mut self.done_times))
     }
 
     fn completed(&mut self) -> hat_runtime::Completed {
         // Batches the device finished, oldest first, without waiting for any other.
-        let mut times = std::mem::take(&mut self.early_times);
         while self.in_flight.front().is_some_and(|frame| {
             // SAFETY: the fence of a submitted batch.
             unsafe { self.gpu.device.get_fence_status(frame.fence) }.unwrap_or(false)
         }) {
-            if self.complete_oldest(&mut times).is_err() {
+            if self.complete_oldest().is_err() {
                 break; // the next wait reports it
             }
         }
+        let times = std::mem::take(&mut self.done_times);
         self.release_retired();
         // Commands of the open batch and of batches in flight are not done.
         let open = self.open.as_ref().map_or(self.next_command, |frame| frame.first_command);

@@ -178,7 +178,8 @@ pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decis
         let liveness_position = |op: Op| liveness.position(op).unwrap_or(0);
         loop {
             let planned = (0..allocs.len()).filter(|&s| excluded[s].is_none());
-            let first = planned.filter_map(|s| above_in(ctx, allocs[s], entry)).min_by_key(|&op| liveness_position(op));
+            let first =
+                planned.filter_map(|s| ctx.ancestor_in_block(entry, allocs[s])).min_by_key(|&op| liveness_position(op));
             let Some(first) = first else { break };
             let at = liveness_position(first);
             let late: Vec<usize> = (0..allocs.len())
@@ -227,17 +228,6 @@ pub fn plan(ctx: &Context, function: Op, roots: &BufferRoots, decisions: &[Decis
     }
     let packing = pack(&sizes, &sets, ALIGNMENT);
     ArenaPlan { buffers, packing, naive: sizes.iter().sum(), left_out, run_time: None }
-}
-
-/// The op of `block` that is `op` or holds it.
-pub(super) fn above_in(ctx: &Context, op: Op, block: hat_ir::Block) -> Option<Op> {
-    let mut cursor = op;
-    loop {
-        if ctx.parent_block(cursor) == Some(block) {
-            return Some(cursor);
-        }
-        cursor = ctx.parent_op(cursor)?;
-    }
 }
 
 /// Why passing a buffer to `op` lets the host see it, or takes it out of the function; `None`

@@ -14,22 +14,22 @@
 //!   size is dynamic), and no buffer value that may be it is live after the dispatch;
 //! - no other argument of the dispatch may be `%src` or `%dst`;
 //! - the kernel's effects prove the dispatch writes in place
-//!   ([`KernelEffects::writes_in_place`]: every element of `%dst`, each work item only its own
+//!   ([`KernelEffects::writes_in_place`](crate::transfers::kernel_effects::KernelEffects::writes_in_place): every element of `%dst`, each work item only its own
 //!   element, reading `%src`'s before writing `%dst`'s).
 //!
 //! Each buffer hands on and takes over at most once per dispatch. The copy of `@k` is
 //! `@k_in_place_i_j` (made once per kernel and pair), whose uses of parameter `j` are
 //! parameter `i`; the dispatch passes `%src` to both.
 
-use super::arena::above_in;
 use super::intervals::BlockIntervals;
 use super::lifetimes::{blocks_under, holders, parameters_of};
 use super::sparse_liveness::SparseLiveness;
 use crate::transfers::aliases::{is_buffer, BufferRoots, Roots};
 use crate::transfers::kernel_effects::print::launch_with_any_grid;
-use crate::transfers::kernel_effects::KernelEffects;
+use crate::transfers::kernel_effects::Dispatch;
+use hat_dialects::buffer::AllocOp;
 use hat_ir::interfaces::LaunchOpInterface;
-use hat_ir::rewrite::{Mapping, Rewriter};
+use hat_ir::rewrite::{Mapping, Rewriter, UseMap};
 use hat_ir::verifier::symbol_name;
 use hat_ir::{Block, Context, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -48,22 +48,21 @@ pub struct Handover {
 }
 
 /// The dispatches of `function` that may write in place (see the module documentation);
-/// `roots`: [`BufferRoots::with_calls`] of `function`.
-pub fn find(ctx: &Context, function: Op, roots: &BufferRoots) -> Vec<Handover> {
+/// `roots`: [`BufferRoots::with_calls`] of `function`; `proves(kernel, read, write, dispatch)`:
+/// [`KernelEffects::writes_in_place`](crate::transfers::kernel_effects::KernelEffects::writes_in_place) of the kernel's effects (the pass asks its analysis
+/// manager, so a kernel's effects are computed once for every function that launches it).
+pub fn find(
+    ctx: &Context,
+    function: Op,
+    roots: &BufferRoots,
+    proves: &mut dyn FnMut(Op, usize, usize, &Dispatch) -> bool,
+) -> Vec<Handover> {
     let parameters = parameters_of(ctx, function);
     let blocks = blocks_under(ctx, function);
     let (holders, unknown) = holders(ctx, &blocks, roots, &parameters);
     let liveness = SparseLiveness::new(ctx, function, &|v| super::lifetimes::may_be_owned(ctx, roots, &parameters, v));
     let ops = ctx.walk(function);
-    let mut uses: FxHashMap<Value, Vec<Op>> = FxHashMap::default();
-    for &op in &ops {
-        for &operand in ctx.operands(op) {
-            if is_buffer(ctx, operand) {
-                uses.entry(operand).or_default().push(op);
-            }
-        }
-    }
-    let mut effects: FxHashMap<Op, KernelEffects> = FxHashMap::default();
+    let uses = UseMap::build(ctx, function);
     let mut intervals: FxHashMap<Block, BlockIntervals<'_>> = FxHashMap::default();
     let (mut handed_on, mut taken_over): (FxHashSet<Value>, FxHashSet<Op>) = Default::default();
     let mut found = Vec::new();
@@ -83,9 +82,10 @@ pub fn find(ctx: &Context, function: Op, roots: &BufferRoots) -> Vec<Handover> {
                 continue;
             }
             // This dispatch is the first use of `%dst`.
-            let later =
-                |user: Op| user == op || above_in(ctx, user, block).and_then(position).is_some_and(|p| p > here);
-            if !uses.get(&dst).is_some_and(|users| users.iter().all(|&u| later(u))) {
+            let later = |user: Op| {
+                user == op || ctx.ancestor_in_block(block, user).and_then(position).is_some_and(|p| p > here)
+            };
+            if !uses.uses(dst).all(|u| later(u.user)) {
                 continue;
             }
             for (i, &src) in arguments.iter().enumerate() {
@@ -114,8 +114,7 @@ pub fn find(ctx: &Context, function: Op, roots: &BufferRoots) -> Vec<Handover> {
                 if maybe_src.into_iter().any(|&v| block_intervals.interval(ctx, v).is_some_and(|(_, end)| end > here)) {
                     continue;
                 }
-                let kernel_effects = effects.entry(kernel).or_insert_with(|| KernelEffects::of(ctx, kernel));
-                if !kernel_effects.writes_in_place(ctx, kernel, i, j, &dispatch) {
+                if !proves(kernel, i, j, &dispatch) {
                     continue;
                 }
                 handed_on.insert(root);
@@ -189,7 +188,7 @@ fn copy_kernel(ctx: &mut Context, module: Op, kernel: Op, read: usize, write: us
 fn fresh_allocation(ctx: &Context, roots: &BufferRoots, value: Value, block: Block) -> Option<Op> {
     let op = ctx.defining_op(value)?;
     let only_itself = matches!(roots.roots_ref(value), Roots::Known(set) if set.len() == 1 && set.contains(&value));
-    (ctx.name_str(op) == "buffer.alloc" && ctx.parent_block(op) == Some(block) && only_itself).then_some(op)
+    (AllocOp::wrap(ctx, op).is_some() && ctx.parent_block(op) == Some(block) && only_itself).then_some(op)
 }
 
 /// The one root of `value`, when it has exactly one.
@@ -203,7 +202,7 @@ fn sole_root(roots: &BufferRoots, value: Value) -> Option<Value> {
 /// Whether the buffer `root` (made by a `buffer.alloc`) surely has the type and sizes of `dst`
 /// (another's result): one type, and where a size is dynamic, the same size operands.
 fn same_storage_shape(ctx: &Context, root: Value, dst: Value) -> bool {
-    let Some(made) = ctx.defining_op(root).filter(|&op| ctx.name_str(op) == "buffer.alloc") else { return false };
+    let Some(made) = ctx.defining_op(root).filter(|&op| AllocOp::wrap(ctx, op).is_some()) else { return false };
     let Some(other) = ctx.defining_op(dst) else { return false };
     ctx.value_type(root) == ctx.value_type(dst) && ctx.operands(made) == ctx.operands(other)
 }

@@ -20,6 +20,7 @@ pub mod packing;
 pub mod sparse_liveness;
 
 use crate::transfers::aliases::BufferRoots;
+use crate::transfers::kernel_effects::{Dispatch, KernelEffects};
 use hat_ir::diagnostics::Diagnostic;
 use hat_ir::pass::{OptionKind, Pass, PassFailed, PassInfo, PassOptionInfo, PassOptions, PassState};
 use hat_ir::{Context, Op, OperationState};
@@ -64,7 +65,10 @@ impl Pass for PlanMemory {
         let mut copies = rustc_hash::FxHashMap::default();
         for function in crate::transfers::insert::host_functions(ctx, op) {
             let mut roots = BufferRoots::with_calls(ctx, function);
-            let handovers = in_place::find(ctx, function, &roots);
+            let mut proves = |kernel: Op, read: usize, write: usize, dispatch: &Dispatch| {
+                state.analysis::<KernelEffects>(ctx, kernel).writes_in_place(ctx, kernel, read, write, dispatch)
+            };
+            let handovers = in_place::find(ctx, function, &roots, &mut proves);
             if !handovers.is_empty() {
                 if self.remarks {
                     for handover in &handovers {
@@ -215,18 +219,9 @@ fn write_plan(ctx: &mut Context, function: Op, plan: &arena::ArenaPlan) {
 /// Before `run_time.before`: each slot's size in bytes (constants, and products of the dynamic
 /// sizes), then `buffer.arena(sizes) {live_sets = ...}`; `hat.arena_slot` on each allocation.
 fn write_run_time_plan(ctx: &mut Context, plan: &arena::ArenaPlan, run_time: &arena::RunTimePlan) {
+    use crate::transfers::emit::{index_constant, index_product, Anchor};
     let location = ctx.location(run_time.before);
-    let index = ctx.index_type();
-    let mut inserted = Vec::new();
-    let constant = |ctx: &mut Context, inserted: &mut Vec<Op>, value: i64| {
-        let mut state = OperationState::new(ctx.op_name("arith.constant"), location);
-        let attribute = ctx.integer_attr(value, index);
-        state.attributes.push((ctx.ident("value"), attribute));
-        state.result_types = vec![index];
-        let op = ctx.create_op(state);
-        inserted.push(op);
-        ctx.result(op, 0)
-    };
+    let at = Anchor::Before(run_time.before);
     let mut sizes = Vec::new();
     for &(alloc, _) in &plan.buffers {
         let result = ctx.result(alloc, 0);
@@ -237,14 +232,9 @@ fn write_run_time_plan(ctx: &mut Context, plan: &arena::ArenaPlan, run_time: &ar
             }
             _ => 1,
         };
-        let mut bytes = constant(ctx, &mut inserted, (element * fixed) as i64);
+        let mut bytes = index_constant(ctx, at, (element * fixed) as i64, location);
         for size in ctx.operands(alloc).to_vec() {
-            let mut state = OperationState::new(ctx.op_name("arith.muli"), location);
-            state.operands = vec![bytes, size];
-            state.result_types = vec![index];
-            let op = ctx.create_op(state);
-            inserted.push(op);
-            bytes = ctx.result(op, 0);
+            bytes = index_product(ctx, at, bytes, size, location);
         }
         sizes.push(bytes);
     }
@@ -261,10 +251,8 @@ fn write_run_time_plan(ctx: &mut Context, plan: &arena::ArenaPlan, run_time: &ar
         .collect();
     let sets = ctx.array_attr(&sets);
     state.attributes.push((ctx.ident(ARENA_LIVE_SETS_ATTRIBUTE), sets));
-    inserted.push(ctx.create_op(state));
-    for op in inserted {
-        ctx.insert_op_before(run_time.before, op);
-    }
+    let arena = ctx.create_op(state);
+    ctx.insert_op_before(run_time.before, arena);
     for (slot, &(alloc, _)) in plan.buffers.iter().enumerate() {
         let value = ctx.integer_attr(slot as i64, i64_type);
         let key = ctx.ident(ARENA_SLOT_ATTRIBUTE);

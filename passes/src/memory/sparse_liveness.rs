@@ -16,10 +16,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 /// Where tracked values are used, per block, and which ops are loops.
 pub struct SparseLiveness {
     /// Per block: each tracked value used there (directly or inside an op's regions) and the
-    /// index of the last op of the block that uses it.
-    last_use: FxHashMap<Block, FxHashMap<Value, usize>>,
-    /// Per block: the same, the first op.
-    first_use: FxHashMap<Block, FxHashMap<Value, usize>>,
+    /// indices of the first and the last op of the block that use it.
+    uses: FxHashMap<Block, FxHashMap<Value, (usize, usize)>>,
     /// The position of each op in its block.
     position: FxHashMap<Op, usize>,
     /// The ops with regions that run again (loops).
@@ -61,18 +59,16 @@ impl SparseLiveness {
                 loops.insert(op);
             }
         }
-        let mut last_use: FxHashMap<Block, FxHashMap<Value, usize>> = FxHashMap::default();
-        let mut first_use: FxHashMap<Block, FxHashMap<Value, usize>> = FxHashMap::default();
+        let mut uses: FxHashMap<Block, FxHashMap<Value, (usize, usize)>> = FxHashMap::default();
         for &user in &ops {
             for &value in ctx.operands(user).iter().filter(|&&v| tracked(v)) {
                 let defining = ctx.value_block(value);
                 let mut op = user;
                 while let Some(block) = ctx.parent_block(op) {
                     let index = position.get(&op).copied().unwrap_or(0);
-                    let entry = last_use.entry(block).or_default().entry(value).or_insert(index);
-                    *entry = (*entry).max(index);
-                    let first = first_use.entry(block).or_default().entry(value).or_insert(index);
+                    let (first, last) = uses.entry(block).or_default().entry(value).or_insert((index, index));
                     *first = (*first).min(index);
+                    *last = (*last).max(index);
                     if Some(block) == defining {
                         break;
                     }
@@ -83,17 +79,17 @@ impl SparseLiveness {
                 }
             }
         }
-        SparseLiveness { last_use, first_use, position, loops, root }
+        SparseLiveness { uses, position, loops, root }
     }
 
     /// The index of the last op of `block` that uses `value` (tracked), if any.
     pub fn last_use(&self, block: Block, value: Value) -> Option<usize> {
-        self.last_use.get(&block).and_then(|m| m.get(&value)).copied()
+        self.uses.get(&block).and_then(|m| m.get(&value)).map(|&(_, last)| last)
     }
 
     /// The index of the first op of `block` that uses `value` (tracked), if any.
     pub fn first_use(&self, block: Block, value: Value) -> Option<usize> {
-        self.first_use.get(&block).and_then(|m| m.get(&value)).copied()
+        self.uses.get(&block).and_then(|m| m.get(&value)).map(|&(first, _)| first)
     }
 
     /// The index of `op` in its block.

@@ -136,6 +136,11 @@ pub fn guard(ctx: &mut Context, anchor: Anchor, condition: Value, location: Loca
     block
 }
 
+/// `arith.muli %lhs, %rhs : index`, inserted at `anchor`.
+pub fn index_product(ctx: &mut Context, anchor: Anchor, lhs: Value, rhs: Value, location: Location) -> Value {
+    binary(ctx, anchor, "arith.muli", lhs, rhs, location)
+}
+
 /// `name %lhs, %rhs : index`, inserted at `anchor`.
 fn binary(ctx: &mut Context, anchor: Anchor, name: &str, lhs: Value, rhs: Value, location: Location) -> Value {
     let index = ctx.index_type();
@@ -162,7 +167,7 @@ fn flat_size(ctx: &mut Context, anchor: Anchor, buffer: Value, location: Locatio
         state.result_types.push(index);
         let op = ctx.create_op(state);
         insert(ctx, anchor, op);
-        size = binary(ctx, anchor, "arith.muli", size, ctx.result(op, 0), location);
+        size = index_product(ctx, anchor, size, ctx.result(op, 0), location);
     }
     size
 }

@@ -573,11 +573,7 @@ impl Buffers {
         self.queue.dispatched(command, kernel_slot);
         if self.queue.dispatches_held() >= BOOK_EVERY && self.queue.dispatches_held().is_multiple_of(BOOK_EVERY) {
             let done = backend.completed();
-            for time in done.times {
-                if let Some(kernel) = self.queue.kernel_of(time.command) {
-                    recorder.device_time(kernel, time.time);
-                }
-            }
+            self.book_times(done.times, recorder);
             self.queue.forget_done(done.done_before);
         }
         Ok(command)
@@ -598,11 +594,7 @@ impl Buffers {
         let start = Instant::now();
         let fence = backend.submit().map_err(|e| e.at(at.location))?;
         let times = backend.wait(fence).map_err(|e| e.at(at.location))?;
-        for time in times {
-            if let Some(kernel) = self.queue.kernel_of(time.command) {
-                recorder.device_time(kernel, time.time);
-            }
-        }
+        self.book_times(times, recorder);
         if let Some(timeline) = &mut self.timeline {
             timeline.waited(start, backend.take_timeline());
         }
@@ -615,6 +607,15 @@ impl Buffers {
         }
         recorder.waited(landed_from - start, landed_from.elapsed());
         Ok(())
+    }
+
+    /// Books the device times of dispatches the backend gave, each to its kernel's report.
+    fn book_times(&self, times: Vec<crate::backend::DispatchTime>, recorder: &mut Recorder) {
+        for time in times {
+            if let Some(kernel) = self.queue.kernel_of(time.command) {
+                recorder.device_time(kernel, time.time);
+            }
+        }
     }
 
     /// Frees a buffer the program allocated: both copies.

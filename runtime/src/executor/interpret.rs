@@ -220,8 +220,6 @@ pub(super) fn check_tracked(ex: &Executor<'_>) -> Result<(), RuntimeError> {
     })
 }
 
-/// One run of an executor: its buffers, report and (in tracking mode, or in a residency session)
-/// the residency of its buffers.
 /// The arenas of one call being run.
 struct CallArenas {
     /// The arena `plan-memory` sized before the run (`hat.arena_bytes`).
@@ -233,6 +231,8 @@ struct CallArenas {
     replaced: Vec<super::buffers::ArenaId>,
 }
 
+/// One run of an executor: its buffers, report and (in tracking mode, or in a residency session)
+/// the residency of its buffers.
 pub(super) struct Interpreter<'e, 'a> {
     ctx: &'a Context,
     pub(super) ex: &'e mut Executor<'a>,

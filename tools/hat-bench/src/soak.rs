@@ -18,7 +18,8 @@ use crate::common::progress;
 use crate::gpu::programs::{compile, Plan};
 use crate::gpu::runs::run;
 use crate::gpu::BackendKind;
-use hat_runtime::{ArgValue, Backend, CpuBackend, HostBuffer, Scalar};
+
+use hat_runtime::{ArgValue, Backend, HostBuffer, Scalar};
 use serde_json::{json, Value};
 use std::time::Instant;
 
@@ -131,13 +132,7 @@ fn measured(
 
 /// Runs the benchmark; the report and whether every growth is under the target.
 pub fn run_soak(args: &SoakArgs) -> Result<(Value, bool), String> {
-    let mut backend: Box<dyn Backend> = match args.backend {
-        BackendKind::Vulkan => {
-            let options = hat_runtime_vulkan::VulkanOptions { device: args.device.clone(), ..Default::default() };
-            Box::new(hat_runtime_vulkan::VulkanBackend::new(&options).map_err(|e| format!("no Vulkan device: {e}"))?)
-        }
-        BackendKind::Cpu => Box::new(CpuBackend::new()),
-    };
+    let mut backend = crate::gpu::backend(args.backend, args.device.clone())?;
     let device = backend.device_name();
     let mut rows = Vec::new();
     let mut ok = true;

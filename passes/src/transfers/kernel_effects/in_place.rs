@@ -17,12 +17,14 @@
 //!   the grid spans below them (mixed radix), as a 1-D dispatch over a 2-D image gives;
 //! - within a work item, every read of the reader comes before every write of the writer in
 //!   program order, and no loop holds both (a later iteration would read what an earlier one
-//!   wrote). Only `scf.if` may enclose both.
+//!   wrote): every region enclosing both runs at most once per run of its op
+//!   (`RegionBranchOpInterface::is_repetitive_region`: an `scf.if`'s, not an `scf.for`'s; an op
+//!   without the interface may repeat its regions).
 
 use super::affine::{Affine, Atom};
 use super::summary::{Access, Extent, Target};
 use super::{Dispatch, KernelEffects};
-use hat_ir::interfaces::{resolve_callee, CallOpInterface};
+use hat_ir::interfaces::{enclosing_execution_space, resolve_callee, CallOpInterface, RegionBranchOpInterface};
 use hat_ir::{Context, Op};
 use rustc_hash::FxHashMap;
 
@@ -68,8 +70,13 @@ impl KernelEffects {
         if !one_to_one(&index, &shape, dispatch) {
             return false;
         }
-        let order = ProgramOrder::new(ctx, kernel);
-        reads.iter().all(|r| writes.iter().all(|w| order.before_outside_loops(ctx, r, w)))
+        if reads.is_empty() || writes.is_empty() {
+            return true; // nothing to order
+        }
+        let mut order = ProgramOrder::new(kernel);
+        let mut place = |accesses: &[&Access]| accesses.iter().map(|a| order.place(ctx, a)).collect::<Option<Vec<_>>>();
+        let (Some(reads), Some(writes)) = (place(&reads), place(&writes)) else { return false };
+        reads.iter().all(|r| writes.iter().all(|w| r.before_outside_loops(ctx, w)))
     }
 }
 
@@ -137,70 +144,84 @@ fn shared(atom: &Atom) -> bool {
     matches!(atom, Atom::GridSize(_) | Atom::WorkgroupSize(_) | Atom::Dim { .. } | Atom::Param(_))
 }
 
-/// Positions of the ops of a kernel and of the helpers it calls, in program order.
+/// Where one access stands in a work item's program: its order (the position of the kernel's op
+/// that leads to it, then of the op itself in its function) and the ops enclosing it, each with
+/// the index of its region that holds the access.
+struct Placement {
+    order: (usize, usize),
+    enclosing: Vec<(Op, usize)>,
+}
+
+impl Placement {
+    /// Whether `self` (a read) surely happens before `write` in one work item and no loop holds
+    /// both: an op enclosing both may run them in either order when a region of it holding
+    /// either may run again.
+    fn before_outside_loops(&self, ctx: &Context, write: &Placement) -> bool {
+        let runs_once = |op: Op, region: usize| {
+            ctx.interface::<dyn RegionBranchOpInterface>(op)
+                .is_some_and(|branch| !branch.is_repetitive_region(ctx, op, region))
+        };
+        self.order < write.order
+            && self.enclosing.iter().all(|&(op, region)| {
+                write
+                    .enclosing
+                    .iter()
+                    .filter(|&&(other, _)| other == op)
+                    .all(|&(_, other_region)| runs_once(op, region) && runs_once(op, other_region))
+            })
+    }
+}
+
+/// The program order of a kernel and of the helpers it calls: each function's ops numbered in
+/// pre-order, once per function.
 struct ProgramOrder {
-    position: FxHashMap<Op, usize>,
     kernel: Op,
+    positions: FxHashMap<Op, FxHashMap<Op, usize>>,
 }
 
 impl ProgramOrder {
-    fn new(ctx: &Context, kernel: Op) -> ProgramOrder {
-        ProgramOrder { position: ctx.walk(kernel).into_iter().enumerate().map(|(i, op)| (op, i)).collect(), kernel }
+    fn new(kernel: Op) -> ProgramOrder {
+        ProgramOrder { kernel, positions: FxHashMap::default() }
     }
 
-    /// Whether `read` surely happens before `write` in one work item and no loop holds both.
-    fn before_outside_loops(&self, ctx: &Context, read: &Access, write: &Access) -> bool {
-        let (Some(a), Some(b)) = (self.enclosing(ctx, read), self.enclosing(ctx, write)) else { return false };
-        let key = |access: &Access| {
-            let inner = ctx.walk(function_of(ctx, access.op)).iter().position(|&o| o == access.op);
-            (self.position.get(&access.site).copied(), inner)
-        };
-        let (ka, kb) = (key(read), key(write));
-        if ka.0.is_none() || kb.0.is_none() || ka >= kb {
-            return false;
-        }
-        // What encloses both may run them in either order (a loop) unless it is an `scf.if`.
-        a.iter().filter(|op| b.contains(op)).all(|&op| ctx.name_str(op) == "scf.if")
+    fn position(&mut self, ctx: &Context, function: Op, op: Op) -> Option<usize> {
+        let positions = self
+            .positions
+            .entry(function)
+            .or_insert_with(|| ctx.walk(function).into_iter().enumerate().map(|(i, o)| (o, i)).collect());
+        positions.get(&op).copied()
     }
 
-    /// The ops enclosing an access: in its helper, then around the call in the kernel; `None`
-    /// when the helper is not the one the call names directly (a helper calling a helper).
-    fn enclosing(&self, ctx: &Context, access: &Access) -> Option<Vec<Op>> {
-        let mut out = Vec::new();
-        let function = function_of(ctx, access.op);
+    /// Where `access` stands; `None` when that is not known: its helper is not the one the
+    /// kernel's call names directly (a helper calling a helper).
+    fn place(&mut self, ctx: &Context, access: &Access) -> Option<Placement> {
+        let (function, _) = enclosing_execution_space(ctx, access.op)?;
+        let mut enclosing = Vec::new();
         if function != self.kernel {
             ctx.interface::<dyn CallOpInterface>(access.site)?;
             if resolve_callee(ctx, access.site) != Some(function) {
                 return None;
             }
-            out.extend(ancestors(ctx, access.op, function));
+            enclosing.extend(ancestors(ctx, access.op, function));
         }
-        out.extend(ancestors(ctx, access.site, self.kernel));
-        Some(out)
+        enclosing.extend(ancestors(ctx, access.site, self.kernel));
+        let order = (self.position(ctx, self.kernel, access.site)?, self.position(ctx, function, access.op)?);
+        Some(Placement { order, enclosing })
     }
 }
 
-/// The ops around `op` up to (not including) `function`.
-fn ancestors(ctx: &Context, op: Op, function: Op) -> Vec<Op> {
+/// The ops around `op` up to (not including) `function`, each with the index of its region
+/// that holds `op`.
+fn ancestors(ctx: &Context, op: Op, function: Op) -> Vec<(Op, usize)> {
     let mut out = Vec::new();
-    let mut cursor = ctx.parent_op(op);
-    while let Some(parent) = cursor.filter(|&p| p != function) {
-        out.push(parent);
-        cursor = ctx.parent_op(parent);
+    let mut child = op;
+    while let Some(parent) = ctx.parent_op(child).filter(|&p| p != function) {
+        let region = ctx.parent_block(child).and_then(|b| ctx.block_parent(b));
+        let index = ctx.regions(parent).iter().position(|&r| Some(r) == region).unwrap_or(0);
+        out.push((parent, index));
+        child = parent;
     }
     out
-}
-
-/// The outermost op below the module holding `op`: its function.
-fn function_of(ctx: &Context, op: Op) -> Op {
-    let mut function = op;
-    while let Some(parent) = ctx.parent_op(function) {
-        if ctx.parent_op(parent).is_none() {
-            break;
-        }
-        function = parent;
-    }
-    function
 }
 
 #[cfg(test)]
@@ -259,7 +280,7 @@ mod tests {
   %v = buffer.load %src[%y, %xn] : memref<16x16xf32>
   buffer.store %v, %dst[%y, %x] : memref<16x16xf32>";
         assert!(!in_place(TWO_D, neighbour, &[16, 16], &[16, 16]));
-        // Every work item of a row column touches element x of row 0: not one-to-one.
+        // The work items of column x all touch element x of row 0: not one-to-one.
         let row_only = "  %x = kernel.global_id x
   %c0 = arith.constant 0 : index
   %v = buffer.load %src[%c0, %x] : memref<16x16xf32>

@@ -426,23 +426,18 @@ impl Positions {
         let Some(defining) = ctx.defining_op(buffer) else { return true };
         let Some(block) = ctx.parent_block(defining) else { return false };
         // The anchor's op (an op at the end of a block comes after the block's other ops).
-        let mut at = match anchor {
+        let at = match anchor {
             Anchor::Before(op) => Some(op),
             Anchor::End(b) => ctx.last_op(b),
         };
-        while let Some(op) = at {
-            if ctx.parent_block(op) == Some(block) {
-                let position = |o: Op| self.0.get(&o).copied();
-                return match (position(op), position(defining)) {
-                    (Some(here), Some(there)) => {
-                        here > there || (here == there && matches!(anchor, Anchor::End(_)) && op != defining)
-                    }
-                    _ => false,
-                };
+        let Some(op) = at.and_then(|op| ctx.ancestor_in_block(block, op)) else { return false };
+        let position = |o: Op| self.0.get(&o).copied();
+        match (position(op), position(defining)) {
+            (Some(here), Some(there)) => {
+                here > there || (here == there && matches!(anchor, Anchor::End(_)) && op != defining)
             }
-            at = ctx.parent_op(op);
+            _ => false,
         }
-        false
     }
 }
 

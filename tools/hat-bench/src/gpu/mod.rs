@@ -114,6 +114,18 @@ fn references(args: &GpuArgs) -> Result<References, String> {
     })
 }
 
+/// The backend of `kind`: a Vulkan device (`device`: its index or a part of its name; GPU
+/// timestamps on), or the CPU reference backend.
+pub fn backend(kind: BackendKind, device: Option<String>) -> Result<Box<dyn hat_runtime::Backend>, String> {
+    Ok(match kind {
+        BackendKind::Vulkan => {
+            let options = VulkanOptions { device, timestamps: true, ..VulkanOptions::default() };
+            Box::new(VulkanBackend::new(&options).map_err(|e| format!("no Vulkan device: {e}"))?)
+        }
+        BackendKind::Cpu => Box::new(hat_runtime::CpuBackend::new()),
+    })
+}
+
 fn vulkan(args: &GpuArgs, timestamps: bool) -> Result<VulkanBackend, String> {
     let mut options = VulkanOptions::default();
     if args.device.is_some() {

@@ -215,17 +215,7 @@ fn device_time(output: &RunOutput) -> Option<f64> {
 
 /// Runs the benchmark; the report and whether every check passed.
 pub fn run_pipelines(args: &PipelinesArgs) -> Result<(Value, bool), String> {
-    let mut backend: Box<dyn Backend> = match args.backend {
-        BackendKind::Vulkan => {
-            let options = hat_runtime_vulkan::VulkanOptions {
-                device: args.device.clone(),
-                timestamps: true,
-                ..Default::default()
-            };
-            Box::new(hat_runtime_vulkan::VulkanBackend::new(&options).map_err(|e| format!("no Vulkan device: {e}"))?)
-        }
-        BackendKind::Cpu => Box::new(CpuBackend::new()),
-    };
+    let mut backend = crate::gpu::backend(args.backend, args.device.clone())?;
     let device = backend.device_name();
     let n = args.size;
     let mut ok = true;
