@@ -1,5 +1,5 @@
 //! The [`Backend`] trait: what a device must do for the host executor. A vendor implements it
-//! outside hat's crates (see `tests/vendor_backend.rs` and `docs/vendor-backend.md`) and hands
+//! outside hat's crates (see `tools/vendor-opt/src/accelerator.rs` and `docs/vendor-backend.md`) and hands
 //! it to the executor.
 //!
 //! The trait models an asynchronous device, as a GPU is:

@@ -27,8 +27,7 @@
 
 mod aliases;
 /// The allocator's policy, hat-opt's own (the figures are of the process hat-opt would be).
-#[path = "../../hat-opt/src/allocator_policy.rs"]
-mod allocator_policy;
+use hat_opt::allocator_policy;
 mod common;
 mod executor;
 mod generate;

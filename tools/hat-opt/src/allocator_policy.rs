@@ -1,5 +1,5 @@
-//! The allocator's policy for a compiler process (hat-opt, and hat-bench, which includes this
-//! file so that its measurements are of the same process).
+//! The allocator's policy for a compiler process (hat-opt, vendor-opt, and hat-bench, which uses
+//! it so that its measurements are of the same process).
 //!
 //! mimalloc gives freed memory back to the operating system (its `purge_delay` option; 1,000 ms
 //! by default in the v3 sources built here). A pass that grows large vectors frees the old buffer
@@ -16,10 +16,14 @@
 
 use std::os::raw::{c_int, c_long};
 
+/// The allocator whose options these are: a tool's binary makes it the global allocator
+/// (`#[global_allocator] static A: hat_opt::allocator_policy::MiMalloc = ...;`) and calls
+/// [`keep_freed_memory`] first thing (hat-opt's and vendor-opt's `main` do).
+pub use mimalloc::MiMalloc;
+
 extern "C" {
     fn mi_option_set(option: c_int, value: c_long);
     // Used by hat-bench's reports and the test below, not by hat-opt itself.
-    #[allow(dead_code)]
     fn mi_option_get(option: c_int) -> c_long;
 }
 
@@ -45,7 +49,6 @@ pub fn keep_freed_memory() {
 }
 
 /// Whether the kernel will give this process transparent huge pages (`PR_GET_THP_DISABLE`).
-#[allow(dead_code)] // tested only
 pub fn huge_pages_disabled() -> bool {
     // SAFETY: PR_GET_THP_DISABLE takes no argument.
     #[cfg(target_os = "linux")]
@@ -55,14 +58,12 @@ pub fn huge_pages_disabled() -> bool {
 }
 
 /// The purge delay in force, in milliseconds (-1: never).
-#[allow(dead_code)] // hat-bench reports it; hat-opt only tests it
 pub fn purge_delay() -> c_long {
     // SAFETY: reading an option has no precondition.
     unsafe { mi_option_get(PURGE_DELAY) }
 }
 
 /// Whether mimalloc asks for transparent huge pages (1) or not (0).
-#[allow(dead_code)] // tested only
 pub fn allow_thp() -> c_long {
     // SAFETY: reading an option has no precondition.
     unsafe { mi_option_get(ALLOW_THP) }

@@ -14,21 +14,24 @@
 //! `--run-check` runs the plan and the reference semantics on the same backend, so that the
 //! comparison is of the transfer plan, not of two devices' float rounding.
 
-use clap::ValueEnum;
+use crate::tool::NamedBackend;
 use hat_runtime::{Backend, CpuBackend};
 use hat_runtime_vulkan::{VulkanBackend, VulkanOptions};
 use std::path::PathBuf;
 
-/// Which backend `--run` uses.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum BackendChoice {
-    /// A Vulkan device when one exists (a hardware GPU before lavapipe), else the CPU backend.
-    #[default]
-    Auto,
-    /// The Vulkan backend.
-    Vulkan,
-    /// The CPU reference backend.
-    Cpu,
+/// hat's own backends, as `--backend` names them, with their lines in `--help`; a tool adds
+/// its own ([`crate::Tool::backend`]).
+pub const BUILT_IN: [(&str, &str); 3] = [
+    ("auto", "A Vulkan device when one exists (a hardware GPU before lavapipe), else the CPU backend"),
+    ("vulkan", "The Vulkan backend"),
+    ("cpu", "The CPU reference backend"),
+];
+
+/// The values `--backend` takes: hat's own, then the tool's.
+pub fn possible_values(backends: &[NamedBackend]) -> Vec<clap::builder::PossibleValue> {
+    let built_in = BUILT_IN.iter().map(|(name, help)| clap::builder::PossibleValue::new(*name).help(*help));
+    let tools = backends.iter().map(|b| clap::builder::PossibleValue::new(b.name.clone()).help(b.help.clone()));
+    built_in.chain(tools).collect()
 }
 
 /// The options of hat-opt that choose the device (part of `--run`'s section).
@@ -36,8 +39,8 @@ pub enum BackendChoice {
 pub struct DeviceOptions {
     /// The backend --run uses: auto (a Vulkan device when one exists, a hardware GPU before
     /// lavapipe, else the CPU backend; HAT_BACKEND overrides it), vulkan or cpu.
-    #[arg(long = "backend", value_enum, default_value = "auto", value_name = "BACKEND")]
-    pub backend: BackendChoice,
+    #[arg(long = "backend", default_value = "auto", value_name = "BACKEND")]
+    pub backend: String,
     /// The Vulkan device: its index or a part of its name (default: HAT_VULKAN_DEVICE, else the
     /// best one).
     #[arg(long = "device", value_name = "DEVICE")]
@@ -60,13 +63,18 @@ impl DeviceOptions {
     }
 }
 
-/// Opens the backend the options choose; `Err` holds the text for standard error.
-pub fn open(options: &DeviceOptions) -> Result<Box<dyn Backend>, String> {
-    let mut choice = options.backend;
-    if choice == BackendChoice::Auto {
+/// Opens the backend the options choose, among hat's and the tool's `backends`; `Err` holds
+/// the text for standard error.
+pub fn open(options: &DeviceOptions, backends: &[NamedBackend]) -> Result<Box<dyn Backend>, String> {
+    let mut choice = options.backend.clone();
+    if choice == "auto" {
         if let Ok(value) = std::env::var("HAT_BACKEND") {
-            choice = BackendChoice::from_str(value.trim(), true)
-                .map_err(|_| format!("error: HAT_BACKEND={value}: expected auto, vulkan or cpu"))?;
+            choice = value.trim().to_ascii_lowercase();
+            let known = BUILT_IN.iter().map(|(name, _)| *name).chain(backends.iter().map(|b| b.name.as_str()));
+            if !known.clone().any(|name| name == choice) {
+                let names: Vec<&str> = known.collect();
+                return Err(format!("error: HAT_BACKEND={value}: expected {}", or_list(&names)));
+            }
         }
     }
     let vulkan = || {
@@ -76,14 +84,30 @@ pub fn open(options: &DeviceOptions) -> Result<Box<dyn Backend>, String> {
         }
         VulkanBackend::new(&vulkan)
     };
-    Ok(match choice {
-        BackendChoice::Cpu => Box::new(CpuBackend::new()),
-        BackendChoice::Vulkan => Box::new(vulkan().map_err(|e| format!("error: --backend=vulkan: {e}"))?),
-        BackendChoice::Auto => match vulkan() {
+    Ok(match choice.as_str() {
+        "cpu" => Box::new(CpuBackend::new()),
+        "vulkan" => Box::new(vulkan().map_err(|e| format!("error: --backend=vulkan: {e}"))?),
+        "auto" => match vulkan() {
             Ok(gpu) => Box::new(gpu),
             // A device that was asked for by name must open.
             Err(error) if options.device.is_some() => return Err(format!("error: --device: {error}")),
             Err(_) => Box::new(CpuBackend::new()),
         },
+        name => {
+            let backend = backends.iter().find(|b| b.name == name).expect("clap accepts only registered backends");
+            if options.device.is_some() {
+                return Err(format!("error: --device chooses a Vulkan device, not one of --backend={name}"));
+            }
+            (backend.open)().map_err(|e| format!("error: --backend={name}: {e}"))?
+        }
     })
+}
+
+/// `a, b or c`.
+fn or_list(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }

@@ -6,7 +6,8 @@
 //! exempt. The check needs the CPU backend: `--backend=vulkan` with it is an error, `auto`
 //! becomes `cpu`.
 
-use crate::backend_choice::{BackendChoice, DeviceOptions};
+use crate::backend_choice::DeviceOptions;
+use crate::tool::NamedBackend;
 use hat_runtime::{Backend, CpuBackend};
 
 /// The option (part of `--run`'s section).
@@ -21,13 +22,20 @@ pub struct RaceOptions {
 
 /// The backend `--run` uses: the CPU backend with the race check when it is asked for, else the
 /// one the device options choose. `Err` holds the text for standard error.
-pub fn open(races: &RaceOptions, device: &DeviceOptions) -> Result<Box<dyn Backend>, String> {
+pub fn open(
+    races: &RaceOptions,
+    device: &DeviceOptions,
+    backends: &[NamedBackend],
+) -> Result<Box<dyn Backend>, String> {
     if !races.check_races {
-        return crate::backend_choice::open(device);
+        return crate::backend_choice::open(device, backends);
     }
-    if device.backend == BackendChoice::Vulkan || device.device.is_some() {
-        return Err("error: --check-races runs on the CPU reference backend; leave out --backend=vulkan and --device"
-            .to_string());
+    if !matches!(device.backend.as_str(), "auto" | "cpu") || device.device.is_some() {
+        let leave_out = match device.backend.as_str() {
+            "auto" | "cpu" | "vulkan" => "--backend=vulkan and --device".to_string(),
+            tools => format!("--backend={tools}"),
+        };
+        return Err(format!("error: --check-races runs on the CPU reference backend; leave out {leave_out}"));
     }
     let mut backend = CpuBackend::new();
     backend.set_check_races(true);

@@ -3,7 +3,7 @@
 use crate::op_graph::op_graph;
 use crate::report::RunReport;
 use crate::strategy::RunPlan;
-use crate::{Options, PassFlag};
+use crate::{Options, PassFlag, Tool};
 use hat_ir::diagnostics::{has_errors, render};
 use hat_ir::pass::instrumentation::{IrPrinting, PassFilter, Timing};
 use hat_ir::pass::{PassManager, PassManagerOptions, PassRegistry};
@@ -16,12 +16,8 @@ use std::time::Instant;
 
 /// Runs hat-opt, writing what goes to standard output to `stdout`; `Err` holds the text to print
 /// on stderr before exiting with status 1.
-pub fn run(
-    options: &Options,
-    registry: &PassRegistry,
-    pass_flags: &[PassFlag],
-    stdout: &mut dyn Write,
-) -> Result<(), String> {
+pub fn run(options: &Options, tool: &Tool, pass_flags: &[PassFlag], stdout: &mut dyn Write) -> Result<(), String> {
+    let registry = &tool.passes;
     options.mlir.check()?;
     if let Some(irdl) = options.mlir.irdl() {
         let mut output = Output::open(&options.output)?;
@@ -31,7 +27,7 @@ pub fn run(
     if options.show_dialects || options.list_passes {
         let mut out = String::new();
         if options.show_dialects {
-            let ctx = hat_dialects::context();
+            let ctx = tool.context();
             out.push_str("Available Dialects:\n");
             for dialect in ctx.dialects() {
                 out.push_str(&format!("  {:<10} {}\n", dialect.name, dialect.summary));
@@ -65,7 +61,7 @@ pub fn run(
         }
         let mut manager = build_pass_manager(options, registry, pass_flags, plan.as_ref())?;
         let chunk = Chunk { name: &name, bytes: chunk, plan: plan.as_ref() };
-        if let Err(rendered) = process_chunk(options, &mut manager, chunk, (&mut output, stdout), &mut report) {
+        if let Err(rendered) = process_chunk(options, tool, &mut manager, chunk, (&mut output, stdout), &mut report) {
             errors.push_str(&rendered);
         }
         report.add_statistics(manager.statistics());
@@ -148,6 +144,7 @@ struct Chunk<'a> {
 /// rendered diagnostics (or, with `--verify-diagnostics`, the mismatches).
 fn process_chunk(
     options: &Options,
+    tool: &Tool,
     manager: &mut PassManager,
     chunk: Chunk<'_>,
     (output, stdout): (&mut Output, &mut dyn Write),
@@ -155,7 +152,7 @@ fn process_chunk(
 ) -> Result<(), String> {
     let Chunk { name, bytes, plan } = chunk;
     let new_context = || {
-        let mut ctx: Context = hat_dialects::context();
+        let mut ctx: Context = tool.context();
         ctx.allow_unregistered = options.allow_unregistered_dialect;
         ctx
     };
@@ -250,7 +247,7 @@ fn process_chunk(
                 // The executor takes only verified IR (the pipeline may have run without
                 // --verify-each).
                 let ran = match hat_ir::verify_module(&ctx, module) {
-                    Ok(verified) => crate::run::run(verified, original, &options.run, plan, stdout),
+                    Ok(verified) => crate::run::run(verified, original, &options.run, plan, &tool.backends, stdout),
                     Err(errors) => Err(render(&ctx.sources, &errors)),
                 };
                 report.add_time("Run", started.elapsed());

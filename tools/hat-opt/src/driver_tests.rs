@@ -1,4 +1,4 @@
-//! hat-opt's command line run in process against a test registry, whose `default` pipeline is an
+//! hat-opt's command line run in process against a test tool (hat-opt's registry), whose `default` pipeline is an
 //! alias of `canonicalize`: how `--run` picks its pipeline and mode, `--run-check`,
 //! `--host-func`, the text report, and named pipelines as flags, `-p` and `--list-passes`.
 //!
@@ -6,32 +6,32 @@
 //! after the test `default` leaves the kernels' work on the device: exactly what `--run-check`
 //! must catch. A program whose transfers are written by hand runs right.
 
-use crate::{parse_command_line, pass_flags};
-use hat_ir::pass::PassRegistry;
+use crate::{Failure, Tool};
 use std::path::PathBuf;
 
 /// `canonicalize`, `cse`, ..., the test passes, and `default` standing for `canonicalize`.
-fn test_registry() -> PassRegistry {
-    let mut registry = hat_passes::registry();
-    hat_passes::register_test_passes(&mut registry);
-    registry.register_pipeline("default", "Test alias of canonicalize", "builtin.module(canonicalize)");
-    registry
+fn test_tool() -> Tool {
+    let mut tool = Tool::hat();
+    tool.passes_mut().register_pipeline("default", "Test alias of canonicalize", "builtin.module(canonicalize)");
+    tool
 }
 
 /// What a command line did: `Ok(stdout)` or `Err((stdout, stderr text))`.
 type Outcome = Result<String, (String, String)>;
 
 /// Runs hat-opt on `program` (written to a file of its own) with `arguments`.
-fn hat_opt(registry: &PassRegistry, program: &str, arguments: &[&str]) -> Outcome {
+fn hat_opt(tool: &Tool, program: &str, arguments: &[&str]) -> Outcome {
     let path = input_file(program);
     let mut line: Vec<std::ffi::OsString> = vec!["hat-opt".into(), path.clone().into()];
     line.extend(arguments.iter().map(|a| a.into()));
     // These tests are of the command line, on the CPU backend whatever devices exist.
     line.push("--backend=cpu".into());
-    let (options, matches) = parse_command_line(registry, line).map_err(|e| (String::new(), e.to_string()))?;
     let mut stdout = Vec::new();
-    let result =
-        pass_flags(registry, &matches).and_then(|flags| crate::driver::run(&options, registry, &flags, &mut stdout));
+    let result = match crate::run(tool, line, &mut stdout) {
+        Err(Failure::CommandLine(error)) => return Err((String::new(), error.to_string())),
+        Err(Failure::Message(message)) => Err(message),
+        Ok(()) => Ok(()),
+    };
     let _ = std::fs::remove_file(path);
     let stdout = String::from_utf8(stdout).expect("UTF-8 output");
     match result {
@@ -50,15 +50,15 @@ fn input_file(program: &str) -> PathBuf {
     path
 }
 
-fn succeed(registry: &PassRegistry, program: &str, arguments: &[&str]) -> String {
-    match hat_opt(registry, program, arguments) {
+fn succeed(tool: &Tool, program: &str, arguments: &[&str]) -> String {
+    match hat_opt(tool, program, arguments) {
         Ok(stdout) => stdout,
         Err((stdout, stderr)) => panic!("hat-opt {arguments:?} failed:\n{stderr}\nstdout:\n{stdout}"),
     }
 }
 
-fn fail(registry: &PassRegistry, program: &str, arguments: &[&str]) -> (String, String) {
-    match hat_opt(registry, program, arguments) {
+fn fail(tool: &Tool, program: &str, arguments: &[&str]) -> (String, String) {
+    match hat_opt(tool, program, arguments) {
         Ok(stdout) => panic!("hat-opt {arguments:?} succeeded:\n{stdout}"),
         Err(outcome) => outcome,
     }
@@ -105,8 +105,8 @@ const ARGS: [&str; 2] = ["--arg", "data=iota"];
 
 #[test]
 fn run_with_no_pass_runs_the_default_pipeline_then_explicit_mode() {
-    let registry = test_registry();
-    let report = succeed(&registry, &squares_with_transfers(), &[&ARGS[..], &["--arg", "scale=2", "--run"]].concat());
+    let tool = test_tool();
+    let report = succeed(&tool, &squares_with_transfers(), &[&ARGS[..], &["--arg", "scale=2", "--run"]].concat());
     assert_eq!(
         timeless(&report),
         "ran @main (explicit transfers, cpu backend)
@@ -120,7 +120,7 @@ dispatches: 1 (@square 1)
     );
     assert!(report.lines().last().unwrap().starts_with("time:       "), "{report}");
     // Explicit mode: a program without transfers leaves the kernel's work on the device.
-    let report = succeed(&registry, &squares(), &[&ARGS[..], &["--arg", "scale=2", "--run"]].concat());
+    let report = succeed(&tool, &squares(), &[&ARGS[..], &["--arg", "scale=2", "--run"]].concat());
     assert!(report.contains("results:    6 : i32\n"), "{report}");
     assert!(report.contains("%data: memref<12xi32> = [0, 1, 2, 3, 4, 5, 6, 7, ...]\n"), "{report}");
     assert!(report.contains("transfers:  none\n              %data: none\n"), "{report}");
@@ -128,13 +128,13 @@ dispatches: 1 (@square 1)
 
 #[test]
 fn run_mode_reference_adds_no_pipeline_and_is_right_without_transfers() {
-    let registry = test_registry();
+    let tool = test_tool();
     let report =
-        succeed(&registry, &squares(), &[&ARGS[..], &["--arg", "scale=2", "--run", "--run-mode=reference"]].concat());
+        succeed(&tool, &squares(), &[&ARGS[..], &["--arg", "scale=2", "--run", "--run-mode=reference"]].concat());
     assert!(report.starts_with("ran @main (reference transfers, cpu backend)\nresults:    18 : i32\n"), "{report}");
     // The oracle ignores the program's own transfers.
     let report = succeed(
-        &registry,
+        &tool,
         &squares_with_transfers(),
         &[&ARGS[..], &["--arg", "scale=1", "--run", "--run-mode", "reference"]].concat(),
     );
@@ -143,22 +143,22 @@ fn run_mode_reference_adds_no_pipeline_and_is_right_without_transfers() {
 
 #[test]
 fn run_check_names_the_first_observation_that_differs() {
-    let registry = test_registry();
+    let tool = test_tool();
     let arguments = [&ARGS[..], &["--arg", "scale=2", "--run-check"]].concat();
-    let report = succeed(&registry, &squares_with_transfers(), &arguments);
+    let report = succeed(&tool, &squares_with_transfers(), &arguments);
     assert!(
         report
             .contains("check:      the same as the reference semantics (0 host calls, 1 buffer, 1 result compared)\n"),
         "{report}"
     );
-    let (report, error) = fail(&registry, &squares(), &arguments);
+    let (report, error) = fail(&tool, &squares(), &arguments);
     assert!(report.contains("check:      DIFFERS from the reference semantics (see the error)\n"), "{report}");
     assert_eq!(
         error,
         "error: --run-check: the plan differs from the reference semantics: buffer %data (memref<12xi32>) when the \
          entry returns, element [2]: plan 2, reference 4 (10 of 12 elements differ)"
     );
-    let (_, error) = fail(&registry, &squares(), &["--arg", "data=fill:3", "--arg", "scale=1", "--run-check"]);
+    let (_, error) = fail(&tool, &squares(), &["--arg", "data=fill:3", "--arg", "scale=1", "--run-check"]);
     assert!(error.contains("buffer %data (memref<12xi32>) when the entry returns, element [0]: plan 3, reference 9"));
 }
 
@@ -195,27 +195,27 @@ compute.func @overwrite(%state: memref<4xi32>) {
 
 #[test]
 fn host_func_binds_a_declared_function_to_print_or_ignore() {
-    let registry = test_registry();
+    let tool = test_tool();
     let program = CHECKPOINT
         .replace("TRANSFER_IN", "buffer.to_device %state : memref<4xi32>")
         .replace("TRANSFER_OUT", "buffer.from_device %state : memref<4xi32>");
     let arguments = ["--arg", "state=iota", "--arg", "count=2", "--run-check"];
-    let report = succeed(&registry, &program, &[&arguments[..], &["--host-func", "checkpoint=print"]].concat());
+    let report = succeed(&tool, &program, &[&arguments[..], &["--host-func", "checkpoint=print"]].concat());
     assert!(report.starts_with("[1, 2, 3, 4] 0\n[2, 3, 4, 5] 1\nran @main"), "{report}");
     assert!(report.contains("host calls: 2\ncheck:      the same as the reference semantics (2 host calls, 1 buffer, 0 results compared)\n"), "{report}");
-    let report = succeed(&registry, &program, &[&arguments[..], &["--host-func=@checkpoint=ignore"]].concat());
+    let report = succeed(&tool, &program, &[&arguments[..], &["--host-func=@checkpoint=ignore"]].concat());
     assert!(report.starts_with("ran @main"), "{report}");
     // Unbound, it is an error when a run reaches it, naming the flag.
-    let (_, error) = fail(&registry, &program, &arguments);
+    let (_, error) = fail(&tool, &program, &arguments);
     assert!(error.contains("error: host function '@checkpoint' is not registered"), "{error}");
     assert!(error.contains("bind '@checkpoint' with --host-func checkpoint=print (writes its arguments) or --host-func checkpoint=ignore"), "{error}");
     // ... and only then: with no iteration, nothing calls it.
-    succeed(&registry, &program, &["--arg", "state=iota", "--arg", "count=0", "--run-check"]);
+    succeed(&tool, &program, &["--arg", "state=iota", "--arg", "count=0", "--run-check"]);
 }
 
 #[test]
 fn host_func_bump_writes_element_zero_of_what_the_declaration_lets_it_write() {
-    let registry = test_registry();
+    let tool = test_tool();
     let program = "compute.host_func @touch(read memref<4xi32>, write memref<4xi32>, memref<2xf32>, index)
 compute.host_func @observe(read memref<4xi32>)
 
@@ -228,7 +228,7 @@ compute.func @main(%seen: memref<4xi32>, %out: memref<4xi32>, %both: memref<2xf3
 ";
     let arguments = ["--arg", "seen=iota", "--arg", "out=iota", "--arg", "both=fill:2.5", "--run-check"];
     let report = succeed(
-        &registry,
+        &tool,
         program,
         &[&arguments[..], &["--host-func", "touch=bump", "--host-func", "observe=print"]].concat(),
     );
@@ -240,7 +240,7 @@ compute.func @main(%seen: memref<4xi32>, %out: memref<4xi32>, %both: memref<2xf3
     assert!(report.contains("%both: memref<2xf32> = [3.5, 2.5]"), "{report}");
     // Bound to a function that returns a value, it is an error before the run.
     let (_, error) = fail(
-        &registry,
+        &tool,
         "compute.host_func @measure(memref<4xi32>) -> i32\ncompute.func @main() {\n  compute.return\n}\n",
         &["--run", "--host-func", "measure=bump"],
     );
@@ -249,12 +249,12 @@ compute.func @main(%seen: memref<4xi32>, %out: memref<4xi32>, %both: memref<2xf3
 
 #[test]
 fn run_check_compares_what_host_functions_read() {
-    let registry = test_registry();
+    let tool = test_tool();
     // The copy in is there, the copy back is not: @checkpoint reads a stale host copy.
     let program =
         CHECKPOINT.replace("TRANSFER_IN", "buffer.to_device %state : memref<4xi32>").replace("    TRANSFER_OUT\n", "");
     let (stdout, error) = fail(
-        &registry,
+        &tool,
         &program,
         &["--arg", "state=iota", "--arg", "count=3", "--run-check", "--host-func", "checkpoint=print"],
     );
@@ -269,7 +269,7 @@ fn run_check_compares_what_host_functions_read() {
     assert!(error.contains("compute.call @checkpoint(%state, %it)"), "the call's line is shown: {error}");
     // A `write` argument's old contents are not observed: @fill's call cannot differ.
     let report = succeed(
-        &registry,
+        &tool,
         &program,
         &["--entry", "overwrite", "--arg", "state=iota", "--run-check", "--host-func", "fill=ignore"],
     );
@@ -281,9 +281,8 @@ fn run_check_compares_what_host_functions_read() {
 
 #[test]
 fn strategies_and_modes_that_cannot_go_together_are_errors() {
-    let registry = test_registry();
-    let error =
-        |arguments: &[&str]| fail(&registry, &squares(), &[&ARGS[..], &["--arg", "scale=1"], arguments].concat()).1;
+    let tool = test_tool();
+    let error = |arguments: &[&str]| fail(&tool, &squares(), &[&ARGS[..], &["--arg", "scale=1"], arguments].concat()).1;
     assert_eq!(
         error(&["--run", "--strategy=kernel", "--canonicalize"]),
         "error: --strategy=kernel picks the pipeline of a --run that is given no passes; with passes given, they are \
@@ -299,40 +298,44 @@ fn strategies_and_modes_that_cannot_go_together_are_errors() {
         "error: --run-check compares a transfer plan with the reference semantics; --run-mode=reference has no plan"
     );
     // The strategy's pipeline names insert-transfers: without it, the error says so.
-    let mut bare = PassRegistry::new();
-    bare.register_pipeline("default", "", "builtin.module()");
+    let mut bare = Tool::new("hat-opt", hat_dialects::context, hat_ir::pass::PassRegistry::new());
+    bare.passes_mut().register_pipeline("default", "", "builtin.module()");
     assert_eq!(
         fail(&bare, &squares(), &[&ARGS[..], &["--arg", "scale=1", "--run", "--strategy=kernel"]].concat()).1,
         "error: --run, kernel strategy (insert-transfers{strategy=kernel}): 'insert-transfers' does not refer to a \
          registered pass or pipeline"
     );
-    let error = fail(&registry, &squares(), &["--strategy=kernel"]).1;
+    let error = fail(&tool, &squares(), &["--strategy=kernel"]).1;
     assert!(error.contains("--strategy") && error.contains("--run"), "{error}");
 }
 
 #[test]
 fn a_strategy_runs_insert_transfers_with_it_and_the_default_pipeline_can_be_the_real_one() {
-    let mut registry = test_registry();
+    let mut tool = test_tool();
     let arguments = [&ARGS[..], &["--arg", "scale=2", "--run-check"]].concat();
     for strategy in ["jic", "kernel"] {
-        let report = succeed(&registry, &squares(), &[&arguments[..], &[&format!("--strategy={strategy}")]].concat());
+        let report = succeed(&tool, &squares(), &[&arguments[..], &[&format!("--strategy={strategy}")]].concat());
         assert!(
             report.contains(&format!("compiled:   {strategy} strategy (insert-transfers{{strategy={strategy}}})\n")),
             "{report}"
         );
         assert!(report.contains("results:    18 : i32\n"), "{report}");
     }
-    registry.register_pipeline("default", "", "builtin.module(insert-transfers{strategy=static},canonicalize)");
-    let report = succeed(&registry, &squares(), &arguments);
+    tool.passes_mut().register_pipeline(
+        "default",
+        "",
+        "builtin.module(insert-transfers{strategy=static},canonicalize)",
+    );
+    let report = succeed(&tool, &squares(), &arguments);
     assert!(report.contains("compiled:   static strategy (pipeline 'default')\n"), "{report}");
     assert!(report.contains("check:      the same as the reference semantics"), "{report}");
 }
 
 #[test]
 fn passes_given_with_run_are_the_pipeline_and_the_program_runs_in_explicit_mode() {
-    let registry = test_registry();
+    let tool = test_tool();
     let report =
-        succeed(&registry, &squares_with_transfers(), &[&ARGS[..], &["--arg", "scale=1", "--run", "--cse"]].concat());
+        succeed(&tool, &squares_with_transfers(), &[&ARGS[..], &["--arg", "scale=1", "--run", "--cse"]].concat());
     assert!(
         report.starts_with("ran @main (explicit transfers, cpu backend)\ncompiled:   the passes given\n"),
         "{report}"
@@ -349,33 +352,33 @@ const FOLDABLE: &str = "compute.func @f() -> i32 {
 
 #[test]
 fn a_pipeline_name_stands_for_its_passes_as_a_flag_and_in_pipelines() {
-    let registry = test_registry();
-    let folded = succeed(&registry, FOLDABLE, &["--canonicalize"]);
+    let tool = test_tool();
+    let folded = succeed(&tool, FOLDABLE, &["--canonicalize"]);
     assert!(folded.contains("arith.constant 5 : i32") && !folded.contains("arith.addi"), "{folded}");
     for arguments in
         [&["--default"][..], &["-p", "default"], &["--pass-pipeline=builtin.module(default)"], &["-p", "cse,default"]]
     {
-        assert_eq!(succeed(&registry, FOLDABLE, arguments), folded, "{arguments:?}");
+        assert_eq!(succeed(&tool, FOLDABLE, arguments), folded, "{arguments:?}");
     }
-    assert!(succeed(&registry, FOLDABLE, &[]).contains("arith.addi"), "no pipeline, no folding");
+    assert!(succeed(&tool, FOLDABLE, &[]).contains("arith.addi"), "no pipeline, no folding");
     assert_eq!(
-        fail(&registry, FOLDABLE, &["--default=x=1"]).1,
+        fail(&tool, FOLDABLE, &["--default=x=1"]).1,
         "error: 'default' is a pipeline: it takes no options (give options to the passes it runs)"
     );
     assert_eq!(
-        fail(&registry, FOLDABLE, &["-p", "builtin.module(defualt)"]).1,
+        fail(&tool, FOLDABLE, &["-p", "builtin.module(defualt)"]).1,
         "error: 'defualt' does not refer to a registered pass or pipeline; did you mean 'default'?"
     );
     assert_eq!(
-        fail(&registry, FOLDABLE, &["-p", "canonicalise"]).1,
+        fail(&tool, FOLDABLE, &["-p", "canonicalise"]).1,
         "error: 'canonicalise' does not refer to a registered pass or pipeline; did you mean 'canonicalize'?"
     );
 }
 
 #[test]
 fn list_passes_shows_passes_with_their_options_and_pipelines_with_their_text() {
-    let registry = test_registry();
-    let list = succeed(&registry, "", &["--list-passes"]);
+    let tool = test_tool();
+    let list = succeed(&tool, "", &["--list-passes"]);
     assert!(list.starts_with("Available Passes:\n  --canonicalize "), "{list}");
     assert!(list.contains("\n      max-iterations=uint"), "{list}");
     assert!(
@@ -385,7 +388,7 @@ fn list_passes_shows_passes_with_their_options_and_pipelines_with_their_text() {
         ),
         "{list}"
     );
-    let help = crate::command(&registry).render_long_help().to_string();
+    let help = crate::command(&tool).render_long_help().to_string();
     assert!(help.contains("Pass pipelines (one flag each"), "{help}");
     assert!(help.contains("--default[=<OPTIONS>]"), "{help}");
 }

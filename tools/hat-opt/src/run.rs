@@ -136,6 +136,7 @@ pub fn run(
     original: Verified<'_>,
     options: &RunOptions,
     plan: &RunPlan,
+    backends: &[crate::tool::NamedBackend],
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let (ctx, module) = (program.ctx(), program.op());
@@ -152,7 +153,7 @@ pub fn run(
 
     let plan_log = HostCallLog::default();
     let reference_arguments = options.check.then(|| arguments.clone());
-    let mut backend = crate::check_races::open(&options.races, &options.device)?;
+    let mut backend = crate::check_races::open(&options.races, &options.device, backends)?;
     let output = {
         let shared = RefCell::new(&mut *out as &mut dyn Write);
         let log = options.check.then_some(&plan_log);
