@@ -21,9 +21,10 @@
 use crate::function::{FunctionEmitter, Lowered};
 use crate::memory::{union, BufferValue};
 use crate::Failed;
-use hat_ir::interfaces::{LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint};
 use hat_ir::{Op, Type, TypeKind, Value};
 use rspirv::spirv::{self, Word};
+use std::ops::Range;
 
 impl FunctionEmitter<'_> {
     /// Binds `targets` to `sources`, one to one.
@@ -88,12 +89,8 @@ impl FunctionEmitter<'_> {
 
     pub fn counted_loop(&mut self, op: Op, looping: &dyn LoopLikeOpInterface) -> Result<(), Failed> {
         let ctx = self.ctx;
-        let block = self.single_block(op, looping.body(ctx, op))?;
-        let bounds = (looping.lower_bound(ctx, op), looping.upper_bound(ctx, op), looping.step(ctx, op));
-        let (Some(lower), Some(upper), Some(step)) = bounds else {
-            return Err(self.error(op, "a counted loop needs a lower bound, an upper bound and a step"));
-        };
-        let Some(induction) = looping.induction_variable(ctx, op) else {
+        let parts = CountedLoop::of(ctx, op, looping).map_err(|message| self.error(op, message))?;
+        let Some(induction) = parts.induction else {
             return Err(self.error(op, "a counted loop needs an induction variable"));
         };
         let counter_type = ctx.value_type(induction);
@@ -102,19 +99,23 @@ impl FunctionEmitter<'_> {
             _ => return Err(self.error(op, "a counted loop's induction variable must be an integer")),
         };
         let counter = self.e.int(bits);
-        let (lower, upper, step) = (self.scalar(op, lower)?, self.scalar(op, upper)?, self.scalar(op, step)?);
-        let inits = self.operands_in(Some(op), looping.init_operands(ctx, op))?;
-        let inits = self.lower_all(op, &inits)?;
-        let arguments = ctx.block_arguments(block);
-        let Some(carried) = arguments.get(looping.region_iter_args(ctx, op)).map(<[Value]>::to_vec) else {
-            return Err(self.error(op, "the loop-like interface names body arguments that do not exist"));
-        };
-        let results: Vec<Value> = ctx.results(op).collect();
-        if inits.len() != carried.len() || results.len() != carried.len() {
-            return Err(self.error(op, "a counted loop needs as many inits, carried values and results"));
-        }
+        let (lower, upper, step) =
+            (self.scalar(op, parts.lower)?, self.scalar(op, parts.upper)?, self.scalar(op, parts.step)?);
+        let inits = self.lower_all(op, &parts.inits)?;
+        let (block, carried, results) = (parts.body, &parts.iter_args, &parts.results);
+        let yielded_range = parts.yielded.clone();
         if let Some((trips, first, step)) = self.coarse_unrolled(op) {
-            return self.unrolled_loop(op, block, induction, bits, (trips, first, step), &carried, inits, &results);
+            return self.unrolled_loop(
+                op,
+                block,
+                induction,
+                bits,
+                (trips, first, step),
+                carried,
+                inits,
+                results,
+                &yielded_range,
+            );
         }
         let bool = self.e.bool();
         let zero = self.e.int_constant(bits, 0);
@@ -127,7 +128,7 @@ impl FunctionEmitter<'_> {
         let counter_phi = self.e.b.id();
         self.define(induction, Lowered::Scalar(counter_phi));
         let mut phis = Vec::with_capacity(carried.len());
-        for &argument in &carried {
+        for &argument in carried {
             let (lowered, id, ty) = self.header_value(op, ctx.value_type(argument))?;
             self.define(argument, lowered.clone());
             phis.push((lowered, id, ty));
@@ -137,7 +138,7 @@ impl FunctionEmitter<'_> {
         self.e.b.loop_merge(merge, continuing, spirv::LoopControl::NONE, [])?;
         self.e.b.branch_conditional(going, body, merge, [])?;
         self.start_block(body)?;
-        let yielded = self.loop_body(op, block, carried.len())?;
+        let yielded = self.loop_body(op, block, &yielded_range)?;
         self.e.b.branch(continuing)?;
         self.start_block(continuing)?;
         let next = self.e.b.i_add(counter, None, counter_phi, step)?;
@@ -158,26 +159,12 @@ impl FunctionEmitter<'_> {
         Ok(())
     }
 
-    /// Lowers the body `block` of loop `op` (which carries `carried` values), returning the
-    /// values it yields.
-    fn loop_body(&mut self, op: Op, block: hat_ir::Block, carried: usize) -> Result<Vec<Lowered>, Failed> {
-        let ctx = self.ctx;
+    /// Lowers a loop's body; the values it hands to the next iteration are its terminator's
+    /// operands at `yielded` ([`CountedLoop::yielded`], checked).
+    fn loop_body(&mut self, op: Op, block: hat_ir::Block, yielded: &Range<usize>) -> Result<Vec<Lowered>, Failed> {
         let terminator = self.ops(block)?;
-        let range = match (terminator, ctx.interface::<dyn RegionBranchOpInterface>(op)) {
-            (Some(terminator), Some(branches)) => {
-                branches.terminator_operands(ctx, op, terminator, 0, RegionPoint::Region(0))
-            }
-            (Some(terminator), None) => 0..ctx.operands(terminator).len(),
-            (None, _) => 0..0,
-        };
-        let yielded = self.operands_in(terminator, range)?;
-        let yielded = self.lower_all(terminator.unwrap_or(op), &yielded)?;
-        if yielded.len() != carried {
-            return Err(
-                self.error(terminator.unwrap_or(op), "yields a different number of values than the loop carries")
-            );
-        }
-        Ok(yielded)
+        let values = self.operands_in(terminator, yielded.clone())?;
+        self.lower_all(terminator.unwrap_or(op), &values)
     }
 
     /// A counted loop of `trips` iterations from `first` by `step` (constants), unrolled in a
@@ -194,6 +181,7 @@ impl FunctionEmitter<'_> {
         carried: &[Value],
         inits: Vec<Lowered>,
         results: &[Value],
+        yielded: &Range<usize>,
     ) -> Result<(), Failed> {
         let mut current = inits;
         for iteration in 0..trips {
@@ -202,7 +190,7 @@ impl FunctionEmitter<'_> {
             self.define(induction, Lowered::Scalar(constant));
             self.coarse_bind_iv(induction, value);
             self.bind(op, carried, current)?;
-            current = self.loop_body(op, block, carried.len())?;
+            current = self.loop_body(op, block, yielded)?;
         }
         for (&result, value) in results.iter().zip(current) {
             self.define(result, value);

@@ -12,7 +12,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use gpu_allocator::{AllocationSizes, AllocatorDebugSettings, MemoryLocation};
 use hat_ir::Verified;
-use hat_lowering::{ScalarEncoding, StoredElement};
+use hat_lowering::ScalarEncoding;
 use hat_runtime::kernel_cache::EntryProblem;
 use hat_runtime::timeline::{BackendTimeline, BarrierRecord, CommandSpan, SpanClock};
 use hat_runtime::{
@@ -617,6 +617,67 @@ impl VulkanBackend {
         frame.timed_copies.push((command, frame.queries - 2));
     }
 
+    /// The buffers of a dispatch's bindings, binding by binding: their handles (for the
+    /// descriptor set cache), Vulkan buffers (for barriers) and ranges. The executor checked the
+    /// arguments against the kernel's signature (hat_runtime::dispatch_arguments); they only need
+    /// decoding here.
+    #[allow(clippy::type_complexity)]
+    fn bound_buffers(
+        &self,
+        entry: &hat_lowering::EntryPoint,
+        args: &[KernelArg],
+    ) -> Result<(Bound, SmallVec<[vk::Buffer; 8]>, SmallVec<[(vk::Buffer, u64, u64); 8]>), RuntimeError> {
+        let mut bound = Bound::new();
+        let mut buffers = SmallVec::new();
+        let mut ranges = SmallVec::new();
+        for binding in &entry.bindings {
+            let Some(&KernelArg::Buffer(buffer)) = args.get(binding.parameter) else {
+                return Err(unchecked_arguments(&entry.name));
+            };
+            let memory = self.buffers.get(buffer.index(), buffer.generation()).ok_or_else(|| Self::stale(buffer))?;
+            bound.push((buffer.index(), buffer.generation()));
+            buffers.push(memory.buffer());
+            ranges.push((memory.buffer(), memory.offset(), memory.bytes));
+        }
+        Ok((bound, buffers, ranges))
+    }
+
+    /// The workgroups a dispatch of `grid` work items runs in each dimension, and whether they
+    /// cover the grid exactly (see `whole_grid_pipelines`); an error where the grid or the
+    /// count exceeds what the device indexes.
+    fn workgroups(&self, entry: &hat_lowering::EntryPoint, grid: [u64; 3]) -> Result<([u32; 3], bool), RuntimeError> {
+        for (dimension, &size) in grid.iter().enumerate() {
+            if size > i32::MAX as u64 {
+                return Err(RuntimeError::Backend(format!(
+                    "vulkan: the dispatch of '@{}' has a grid of {size} work items in dimension {dimension}: more \
+                     than the device's 32-bit index holds (2^31 - 1)",
+                    entry.name
+                )));
+            }
+        }
+        let mut workgroups = [0u32; 3];
+        let mut whole = entry.whole_grid_constant.is_some() && self.whole_grid_pipelines;
+        for dimension in 0..3 {
+            let size = entry.workgroup_size[dimension].max(1) as u64;
+            let items = match dimension {
+                0 => entry.items_per_invocation.max(1) as u64,
+                1 => entry.rows_per_invocation.max(1) as u64,
+                _ => 1,
+            };
+            let count = grid[dimension].div_ceil(items).div_ceil(size);
+            whole &= grid[dimension].is_multiple_of(items * size);
+            let limit = self.gpu.limits.max_workgroup_count[dimension];
+            workgroups[dimension] = u32::try_from(count).ok().filter(|&c| c <= limit).ok_or_else(|| {
+                RuntimeError::Backend(format!(
+                    "vulkan: the dispatch of '@{}' needs {count} workgroups in dimension {dimension}, more than \
+                     the device's maxComputeWorkGroupCount of {limit}",
+                    entry.name
+                ))
+            })?;
+        }
+        Ok((workgroups, whole))
+    }
+
     /// Writes the push constants of a dispatch into `bytes`.
     fn push_constants(
         &self,
@@ -639,19 +700,13 @@ impl VulkanBackend {
         }
         for slot in &entry.push_constants.scalars {
             let Some(&KernelArg::Scalar(value, ty)) = args.get(slot.parameter) else {
-                return Err(RuntimeError::BadArgument {
-                    name: format!("#{}", slot.parameter),
-                    message: format!("kernel '{name}' expects a scalar"),
-                });
+                return Err(unchecked_arguments(name));
             };
             encode(name, slot.parameter, value, ty, slot.encoding, &mut bytes[slot.offset as usize..])?;
         }
         for slot in &entry.push_constants.dims {
             let Some(&KernelArg::Buffer(buffer)) = args.get(slot.parameter) else {
-                return Err(RuntimeError::BadArgument {
-                    name: format!("#{}", slot.parameter),
-                    message: format!("kernel '{name}' expects a buffer"),
-                });
+                return Err(unchecked_arguments(name));
             };
             let extent = self.memory(buffer)?.layout.shape.get(slot.dimension).copied().unwrap_or(0);
             let value = Scalar::Int(extent as i64);
@@ -817,6 +872,15 @@ impl VulkanBackend {
     }
 }
 
+/// Arguments that do not decode as the kernel's parameters: the executor checks them first
+/// (hat_runtime::dispatch_arguments), so only a caller that drives the backend directly sees this.
+fn unchecked_arguments(kernel: &str) -> RuntimeError {
+    RuntimeError::Backend(format!(
+        "vulkan: the arguments of kernel '{kernel}' do not fit its parameters (check them with \
+         KernelSignature::check before dispatching)"
+    ))
+}
+
 /// Writes `value` (of type `ty`, the kernel's parameter `parameter`) into `into` as `encoding`.
 fn encode(
     kernel: &str,
@@ -844,21 +908,6 @@ fn encode(
         ScalarEncoding::Float64 => into[..8].copy_from_slice(&value.as_f64().to_le_bytes()),
     }
     Ok(())
-}
-
-/// Whether a buffer of `element` fits a binding of `stored`.
-fn element_fits(element: ElementType, stored: StoredElement) -> bool {
-    matches!(
-        (element, stored),
-        (ElementType::I1, StoredElement::I1)
-            | (ElementType::I8, StoredElement::I8)
-            | (ElementType::I16, StoredElement::I16)
-            | (ElementType::I32, StoredElement::I32)
-            | (ElementType::I64, StoredElement::I64)
-            | (ElementType::Index, StoredElement::Index)
-            | (ElementType::F32, StoredElement::F32)
-            | (ElementType::F64, StoredElement::F64)
-    )
 }
 
 impl Backend for VulkanBackend {
@@ -1160,70 +1209,8 @@ impl Backend for VulkanBackend {
             generation: 0,
         })?;
         let entry = &compiled.entry;
-        let expected = entry.bindings.len() + entry.push_constants.scalars.len();
-        if args.len() != expected {
-            return Err(RuntimeError::BadArgument {
-                name: format!("kernel '{}'", entry.name),
-                message: format!("takes {expected} argument(s), but the dispatch passes {}", args.len()),
-            });
-        }
-        // The buffers, binding by binding, checked against the kernel's types.
-        let mut bound = Bound::new();
-        let mut buffers: SmallVec<[vk::Buffer; 8]> = SmallVec::new();
-        let mut ranges: SmallVec<[(vk::Buffer, u64, u64); 8]> = SmallVec::new();
-        for binding in &entry.bindings {
-            let Some(&KernelArg::Buffer(buffer)) = args.get(binding.parameter) else {
-                return Err(RuntimeError::BadArgument {
-                    name: format!("#{}", binding.parameter),
-                    message: format!("kernel '{}' expects a buffer", entry.name),
-                });
-            };
-            let memory = self.buffers.get(buffer.index(), buffer.generation()).ok_or_else(|| Self::stale(buffer))?;
-            let shape_fits = memory.layout.shape.len() == binding.shape.len()
-                && binding.shape.iter().zip(&memory.layout.shape).all(|(s, &m)| s.is_none_or(|s| s == m as u64));
-            if !element_fits(memory.layout.element, binding.element) || !shape_fits {
-                return Err(RuntimeError::BadArgument {
-                    name: format!("#{}", binding.parameter),
-                    message: format!(
-                        "kernel '{}' expects a buffer of {:?} elements and shape {:?}, got {:?} of shape {:?}",
-                        entry.name, binding.element, binding.shape, memory.layout.element, memory.layout.shape
-                    ),
-                });
-            }
-            bound.push((buffer.index(), buffer.generation()));
-            buffers.push(memory.buffer());
-            ranges.push((memory.buffer(), memory.offset(), memory.bytes));
-        }
-        for (dimension, &size) in grid.iter().enumerate() {
-            if size > i32::MAX as u64 {
-                return Err(RuntimeError::Backend(format!(
-                    "vulkan: the dispatch of '@{}' has a grid of {size} work items in dimension {dimension}: more \
-                     than the device's 32-bit index holds (2^31 - 1)",
-                    entry.name
-                )));
-            }
-        }
-        let mut workgroups = [0u32; 3];
-        // Whether every work item dispatched is in the grid (see `whole_grid_pipelines`).
-        let mut whole = entry.whole_grid_constant.is_some() && self.whole_grid_pipelines;
-        for dimension in 0..3 {
-            let size = entry.workgroup_size[dimension].max(1) as u64;
-            let items = match dimension {
-                0 => entry.items_per_invocation.max(1) as u64,
-                1 => entry.rows_per_invocation.max(1) as u64,
-                _ => 1,
-            };
-            let count = grid[dimension].div_ceil(items).div_ceil(size);
-            whole &= grid[dimension].is_multiple_of(items * size);
-            let limit = self.gpu.limits.max_workgroup_count[dimension];
-            workgroups[dimension] = u32::try_from(count).ok().filter(|&c| c <= limit).ok_or_else(|| {
-                RuntimeError::Backend(format!(
-                    "vulkan: the dispatch of '@{}' needs {count} workgroups in dimension {dimension}, more than \
-                     the device's maxComputeWorkGroupCount of {limit}",
-                    entry.name
-                ))
-            })?;
-        }
+        let (bound, buffers, ranges) = self.bound_buffers(entry, args)?;
+        let (workgroups, whole) = self.workgroups(entry, grid)?;
         let push_size = entry.push_constants.size as usize;
         let mut push = [0u8; 256];
         if push_size > push.len() {

@@ -10,6 +10,7 @@ pub mod artifact;
 pub mod backend;
 pub mod chrome_trace;
 pub mod cpu;
+pub mod dispatch_arguments;
 pub mod error;
 pub mod eval;
 pub mod executor;
@@ -18,6 +19,7 @@ pub mod host_memory;
 pub mod kernel_cache;
 pub mod oracle;
 pub mod report;
+pub(crate) mod slot_code;
 pub mod timeline;
 pub mod value;
 
@@ -26,6 +28,7 @@ pub use backend::{
     Backend, BufferAccesses, Command, Completed, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle,
 };
 pub use cpu::CpuBackend;
+pub use dispatch_arguments::KernelSignature;
 pub use error::RuntimeError;
 pub use executor::{
     entry_parameters, ArgEffect, ArgValue, CallArg, CallOutput, CallResult, Executor, ExecutorOptions, HostArg,

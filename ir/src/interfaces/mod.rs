@@ -25,6 +25,7 @@
 mod branch;
 mod call;
 mod constants;
+mod counted_loop;
 mod execution_space;
 mod launch;
 mod loop_like;
@@ -35,6 +36,7 @@ mod symbols;
 pub use branch::BranchOpInterface;
 pub use call::{function_type_signature, resolve_callee, CallOpInterface, CallableOpInterface};
 pub use constants::{constant_integer, constant_integers};
+pub use counted_loop::CountedLoop;
 pub use execution_space::{enclosing_execution_space, execution_space, ExecutionSpace};
 pub use launch::LaunchOpInterface;
 pub use loop_like::{loops_innermost_first, trip_count, LoopLikeOpInterface};

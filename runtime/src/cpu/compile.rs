@@ -57,23 +57,23 @@
 //! - Op names, attributes and symbols are all resolved here: the interpreter never looks up a
 //!   name.
 
+use crate::dispatch_arguments::{KernelParameter, KernelSignature};
 use crate::error::RuntimeError;
-use crate::eval::{self, ScalarOp};
+use crate::eval::ScalarOp;
+use crate::slot_code::{ScalarInst, SlotMap, ValueKind};
 use crate::value::{ElementType, Scalar};
-use hat_dialects::arith_views::{ConstantOp, SelectOp};
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
 use hat_ir::interfaces::{
-    execution_space, nearest_symbol_table, CallOpInterface, CallableOpInterface, ExecutionSpace, LoopLikeOpInterface,
-    RegionBranchOpInterface, RegionPoint, SymbolTable,
+    execution_space, nearest_symbol_table, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace,
+    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint, SymbolTable,
 };
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Block, Context, Ident, Location, Op, OpTraits, Region, Type, TypeKind, Value};
 use rustc_hash::FxHashMap;
 use std::ops::Range;
 
-/// A slot of the current function's frame.
-pub(crate) type Slot = u32;
+pub(crate) use crate::slot_code::Slot;
 
 /// The default workgroup size, when a kernel has no `workgroup_size`.
 pub const DEFAULT_WORKGROUP_SIZE: [u64; 3] = [64, 1, 1];
@@ -94,8 +94,8 @@ pub(crate) struct Program {
     pub name: String,
     /// Work items per workgroup (x, y, z).
     pub workgroup: [u64; 3],
-    /// The kernel's parameters, in order.
-    pub params: Vec<Param>,
+    /// The kernel's parameters, in order (the executor checks dispatches against them).
+    pub signature: KernelSignature,
     /// Number of buffer parameters (the first local buffer's handle).
     pub buffer_params: u32,
     /// Functions: 0 is the kernel, the others the device functions it calls.
@@ -106,15 +106,6 @@ pub(crate) struct Program {
     pub locals: Vec<LocalBuffer>,
     /// Whether any function reaches a `kernel.barrier`.
     pub has_barrier: bool,
-}
-
-/// A kernel parameter.
-#[derive(Debug, Clone)]
-pub(crate) enum Param {
-    /// A memref: its element type and its shape ([`DYNAMIC`] for `?`).
-    Buffer { name: String, element: ElementType, shape: Vec<i64> },
-    /// A scalar of the type.
-    Scalar { name: String, ty: ElementType },
 }
 
 /// A workgroup-local buffer.
@@ -141,14 +132,8 @@ pub(crate) struct Function {
 /// An instruction of the interpreter.
 #[derive(Debug)]
 pub(crate) enum Inst {
-    /// `dst = value`.
-    Const { dst: Slot, value: Scalar },
-    /// A one-operand scalar op.
-    Unary { op: ScalarOp, dst: Slot, a: Slot, ty: ElementType, result: ElementType, location: Location },
-    /// A two-operand scalar op.
-    Binary { op: ScalarOp, dst: Slot, a: Slot, b: Slot, ty: ElementType, result: ElementType, location: Location },
-    /// `dst = condition ? a : b` (scalars and buffer handles alike).
-    Select { dst: Slot, condition: Slot, a: Slot, b: Slot },
+    /// A constant, `arith.select` or another scalar op (shared with the host executor).
+    Scalar { inst: ScalarInst, location: Location },
     /// A work-item id or size.
     Id { dst: Slot, query: WorkItemQuery, dimension: u8 },
     /// `buffer.load`.
@@ -252,12 +237,8 @@ pub(crate) enum Target {
     Region(u32),
 }
 
-/// What a value's type is to the interpreter.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum ValueKind {
-    Scalar(ElementType),
-    Buffer,
-}
+/// The slots of one function being compiled.
+type Frame = SlotMap;
 
 struct Compiler<'c> {
     ctx: &'c Context,
@@ -270,35 +251,14 @@ struct Compiler<'c> {
     tables: FxHashMap<Op, SymbolTable>,
 }
 
-/// The slots of one function being compiled.
-#[derive(Default)]
-struct Frame {
-    slots: FxHashMap<Value, Slot>,
-    next: Slot,
-}
-
-impl Frame {
-    fn define(&mut self, value: Value) -> Slot {
-        let slot = self.fresh();
-        self.slots.insert(value, slot);
-        slot
-    }
-
-    /// A slot that holds no value of the IR.
-    fn fresh(&mut self) -> Slot {
-        let slot = self.next;
-        self.next += 1;
-        slot
-    }
-}
-
 /// How a block being compiled ends: what its terminator becomes.
 #[derive(Copy, Clone)]
 enum End<'a> {
     /// A function body: a return of the terminator's operands.
     Return { function: Op },
-    /// A counted loop's body: the next iteration, carrying `carried` values.
-    Loop { op: Op, branches: Option<&'static dyn RegionBranchOpInterface>, carried: usize },
+    /// A counted loop's body: the next iteration, carrying the terminator's operands
+    /// `yielded.0..yielded.1` ([`CountedLoop::yielded`], checked).
+    Loop { yielded: (usize, usize) },
     /// Region `region` of a region-branch op whose regions compile to `targets`.
     Branch { op: Op, region: usize, branches: &'static dyn RegionBranchOpInterface, targets: &'a [Option<u32>] },
 }
@@ -341,7 +301,7 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
         program: Program {
             name,
             workgroup,
-            params: Vec::new(),
+            signature: KernelSignature::of(ctx, kernel).map_err(|message| unsupported(op_name, &message, location))?,
             buffer_params: 0,
             functions: Vec::new(),
             blocks: Vec::new(),
@@ -352,7 +312,9 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
         queue: Vec::new(),
         tables: FxHashMap::default(),
     };
-    compiler.kernel_params(kernel, body)?;
+    compiler.program.buffer_params = (compiler.program.signature.params.iter())
+        .filter(|p| matches!(p, KernelParameter::Buffer { .. }))
+        .count() as u32;
     compiler.enqueue(kernel, body);
     while let Some((op, body, index)) = compiler.queue.pop() {
         let function = compiler.function(op, body)?;
@@ -402,23 +364,8 @@ impl<'c> Compiler<'c> {
         unsupported(name, &format!("{message} (in kernel '{}')", self.kernel_name), self.ctx.location(op))
     }
 
-    fn value_kind(&self, op: Op, ty: Type) -> Result<ValueKind, RuntimeError> {
-        if self.ctx.type_kind(ty).is_memref() {
-            return Ok(ValueKind::Buffer);
-        }
-        ElementType::of(self.ctx, ty).map(ValueKind::Scalar).ok_or_else(|| {
-            self.error(
-                op,
-                format!("values of type '{}' are not supported", hat_ir::printer::type_to_string(self.ctx, ty)),
-            )
-        })
-    }
-
     fn element(&self, op: Op, ty: Type) -> Result<ElementType, RuntimeError> {
-        match self.value_kind(op, ty)? {
-            ValueKind::Scalar(element) => Ok(element),
-            ValueKind::Buffer => Err(self.error(op, "expected a scalar, got a buffer")),
-        }
+        ValueKind::scalar(self.ctx, ty).map_err(|message| self.error(op, message))
     }
 
     /// The element type and shape of a memref type.
@@ -433,28 +380,6 @@ impl<'c> Compiler<'c> {
             }
             _ => Err(self.error(op, "expected a memref")),
         }
-    }
-
-    fn kernel_params(&mut self, kernel: Op, body: Region) -> Result<(), RuntimeError> {
-        let Some(&block) = self.ctx.region_blocks(body).first() else {
-            return Err(self.error(kernel, "the kernel has no body"));
-        };
-        for (position, &argument) in self.ctx.block_arguments(block).iter().enumerate() {
-            let name = match self.ctx.argument_name(argument) {
-                Some(name) => format!("#{position} (%{name})"),
-                None => format!("#{position}"),
-            };
-            let ty = self.ctx.value_type(argument);
-            let param = if self.ctx.type_kind(ty).is_memref() {
-                let (element, shape) = self.memref(kernel, ty)?;
-                self.program.buffer_params += 1;
-                Param::Buffer { name, element, shape }
-            } else {
-                Param::Scalar { name, ty: self.element(kernel, ty)? }
-            };
-            self.program.params.push(param);
-        }
-        Ok(())
     }
 
     /// The function index of `op` (whose body is `body`), queuing it for compilation the first
@@ -476,12 +401,11 @@ impl<'c> Compiler<'c> {
         let block = self.single_block(op, region)?.ok_or_else(|| self.error(op, "the function has no body"))?;
         let mut params = 0;
         for &argument in self.ctx.block_arguments(block) {
-            self.value_kind(op, self.ctx.value_type(argument))?;
-            frame.define(argument);
+            frame.define(self.ctx, argument).map_err(|message| self.error(op, message))?;
             params += 1;
         }
         let body = self.block(&mut frame, block, End::Return { function: op })?;
-        Ok(Function { name, slots: frame.next, params, body })
+        Ok(Function { name, slots: frame.count(), params, body })
     }
 
     /// The one block of a region (`None` when empty); regions of several blocks are refused.
@@ -493,26 +417,17 @@ impl<'c> Compiler<'c> {
         }
     }
 
-    fn region_block(&self, op: Op, region: Region) -> Result<Block, RuntimeError> {
-        self.single_block(op, region)?.ok_or_else(|| self.error(op, "a region is empty"))
-    }
-
     fn slot(&self, frame: &Frame, op: Op, value: Value) -> Result<Slot, RuntimeError> {
-        frame.slots.get(&value).copied().ok_or_else(|| self.error(op, "uses a value that is not defined before it"))
+        frame.get(value).map_err(|message| self.error(op, message))
     }
 
     fn slots(&self, frame: &Frame, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
-        values.iter().map(|&v| self.slot(frame, op, v)).collect()
+        frame.get_all(values).map_err(|message| self.error(op, message))
     }
 
     /// The slots of `op`'s operands at `range` (an interface's answer, checked).
     fn operand_slots(&self, frame: &Frame, op: Op, range: Range<usize>) -> Result<Box<[Slot]>, RuntimeError> {
-        let operands = self.ctx.operands(op);
-        let Some(values) = operands.get(range.clone()) else {
-            let message = format!("operands {range:?} are named, but the op has {} operand(s)", operands.len());
-            return Err(self.error(op, message));
-        };
-        self.slots(frame, op, values)
+        frame.operands(self.ctx, op, range).map_err(|message| self.error(op, message))
     }
 
     /// Refuses an op with fewer than `count` operands (which a typed view would index past).
@@ -524,29 +439,16 @@ impl<'c> Compiler<'c> {
     }
 
     fn define_results(&self, frame: &mut Frame, op: Op) -> Result<Box<[Slot]>, RuntimeError> {
-        let mut slots = Vec::with_capacity(self.ctx.result_count(op));
-        for value in self.ctx.results(op) {
-            self.value_kind(op, self.ctx.value_type(value))?;
-            slots.push(frame.define(value));
-        }
-        Ok(slots.into())
+        frame.define_results(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
     /// The slot of `op`'s one result.
     fn define_result(&self, frame: &mut Frame, op: Op) -> Result<Slot, RuntimeError> {
-        if self.ctx.result_count(op) != 1 {
-            return Err(self.error(op, "must have one result"));
-        }
-        Ok(self.define_results(frame, op)?[0])
+        frame.define_result(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
     fn define_arguments(&self, frame: &mut Frame, op: Op, block: Block) -> Result<Box<[Slot]>, RuntimeError> {
-        let mut slots = Vec::new();
-        for &value in self.ctx.block_arguments(block) {
-            self.value_kind(op, self.ctx.value_type(value))?;
-            slots.push(frame.define(value));
-        }
-        Ok(slots.into())
+        frame.define_arguments(self.ctx, block).map_err(|message| self.error(op, message))
     }
 
     /// A new, empty instruction list, to be filled by [`Self::fill`].
@@ -600,22 +502,11 @@ impl<'c> Compiler<'c> {
                 }
                 Ok(Inst::Return { values: self.slots(frame, op, ctx.operands(op))? })
             }
-            End::Loop { op: looping, branches, carried } => {
-                let values = match (terminator, branches) {
-                    (Some(op), Some(branches)) => {
-                        let range = branches.terminator_operands(ctx, looping, op, 0, RegionPoint::Region(0));
-                        self.operand_slots(frame, op, range)?
-                    }
-                    (Some(op), None) => self.slots(frame, op, ctx.operands(op))?,
-                    (None, _) => Box::new([]),
+            End::Loop { yielded: (start, end) } => {
+                let values = match terminator {
+                    Some(op) => self.operand_slots(frame, op, start..end)?,
+                    None => Box::new([]),
                 };
-                if values.len() != carried {
-                    let message = format!(
-                        "its body hands {} value(s) to the next iteration, which carries {carried}",
-                        values.len()
-                    );
-                    return Err(self.error(looping, message));
-                }
                 Ok(Inst::Next { values })
             }
             End::Branch { op, region, branches, targets } => {
@@ -628,26 +519,8 @@ impl<'c> Compiler<'c> {
     fn op(&mut self, frame: &mut Frame, op: Op) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
         let location = ctx.location(op);
-        if let Some(constant) = ConstantOp::wrap(ctx, op) {
-            let element = self.element(op, ctx.value_type(ctx.result(op, 0)))?;
-            let value = constant
-                .value(ctx)
-                .and_then(|a| eval::constant_value(ctx.attribute_kind(a)))
-                .ok_or_else(|| self.error(op, "requires a scalar 'value' attribute"))?;
-            let dst = self.define_result(frame, op)?;
-            return Ok(Inst::Const { dst, value: eval::normalize(value, element) });
-        }
-        if let Some(select) = SelectOp::wrap(ctx, op) {
-            self.expect_operands(op, 3, "three operands")?;
-            let condition = self.slot(frame, op, select.condition(ctx))?;
-            let a = self.slot(frame, op, select.true_value(ctx))?;
-            let b = self.slot(frame, op, select.false_value(ctx))?;
-            let dst = self.define_result(frame, op)?;
-            return Ok(Inst::Select { dst, condition, a, b });
-        }
-        let name = ctx.name_str(op);
-        if ScalarOp::is_scalar_op(name) {
-            return self.scalar(frame, op, name, location);
+        if let Some(inst) = ScalarInst::compile(ctx, op, frame).map_err(|message| self.error(op, message))? {
+            return Ok(Inst::Scalar { inst, location });
         }
         if let Some(query) = WorkItemQuery::of(ctx, op) {
             let dimension = WorkItemQuery::dimension(ctx, op)
@@ -705,26 +578,6 @@ impl<'c> Compiler<'c> {
             return self.branch(frame, op, branches);
         }
         Err(self.error(op, "this op cannot run in a kernel on the CPU backend"))
-    }
-
-    /// A [`ScalarOp`] other than `select`.
-    fn scalar(&mut self, frame: &mut Frame, op: Op, name: &str, location: Location) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        let operands = ctx.operands(op);
-        let scalar = ScalarOp::from_name(name, hat_dialects::arith::predicate(ctx, op))
-            .map_err(|message| self.error(op, message))?;
-        if operands.len() != scalar.arity() || !(1..=2).contains(&operands.len()) || ctx.result_count(op) != 1 {
-            return Err(self.error(op, "has the wrong number of operands or results"));
-        }
-        let ty = self.element(op, ctx.value_type(operands[0]))?;
-        let result = self.element(op, ctx.value_type(ctx.result(op, 0)))?;
-        let args = self.slots(frame, op, operands)?;
-        let dst = self.define_result(frame, op)?;
-        Ok(match *args {
-            [a] => Inst::Unary { op: scalar, dst, a, ty, result, location },
-            [a, b] => Inst::Binary { op: scalar, dst, a, b, ty, result, location },
-            _ => unreachable!("the operand count is checked above"),
-        })
     }
 
     fn atomic(&mut self, frame: &mut Frame, atomic: AtomicRmwOp, location: Location) -> Result<Inst, RuntimeError> {
@@ -817,37 +670,20 @@ impl<'c> Compiler<'c> {
         location: Location,
     ) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
-        let (Some(lower), Some(upper), Some(step)) =
-            (looping.lower_bound(ctx, op), looping.upper_bound(ctx, op), looping.step(ctx, op))
-        else {
-            return Err(self.error(op, "a counted loop needs a lower bound, an upper bound and a step"));
-        };
-        if ctx.regions(op).is_empty() {
-            return Err(self.error(op, "has no body"));
-        }
-        let induction_variable = looping.induction_variable(ctx, op);
-        let ty = self.element(op, ctx.value_type(induction_variable.unwrap_or(lower)))?;
+        let parts = CountedLoop::of(ctx, op, looping).map_err(|message| self.error(op, message))?;
+        let ty = self.element(op, ctx.value_type(parts.induction.unwrap_or(parts.lower)))?;
         let (lower, upper, step) =
-            (self.slot(frame, op, lower)?, self.slot(frame, op, upper)?, self.slot(frame, op, step)?);
-        let inits = self.operand_slots(frame, op, looping.init_operands(ctx, op))?;
-        let block = self.region_block(op, looping.body(ctx, op))?;
-        let arguments = self.define_arguments(frame, op, block)?;
-        let mismatch = || self.error(op, "the body's arguments do not match the loop-carried values");
-        let iter_args: Box<[Slot]> = arguments.get(looping.region_iter_args(ctx, op)).ok_or_else(mismatch)?.into();
-        let induction = match induction_variable {
+            (self.slot(frame, op, parts.lower)?, self.slot(frame, op, parts.upper)?, self.slot(frame, op, parts.step)?);
+        let inits = self.slots(frame, op, &parts.inits)?;
+        self.define_arguments(frame, op, parts.body)?;
+        let iter_args = self.slots(frame, op, &parts.iter_args)?;
+        let induction = match parts.induction {
             Some(value) => self.slot(frame, op, value)?,
             None => frame.fresh(),
         };
-        let covered = iter_args.len() + usize::from(induction_variable.is_some());
-        if covered != arguments.len() || iter_args.contains(&induction) || inits.len() != iter_args.len() {
-            return Err(mismatch());
-        }
         let results = self.define_results(frame, op)?;
-        if results.len() != inits.len() {
-            return Err(self.error(op, format!("has {} result(s) for {} carried value(s)", results.len(), inits.len())));
-        }
-        let branches = ctx.interface::<dyn RegionBranchOpInterface>(op);
-        let body = self.block(frame, block, End::Loop { op, branches, carried: iter_args.len() })?;
+        let yielded = (parts.yielded.start, parts.yielded.end);
+        let body = self.block(frame, parts.body, End::Loop { yielded })?;
         let name = ctx.name_str(op).into();
         Ok(Inst::Loop(Box::new(LoopInst {
             lower,

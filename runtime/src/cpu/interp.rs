@@ -22,6 +22,7 @@ use super::memory::Memory;
 use super::races::Recorder;
 use crate::error::RuntimeError;
 use crate::eval;
+use crate::slot_code::counted_loop;
 use crate::value::Scalar;
 use hat_dialects::kernel::WorkItemQuery;
 use hat_ir::Location;
@@ -246,26 +247,10 @@ impl Item {
 
         loop {
             match &block[pc] {
-                Inst::Const { dst, value } => {
-                    slot!(*dst) = *value;
-                    pc += 1;
-                }
-                Inst::Unary { op, dst, a, ty, result, location } => {
-                    let value = op
-                        .apply(&[slot!(*a)], *ty, *result)
-                        .map_err(|message| self.arithmetic(env, message, *location))?;
-                    slot!(*dst) = value;
-                    pc += 1;
-                }
-                Inst::Binary { op, dst, a, b, ty, result, location } => {
-                    let value = op
-                        .apply(&[slot!(*a), slot!(*b)], *ty, *result)
-                        .map_err(|message| self.arithmetic(env, message, *location))?;
-                    slot!(*dst) = value;
-                    pc += 1;
-                }
-                Inst::Select { dst, condition, a, b } => {
-                    slot!(*dst) = if slot!(*condition).as_i64() != 0 { slot!(*a) } else { slot!(*b) };
+                Inst::Scalar { inst, location } => {
+                    if let Err(failure) = inst.run(&mut self.slots[base..]) {
+                        return Err(self.arithmetic(env, failure.message, *location));
+                    }
                     pc += 1;
                 }
                 Inst::Id { dst, query, dimension } => {
@@ -404,11 +389,10 @@ impl Item {
                 Inst::Loop(looping) => {
                     let (lower, upper, step) = (slot!(looping.lower), slot!(looping.upper), slot!(looping.step));
                     let (lower, upper, step) = (lower.as_i64(), upper.as_i64(), step.as_i64());
+                    if let Some(message) = counted_loop::step_error(&looping.name, lower, upper, step) {
+                        return Err(self.arithmetic(env, message, looping.location));
+                    }
                     if lower < upper {
-                        if step <= 0 {
-                            let message = format!("'{}' step must be positive, got {step}", looping.name);
-                            return Err(self.arithmetic(env, message, looping.location));
-                        }
                         slot!(looping.induction) = Scalar::Int(lower);
                         for (&arg, &init) in looping.iter_args.iter().zip(looping.inits.iter()) {
                             slot!(arg) = slot!(init);
@@ -434,11 +418,8 @@ impl Item {
                     let step = slot!(looping.step).as_i64();
                     let upper = slot!(looping.upper).as_i64();
                     // The loop also ends where the induction variable would overflow its type.
-                    let next = induction
-                        .checked_add(step)
-                        .filter(|&n| eval::normalize(Scalar::Int(n), looping.ty) == Scalar::Int(n));
-                    match next {
-                        Some(next) if next < upper => {
+                    match counted_loop::next(induction, step, upper, looping.ty) {
+                        Some(next) => {
                             slot!(looping.induction) = Scalar::Int(next);
                             for (&arg, &value) in looping.iter_args.iter().zip(&self.scratch) {
                                 slot!(arg) = value;

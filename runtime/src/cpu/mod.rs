@@ -72,15 +72,15 @@ pub use compile::DEFAULT_WORKGROUP_SIZE;
 
 use crate::artifact::KernelArtifact;
 use crate::backend::{Backend, BufferAccesses, Command, DeviceBuffer, DispatchTime, Fence, KernelArg, KernelHandle};
+use crate::dispatch_arguments::KernelParameter;
 use crate::error::RuntimeError;
-use crate::eval::{self, type_name};
+use crate::eval;
 use crate::handles::HandleTable;
 use crate::timeline::{BackendTimeline, CommandSpan, SpanClock};
 use crate::value::{BufferLayout, ElementType, Scalar};
 use accesses::AccessLog;
 use batches::Batches;
-use compile::{Param, Program};
-use hat_ir::types::DYNAMIC;
+use compile::Program;
 use interp::{Env, Item};
 use memory::Memory;
 use races::{BufferName, Recorder};
@@ -210,51 +210,36 @@ impl CpuBackend {
         }
     }
 
+    /// Decodes a dispatch's arguments: the parameter values (scalars, and buffer handles) and
+    /// the buffer table. The executor checked them against the kernel's signature
+    /// (`dispatch_arguments.rs`); arguments that do not even decode are an internal error.
     fn bind<'a>(
         &'a self,
         program: &Program,
         args: &[KernelArg],
     ) -> Result<(Vec<Scalar>, Vec<&'a Memory>), RuntimeError> {
-        let bad = |name: &str, message: String| RuntimeError::BadArgument {
-            name: name.to_string(),
-            message: format!("kernel '{}' {message}", program.name),
+        let unchecked = || {
+            RuntimeError::Backend(format!(
+                "cpu backend: the arguments of kernel '{}' do not fit its parameters (check them with \
+                 KernelSignature::check before dispatching)",
+                program.signature.name
+            ))
         };
-        if args.len() != program.params.len() {
-            return Err(RuntimeError::BadArgument {
-                name: format!("kernel '{}'", program.name),
-                message: format!("takes {} argument(s), but the dispatch passes {}", program.params.len(), args.len()),
-            });
+        if args.len() != program.signature.params.len() {
+            return Err(unchecked());
         }
         let mut params = Vec::with_capacity(args.len());
         let mut buffers = Vec::new();
-        for (param, arg) in program.params.iter().zip(args) {
+        for (param, arg) in program.signature.params.iter().zip(args) {
             match (param, arg) {
-                (Param::Buffer { name, element, shape }, KernelArg::Buffer(buffer)) => {
-                    let memory = self.memory(*buffer).map_err(|e| bad(name, e.to_string()))?;
-                    let fits = memory.element == *element
-                        && memory.shape.len() == shape.len()
-                        && shape.iter().zip(memory.shape.iter()).all(|(&s, &m)| s == DYNAMIC || s as u64 == m as u64);
-                    if !fits {
-                        let expected =
-                            describe_memref(*element, shape.iter().map(|&s| (s != DYNAMIC).then_some(s as u64)));
-                        let actual = describe_memref(memory.element, memory.shape.iter().map(|&s| Some(s as u64)));
-                        return Err(bad(name, format!("expects a buffer of type {expected}, got {actual}")));
-                    }
+                (KernelParameter::Buffer { .. }, KernelArg::Buffer(buffer)) => {
                     params.push(Scalar::Int(buffers.len() as i64));
-                    buffers.push(memory);
+                    buffers.push(self.memory(*buffer)?);
                 }
-                (Param::Scalar { name, ty }, KernelArg::Scalar(value, arg_ty)) => {
-                    if ty != arg_ty {
-                        return Err(bad(name, format!("expects {}, got {}", type_name(*ty), type_name(*arg_ty))));
-                    }
+                (KernelParameter::Scalar { ty, .. }, KernelArg::Scalar(value, _)) => {
                     params.push(eval::normalize(*value, *ty));
                 }
-                (Param::Buffer { name, .. }, KernelArg::Scalar(..)) => {
-                    return Err(bad(name, "expects a buffer, got a scalar".into()))
-                }
-                (Param::Scalar { name, .. }, KernelArg::Buffer(_)) => {
-                    return Err(bad(name, "expects a scalar, got a buffer".into()))
-                }
+                _ => return Err(unchecked()),
             }
         }
         Ok((params, buffers))
@@ -264,11 +249,12 @@ impl CpuBackend {
 /// The race check's recorder for a dispatch of `program` with buffer arguments `buffers`.
 fn race_recorder(program: &Program, buffers: &[&Memory]) -> Recorder {
     let mut names: Vec<BufferName> = program
+        .signature
         .params
         .iter()
         .filter_map(|p| match p {
-            Param::Buffer { name, .. } => Some(name.clone()),
-            Param::Scalar { .. } => None,
+            KernelParameter::Buffer { name, .. } => Some(name.clone()),
+            KernelParameter::Scalar { .. } => None,
         })
         .zip(buffers)
         .map(|(name, memory)| {
@@ -286,17 +272,6 @@ fn race_recorder(program: &Program, buffers: &[&Memory]) -> Recorder {
         local: true,
     }));
     Recorder::new(&program.name, names)
-}
-
-fn describe_memref(element: ElementType, shape: impl Iterator<Item = Option<u64>>) -> String {
-    let mut text = String::from("memref<");
-    for extent in shape {
-        match extent {
-            Some(extent) => text += &format!("{extent}x"),
-            None => text += "?x",
-        }
-    }
-    text + type_name(element) + ">"
 }
 
 /// How a dispatch runs its workgroups.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::backend::KernelArg::{Buffer, Scalar as Arg};
+use crate::dispatch_arguments::{Argument, KernelSignature};
 use hat_ir::{parse_source, Context};
 
 /// A backend with the kernels of `text` compiled; `kernels[name]` is the handle.
@@ -7,6 +8,7 @@ struct Fixture {
     backend: CpuBackend,
     kernels: Vec<(String, KernelHandle)>,
     ctx: Context,
+    module: hat_ir::Op,
 }
 
 impl Fixture {
@@ -24,7 +26,13 @@ impl Fixture {
                 kernels.push((name, handle));
             }
         }
-        Fixture { backend, kernels, ctx }
+        Fixture { backend, kernels, ctx, module }
+    }
+
+    /// The kernel op named `name`.
+    fn kernel_op(&self, name: &str) -> hat_ir::Op {
+        let named = |op: &hat_ir::Op| hat_ir::verifier::symbol_name(&self.ctx, *op) == Some(name);
+        self.ctx.walk(self.module).into_iter().find(named).unwrap_or_else(|| panic!("no kernel {name}"))
     }
 
     fn kernel(&self, name: &str) -> KernelHandle {
@@ -707,24 +715,29 @@ kernel.func @divide(%data: memref<8xi32>, %d: i32) workgroup(8) {
     let error = f.dispatch("divide", [8, 1, 1], &[Buffer(data), Arg(Scalar::Int(0), ElementType::I32)]).unwrap_err();
     assert!(matches!(error, RuntimeError::Arithmetic { .. }));
     assert_eq!(error.to_string(), "integer division by zero ('arith.divsi') in kernel 'divide', work item (0, 0, 0)");
-    let message = f.dispatch("divide", [8, 1, 1], &[Buffer(data)]).unwrap_err().to_string();
+    // Arguments are checked against the kernel's signature before a backend sees them (the
+    // executor does it: dispatch_arguments.rs); the backend only decodes them.
+    let kernel = f.kernel_op("divide");
+    let signature = KernelSignature::of(&f.ctx, kernel).unwrap();
+    let eight = BufferLayout { element: ElementType::I32, shape: vec![8] };
+    let nine = BufferLayout { element: ElementType::I32, shape: vec![9] };
+    let check = |arguments: &[Argument<'_>]| signature.check(arguments.iter().copied()).unwrap_err().to_string();
+    let message = check(&[Argument::Buffer(&eight)]);
     assert!(message.contains("takes 2 argument(s), but the dispatch passes 1"), "{message}");
-    let message = f
-        .dispatch("divide", [8, 1, 1], &[Buffer(data), Arg(Scalar::Int(0), ElementType::I64)])
-        .unwrap_err()
-        .to_string();
+    let message = check(&[Argument::Buffer(&eight), Argument::Scalar(ElementType::I64)]);
     assert_eq!(message, "argument '#1 (%d)': kernel 'divide' expects i32, got i64");
-    let wrong = f.alloc(ElementType::I32, &[9]);
-    let message = f
-        .dispatch("divide", [8, 1, 1], &[Buffer(wrong), Arg(Scalar::Int(1), ElementType::I32)])
-        .unwrap_err()
-        .to_string();
+    let message = check(&[Argument::Buffer(&nine), Argument::Scalar(ElementType::I32)]);
     assert!(message.contains("expects a buffer of type memref<8xi32>, got memref<9xi32>"), "{message}");
-    let message = f
-        .dispatch("divide", [8, 1, 1], &[Arg(Scalar::Int(1), ElementType::I32), Arg(Scalar::Int(1), ElementType::I32)])
-        .unwrap_err()
-        .to_string();
+    let message = check(&[Argument::Scalar(ElementType::I32), Argument::Scalar(ElementType::I32)]);
     assert!(message.contains("expects a buffer, got a scalar"), "{message}");
+    assert!(signature.check([Argument::Buffer(&eight), Argument::Scalar(ElementType::I32)].into_iter()).is_ok());
+    // Arguments that do not decode reach the backend only past the check: an error, not a panic.
+    for arguments in
+        [&[Buffer(data)][..], &[Arg(Scalar::Int(1), ElementType::I32), Arg(Scalar::Int(1), ElementType::I32)]]
+    {
+        let message = f.dispatch("divide", [8, 1, 1], arguments).unwrap_err().to_string();
+        assert!(message.contains("the arguments of kernel 'divide' do not fit its parameters"), "{message}");
+    }
 }
 
 #[test]

@@ -26,21 +26,19 @@
 use super::interpret::{RED_ZONE, STACK_SEGMENT};
 use super::program::{
     AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst,
-    LoopInst, Slot,
+    LoopInst,
 };
 use super::{parameter_kind, ParameterKind};
 use crate::error::RuntimeError;
-use crate::eval::{self, ScalarError, ScalarOp};
 use crate::report::{Direction, HostHook};
+use crate::slot_code::{ScalarInst, Slot, SlotMap, ValueKind};
 use crate::value::ElementType;
-use hat_dialects::arith_views::SelectOp;
 use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
-    execution_space, lookup_symbol, nearest_symbol_table, CallOpInterface, CallableOpInterface, ExecutionSpace,
-    LaunchOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint, SymbolTable,
+    execution_space, lookup_symbol, nearest_symbol_table, CallOpInterface, CallableOpInterface, CountedLoop,
+    ExecutionSpace, LaunchOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint, SymbolTable,
 };
-use hat_ir::printer::type_to_string;
 use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
 use rustc_hash::FxHashMap;
 use std::ops::Range;
@@ -67,6 +65,9 @@ pub(crate) struct Functions {
 #[derive(Debug)]
 pub(crate) struct CompiledKernel {
     pub handle: crate::backend::KernelHandle,
+    /// What it takes: every dispatch's arguments are checked against it before the backend
+    /// sees them (`dispatch_arguments.rs`).
+    pub signature: crate::dispatch_arguments::KernelSignature,
     /// By parameter: whether the kernel may read it, and may write it (both, unless the lowering
     /// knows better).
     pub access: Vec<(bool, bool)>,
@@ -123,22 +124,14 @@ fn unsupported(ctx: &Context, op: Op, message: impl Into<String>) -> RuntimeErro
 
 /// Compiles the host function `op` (a callable with a body on the host).
 pub(crate) fn compile(ctx: &Context, functions: &mut Functions, op: Op) -> Result<Function, RuntimeError> {
-    let mut compiler = Compiler { ctx, functions, slots: FxHashMap::default(), next: 0 };
+    let mut compiler = Compiler { ctx, functions, slots: SlotMap::default() };
     compiler.function(op)
 }
 
 struct Compiler<'c, 'f> {
     ctx: &'c Context,
     functions: &'f mut Functions,
-    slots: FxHashMap<Value, Slot>,
-    next: Slot,
-}
-
-/// What a value is at run time.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Kind {
-    Scalar(ElementType),
-    Buffer,
+    slots: SlotMap,
 }
 
 impl Compiler<'_, '_> {
@@ -146,44 +139,32 @@ impl Compiler<'_, '_> {
         unsupported(self.ctx, op, message)
     }
 
-    fn kind(&self, op: Op, ty: Type) -> Result<Kind, RuntimeError> {
-        if self.ctx.type_kind(ty).is_memref() {
-            return Ok(Kind::Buffer);
-        }
-        ElementType::of(self.ctx, ty).map(Kind::Scalar).ok_or_else(|| {
-            self.error(op, format!("the type {} is not supported at run time", type_to_string(self.ctx, ty)))
-        })
+    fn kind(&self, op: Op, ty: Type) -> Result<ValueKind, RuntimeError> {
+        ValueKind::of(self.ctx, ty).map_err(|message| self.error(op, message))
     }
 
     fn element(&self, op: Op, value: Value) -> Result<ElementType, RuntimeError> {
-        match self.kind(op, self.ctx.value_type(value))? {
-            Kind::Scalar(element) => Ok(element),
-            Kind::Buffer => Err(self.error(op, "expects a scalar, got a buffer")),
-        }
+        ValueKind::scalar(self.ctx, self.ctx.value_type(value)).map_err(|message| self.error(op, message))
     }
 
     fn define(&mut self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
-        self.kind(op, self.ctx.value_type(value))?;
-        let slot = self.next;
-        self.next += 1;
-        self.slots.insert(value, slot);
-        Ok(slot)
+        self.slots.define(self.ctx, value).map_err(|message| self.error(op, message))
     }
 
     fn define_results(&mut self, op: Op) -> Result<Box<[Slot]>, RuntimeError> {
-        self.ctx.results(op).map(|value| self.define(op, value)).collect()
+        self.slots.define_results(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
     fn define_arguments(&mut self, op: Op, block: Block) -> Result<Box<[Slot]>, RuntimeError> {
-        self.ctx.block_arguments(block).iter().map(|&value| self.define(op, value)).collect()
+        self.slots.define_arguments(self.ctx, block).map_err(|message| self.error(op, message))
     }
 
     fn slot(&self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
-        self.slots.get(&value).copied().ok_or_else(|| self.error(op, "uses a value that is not defined before it"))
+        self.slots.get(value).map_err(|message| self.error(op, message))
     }
 
     fn slots(&self, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
-        values.iter().map(|&value| self.slot(op, value)).collect()
+        self.slots.get_all(values).map_err(|message| self.error(op, message))
     }
 
     /// The integer operands' slots (`None` for the others).
@@ -191,7 +172,8 @@ impl Compiler<'_, '_> {
         values
             .iter()
             .map(|&value| {
-                let integer = matches!(self.kind(op, self.ctx.value_type(value))?, Kind::Scalar(t) if !t.is_float());
+                let integer =
+                    matches!(self.kind(op, self.ctx.value_type(value))?, ValueKind::Scalar(t) if !t.is_float());
                 Ok(if integer { Some(self.slot(op, value)?) } else { None })
             })
             .collect()
@@ -203,8 +185,8 @@ impl Compiler<'_, '_> {
             .map(|&value| {
                 let slot = self.slot(op, value)?;
                 Ok(match self.kind(op, self.ctx.value_type(value))? {
-                    Kind::Scalar(ty) => ArgSlot::Scalar(slot, ty),
-                    Kind::Buffer => ArgSlot::Buffer(slot),
+                    ValueKind::Scalar(ty) => ArgSlot::Scalar(slot, ty),
+                    ValueKind::Buffer => ArgSlot::Buffer(slot),
                 })
             })
             .collect()
@@ -237,12 +219,12 @@ impl Compiler<'_, '_> {
                 Some(terminator) => ctx
                     .operands(terminator)
                     .iter()
-                    .map(|&value| Ok(self.kind(terminator, ctx.value_type(value))? == Kind::Buffer))
+                    .map(|&value| Ok(self.kind(terminator, ctx.value_type(value))? == ValueKind::Buffer))
                     .collect::<Result<_, RuntimeError>>()?,
                 None => Box::new([]),
             };
         let arena_bytes = arena_attribute(ctx, op, hat_dialects::buffer::ARENA_BYTES_ATTRIBUTE);
-        Ok(Function { name, slots: self.next, params, body, buffer_results, arena_bytes })
+        Ok(Function { name, slots: self.slots.count(), params, body, buffer_results, arena_bytes })
     }
 
     /// Compiles a block: its ops up to the terminator, whose operands are its exits. Regions
@@ -292,45 +274,8 @@ impl Compiler<'_, '_> {
         if SyncOp::wrap(ctx, op).is_some() {
             return Ok(Inst::Sync);
         }
-        if let Some(select) = SelectOp::wrap(ctx, op) {
-            let dst = self.define_results(op)?[0];
-            return Ok(Inst::Select {
-                dst,
-                condition: self.slot(op, select.condition(ctx))?,
-                a: self.slot(op, select.true_value(ctx))?,
-                b: self.slot(op, select.false_value(ctx))?,
-            });
-        }
-        if ctx.has_traits(op, OpTraits::CONSTANT_LIKE) && ctx.result_count(op) == 1 {
-            let result = ctx.result(op, 0);
-            let element = self.element(op, result)?;
-            let value = ctx
-                .attribute(op, "value")
-                .and_then(|a| eval::constant_value(ctx.attribute_kind(a)))
-                .ok_or_else(|| self.error(op, "has no integer or float 'value'"))?;
-            let dst = self.define(op, result)?;
-            return Ok(Inst::Const { dst, value: eval::normalize(value, element) });
-        }
-        match ScalarOp::decode(ctx, op) {
-            Ok(scalar) => {
-                let operands = ctx.operands(op);
-                let (Some(&first), 1) = (operands.first(), ctx.result_count(op)) else {
-                    return Err(self.error(op, "has the wrong number of operands or results"));
-                };
-                let ty = self.element(op, first)?;
-                let result = self.element(op, ctx.result(op, 0))?;
-                let args = self.slots(op, operands)?;
-                let dst = self.define_results(op)?[0];
-                return match *args {
-                    [a] => Ok(Inst::Unary { scalar, dst, a, ty, result, op }),
-                    [a, b] => Ok(Inst::Binary { scalar, dst, a, b, ty, result, op }),
-                    _ => Err(self.error(op, format!("takes {} operands", scalar.arity()))),
-                };
-            }
-            // Not a scalar op: one of the errors below.
-            Err(ScalarError::UnknownOp { .. }) => {}
-            // A comparison without a valid predicate.
-            Err(error) => return Err(self.error(op, error.to_string())),
+        if let Some(inst) = ScalarInst::compile(ctx, op, &mut self.slots).map_err(|message| self.error(op, message))? {
+            return Ok(Inst::Scalar { inst, op });
         }
         Err(self.error(
             op,
@@ -339,60 +284,29 @@ impl Compiler<'_, '_> {
         ))
     }
 
-    /// A counted loop: bounds, induction variable and carried values from its interface.
+    /// A counted loop: its parts from its interface ([`CountedLoop`]).
     fn loop_op(&mut self, op: Op, looping: &'static dyn LoopLikeOpInterface) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
-        let bound = |value: Option<Value>, what: &str| value.ok_or_else(|| self.error(op, format!("has no {what}")));
-        let lower_value = bound(looping.lower_bound(ctx, op), "lower bound")?;
-        let bits = self.element(op, lower_value)?.bits();
-        let lower = self.slot(op, lower_value)?;
-        let upper = self.slot(op, bound(looping.upper_bound(ctx, op), "upper bound")?)?;
-        let step = self.slot(op, bound(looping.step(ctx, op), "step")?)?;
-        let operands = ctx.operands(op);
-        let inits = self.slots(op, operands.get(looping.init_operands(ctx, op)).unwrap_or(&[]))?;
-        let region = looping.body(ctx, op);
-        let block = self.single_block(op, region)?.ok_or_else(|| self.error(op, "has an empty body"))?;
-        let arguments = self.define_arguments(op, block)?;
-        let induction = match looping.induction_variable(ctx, op) {
+        let parts = CountedLoop::of(ctx, op, looping).map_err(|message| self.error(op, message))?;
+        let ty = self.element(op, parts.induction.unwrap_or(parts.lower))?;
+        let (lower, upper, step) =
+            (self.slot(op, parts.lower)?, self.slot(op, parts.upper)?, self.slot(op, parts.step)?);
+        let inits = self.slots(op, &parts.inits)?;
+        self.define_arguments(op, parts.body)?;
+        let induction = match parts.induction {
             Some(value) => Some(self.slot(op, value)?),
             None => None,
         };
-        let iter_args: Box<[Slot]> = arguments.get(looping.region_iter_args(ctx, op)).unwrap_or(&[]).into();
-        let body = self.block(block)?;
+        let iter_args = self.slots(op, &parts.iter_args)?;
+        let body = self.block(parts.body)?;
         let results = self.define_results(op)?;
-        // The body's exits that carry values: as the region-branch interface says, else all.
-        let yields = match (ctx.interface::<dyn RegionBranchOpInterface>(op), ctx.region_blocks(region).first()) {
-            (Some(branches), Some(&block)) => match ctx.block_ops(block).last() {
-                Some(terminator) if ctx.has_traits(terminator, OpTraits::TERMINATOR) => {
-                    let index = ctx.regions(op).iter().position(|&r| r == region).unwrap_or(0);
-                    branches.terminator_operands(ctx, op, terminator, index, RegionPoint::Region(index))
-                }
-                _ => 0..0,
-            },
-            _ => 0..body.exits.len(),
-        };
-        if inits.len() != iter_args.len()
-            || yields.len() != iter_args.len()
-            || yields.end > body.exits.len()
-            || results.len() != iter_args.len()
-        {
-            return Err(self.error(
-                op,
-                format!(
-                    "its loop interface carries {} values into {} block arguments, {} yielded and {} results",
-                    inits.len(),
-                    iter_args.len(),
-                    yields.len(),
-                    results.len()
-                ),
-            ));
-        }
+        let yields = parts.yielded;
         Ok(Inst::Loop(Box::new(LoopInst {
             op,
             lower,
             upper,
             step,
-            bits,
+            ty,
             induction,
             inits,
             iter_args,
@@ -526,8 +440,8 @@ impl Compiler<'_, '_> {
         let result_types = ctx
             .results(op)
             .map(|value| match self.kind(op, ctx.value_type(value))? {
-                Kind::Scalar(ty) => Ok(ty),
-                Kind::Buffer => Err(self.error(op, "a host function returns scalars only")),
+                ValueKind::Scalar(ty) => Ok(ty),
+                ValueKind::Buffer => Err(self.error(op, "a host function returns scalars only")),
             })
             .collect::<Result<_, _>>()?;
         let results = self.define_results(op)?;

@@ -30,10 +30,13 @@ use super::tracing::{effect_accesses, Tracing};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
 use crate::artifact::KernelArtifact;
 use crate::backend::KernelArg;
+use crate::dispatch_arguments::{Argument, KernelSignature};
 use crate::error::RuntimeError;
 use crate::eval;
 use crate::oracle::Origin;
 use crate::report::{Direction, HostHook, Recorder};
+use crate::slot_code::counted_loop;
+use crate::slot_code::scalar::ScalarFailure;
 use crate::value::{BufferLayout, Scalar};
 use hat_ir::interfaces::RegionPoint;
 use hat_ir::{Context, Op};
@@ -472,17 +475,10 @@ impl<'e, 'a> Interpreter<'e, 'a> {
     fn run_code(&mut self, frame: &mut [Scalar], code: &Code) -> Res<()> {
         for inst in code.insts.iter() {
             match inst {
-                Inst::Const { dst, value } => frame[*dst as usize] = *value,
-                Inst::Binary { scalar, dst, a, b, ty, result, op } => {
-                    let operands = [frame[*a as usize], frame[*b as usize]];
-                    frame[*dst as usize] = self.apply(*scalar, &operands, *ty, *result, *op)?;
-                }
-                Inst::Unary { scalar, dst, a, ty, result, op } => {
-                    frame[*dst as usize] = self.apply(*scalar, &[frame[*a as usize]], *ty, *result, *op)?;
-                }
-                Inst::Select { dst, condition, a, b } => {
-                    let chosen = if frame[*condition as usize].as_i64() & 1 != 0 { a } else { b };
-                    frame[*dst as usize] = frame[*chosen as usize];
+                Inst::Scalar { inst, op } => {
+                    if let Err(failure) = inst.run(frame) {
+                        return Err(self.scalar_error(failure, *op));
+                    }
                 }
                 Inst::Loop(looping) => self.run_loop(frame, looping)?,
                 Inst::Branch(branch) => self.run_branch(frame, branch)?,
@@ -538,25 +534,10 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         Ok(())
     }
 
-    /// Applies a scalar op (the shared scalar semantics).
-    #[inline]
-    fn apply(
-        &self,
-        scalar: eval::ScalarOp,
-        operands: &[Scalar],
-        ty: crate::value::ElementType,
-        result: crate::value::ElementType,
-        op: Op,
-    ) -> Res<Scalar> {
-        match scalar.apply(operands, ty, result) {
-            Ok(value) => Ok(value),
-            Err(message) => Err(self.scalar_error(scalar, op, message)),
-        }
-    }
-
     #[cold]
     #[inline(never)]
-    fn scalar_error(&self, scalar: eval::ScalarOp, op: Op, message: String) -> Box<RuntimeError> {
+    fn scalar_error(&self, failure: ScalarFailure, op: Op) -> Box<RuntimeError> {
+        let ScalarFailure { scalar, message } = failure;
         if scalar.can_fail() {
             let name = self.ctx.name_str(op);
             Box::new(RuntimeError::Arithmetic {
@@ -577,11 +558,8 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let lower = frame[looping.lower as usize].as_i64();
         let upper = frame[looping.upper as usize].as_i64();
         let step = frame[looping.step as usize].as_i64();
-        if lower < upper && step <= 0 {
-            return fail(RuntimeError::Arithmetic {
-                message: format!("'{}' step must be positive, got {step}", self.ctx.name_str(looping.op)),
-                location: self.ctx.location(looping.op),
-            });
+        if let Some(message) = counted_loop::step_error(self.ctx.name_str(looping.op), lower, upper, step) {
+            return fail(RuntimeError::Arithmetic { message, location: self.ctx.location(looping.op) });
         }
         for (&target, &source) in looping.iter_args.iter().zip(looping.inits.iter()) {
             frame[target as usize] = frame[source as usize];
@@ -594,10 +572,9 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             }
             self.run_code(frame, &looping.body)?;
             move_values(frame, yields, &looping.iter_args);
-            // The induction variable lives in its type: stop rather than wrap around.
-            match i.checked_add(step) {
-                Some(next) if next == crate::value::sign_extend(next, looping.bits) => i = next,
-                _ => break,
+            match counted_loop::next(i, step, upper, looping.ty) {
+                Some(next) => i = next,
+                None => break,
             }
         }
         for (&result, &carried) in looping.results.iter().zip(looping.iter_args.iter()) {
@@ -794,7 +771,12 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let artifact = KernelArtifact::new(verified, module);
         let handle = self.ex.backend.compile(&artifact).map_err(|e| e.at(location))?;
         let access = artifact.parameter_access();
-        let compiled = Rc::new(CompiledKernel { handle, access });
+        let signature = KernelSignature::of(self.ctx, kernel).map_err(|message| RuntimeError::Unsupported {
+            op: self.ctx.name_str(kernel).to_string(),
+            message,
+            location,
+        })?;
+        let compiled = Rc::new(CompiledKernel { handle, access, signature });
         self.ex.functions.kernels[index as usize].1 = Some(Rc::clone(&compiled));
         Ok(compiled)
     }
@@ -856,6 +838,13 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 self.buffers.transfer(Direction::ToDevice, id, None, at, self.ex.backend, &mut self.recorder)?;
             }
         }
+        // The arguments, checked once here against the kernel's signature: backends trust them.
+        let arguments = dispatch.arguments.iter().map(|argument| match *argument {
+            ArgSlot::Buffer(slot) => self.buffers.layout(buffer_id(frame[slot as usize]), at).map(Argument::Buffer),
+            ArgSlot::Scalar(_, ty) => Ok(Argument::Scalar(ty)),
+        });
+        let arguments = arguments.collect::<Result<SmallVec<[Argument<'_>; 8]>, RuntimeError>>()?;
+        kernel.signature.check(arguments.into_iter()).map_err(|error| error.at(at.location))?;
         let mut kernel_args: SmallVec<[KernelArg; 8]> = SmallVec::with_capacity(dispatch.arguments.len());
         let mut uses: SmallVec<[Use; 8]> = SmallVec::new();
         for (parameter, argument) in dispatch.arguments.iter().enumerate() {

@@ -7,17 +7,16 @@
 //! buffer of the run (the compiler reads buffers only from memref-typed values); the sources and
 //! targets of every move ([`Edge`], loop yields, call arguments) have the same length.
 
-use crate::eval::ScalarOp;
 use crate::report::Direction;
 use crate::report::HostHook;
-use crate::value::{ElementType, Scalar};
+use crate::value::ElementType;
 use hat_dialects::compute::ArgEffect;
 use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
 use hat_ir::Op;
 use std::ops::Range;
 
-/// A slot of a function's frame.
-pub(crate) type Slot = u32;
+use crate::slot_code::ScalarInst;
+pub(crate) use crate::slot_code::Slot;
 
 /// A compiled host function.
 #[derive(Debug)]
@@ -50,14 +49,8 @@ pub(crate) struct Code {
 /// An instruction. `op` is the op it came from, for errors and the report.
 #[derive(Debug)]
 pub(crate) enum Inst {
-    /// `dst = value`.
-    Const { dst: Slot, value: Scalar },
-    /// A one-operand scalar op.
-    Unary { scalar: ScalarOp, dst: Slot, a: Slot, ty: ElementType, result: ElementType, op: Op },
-    /// A two-operand scalar op.
-    Binary { scalar: ScalarOp, dst: Slot, a: Slot, b: Slot, ty: ElementType, result: ElementType, op: Op },
-    /// `dst = condition ? a : b` (scalars and buffers alike).
-    Select { dst: Slot, condition: Slot, a: Slot, b: Slot },
+    /// A constant, `arith.select` or another scalar op (shared with the CPU backend's kernels).
+    Scalar { inst: ScalarInst, op: Op },
     /// A counted loop.
     Loop(Box<LoopInst>),
     /// Another op with regions.
@@ -99,8 +92,8 @@ pub(crate) struct LoopInst {
     pub lower: Slot,
     pub upper: Slot,
     pub step: Slot,
-    /// The induction variable's width: it stops rather than wraps around.
-    pub bits: u32,
+    /// The induction variable's type: it stops rather than wraps around.
+    pub ty: ElementType,
     pub induction: Option<Slot>,
     pub inits: Box<[Slot]>,
     pub iter_args: Box<[Slot]>,
