@@ -730,7 +730,7 @@ kernel.func @divide(%data: memref<8xi32>, %d: i32) workgroup(8) {
     assert!(message.contains("expects a buffer of type memref<8xi32>, got memref<9xi32>"), "{message}");
     let message = check(&[Argument::Scalar(ElementType::I32), Argument::Scalar(ElementType::I32)]);
     assert!(message.contains("expects a buffer, got a scalar"), "{message}");
-    assert!(signature.check([Argument::Buffer(&eight), Argument::Scalar(ElementType::I32)].into_iter()).is_ok());
+    assert!(signature.check([Argument::Buffer(&eight), Argument::Scalar(ElementType::I32)]).is_ok());
     // Arguments that do not decode reach the backend only past the check: an error, not a panic.
     for arguments in
         [&[Buffer(data)][..], &[Arg(Scalar::Int(1), ElementType::I32), Arg(Scalar::Int(1), ElementType::I32)]]

@@ -29,6 +29,7 @@ use super::program::{
     LoopInst,
 };
 use super::{parameter_kind, ParameterKind};
+use crate::dispatch_arguments::{ArgumentType, ExtentCheck, KernelSignature};
 use crate::error::RuntimeError;
 use crate::report::{Direction, HostHook};
 use crate::slot_code::{ScalarInst, Slot, SlotMap, ValueKind};
@@ -65,9 +66,6 @@ pub(crate) struct Functions {
 #[derive(Debug)]
 pub(crate) struct CompiledKernel {
     pub handle: crate::backend::KernelHandle,
-    /// What it takes: every dispatch's arguments are checked against it before the backend
-    /// sees them (`dispatch_arguments.rs`).
-    pub signature: crate::dispatch_arguments::KernelSignature,
     /// By parameter: whether the kernel may read it, and may write it (both, unless the lowering
     /// knows better).
     pub access: Vec<(bool, bool)>,
@@ -474,9 +472,26 @@ impl Compiler<'_, '_> {
             return Err(self.error(op, format!("has a grid of {} dimensions (1 to 3 allowed)", grid.len())));
         }
         let grid = self.slots(op, grid)?;
-        let arguments = self.arguments(op, operands.get(launch.arguments(ctx, op)).unwrap_or(&[]))?;
+        let values = operands.get(launch.arguments(ctx, op)).unwrap_or(&[]);
+        let arguments = self.arguments(op, values)?;
+        let extent_checks = self.check_arguments(op, kernel, values)?;
         let kernel = self.functions.kernel(kernel);
-        Ok(Inst::Dispatch(Box::new(DispatchInst { op, kernel, name, grid, arguments })))
+        Ok(Inst::Dispatch(Box::new(DispatchInst { op, kernel, name, grid, arguments, extent_checks })))
+    }
+
+    /// Checks a dispatch's arguments `values` against the kernel's parameters once, by their
+    /// types (`dispatch_arguments.rs`): the extents left to check when it runs. A kernel whose
+    /// parameters the runtime cannot hold is left to the backend, which refuses to compile it.
+    fn check_arguments(&self, op: Op, kernel: Op, values: &[Value]) -> Result<Box<[ExtentCheck]>, RuntimeError> {
+        let ctx = self.ctx;
+        let Ok(signature) = KernelSignature::of(ctx, kernel) else { return Ok(Box::new([])) };
+        let types = values
+            .iter()
+            .map(|&value| ArgumentType::of(ctx, ctx.value_type(value)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.error(op, "passes a value of a type the runtime does not hold"))?;
+        let left = signature.check_types(&types).map_err(|error| error.at(ctx.location(op)))?;
+        Ok(left.into())
     }
 
     /// The `buffer` ops, through their views; `None` for any other op.

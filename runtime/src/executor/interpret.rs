@@ -30,7 +30,6 @@ use super::tracing::{effect_accesses, Tracing};
 use super::{entry_function, entry_parameters, ArgEffect, ArgValue, Executor, RunOutput, TransferMode};
 use crate::artifact::KernelArtifact;
 use crate::backend::KernelArg;
-use crate::dispatch_arguments::{Argument, KernelSignature};
 use crate::error::RuntimeError;
 use crate::eval;
 use crate::oracle::Origin;
@@ -771,12 +770,7 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         let artifact = KernelArtifact::new(verified, module);
         let handle = self.ex.backend.compile(&artifact).map_err(|e| e.at(location))?;
         let access = artifact.parameter_access();
-        let signature = KernelSignature::of(self.ctx, kernel).map_err(|message| RuntimeError::Unsupported {
-            op: self.ctx.name_str(kernel).to_string(),
-            message,
-            location,
-        })?;
-        let compiled = Rc::new(CompiledKernel { handle, access, signature });
+        let compiled = Rc::new(CompiledKernel { handle, access });
         self.ex.functions.kernels[index as usize].1 = Some(Rc::clone(&compiled));
         Ok(compiled)
     }
@@ -838,13 +832,15 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 self.buffers.transfer(Direction::ToDevice, id, None, at, self.ex.backend, &mut self.recorder)?;
             }
         }
-        // The arguments, checked once here against the kernel's signature: backends trust them.
-        let arguments = dispatch.arguments.iter().map(|argument| match *argument {
-            ArgSlot::Buffer(slot) => self.buffers.layout(buffer_id(frame[slot as usize]), at).map(Argument::Buffer),
-            ArgSlot::Scalar(_, ty) => Ok(Argument::Scalar(ty)),
-        });
-        let arguments = arguments.collect::<Result<SmallVec<[Argument<'_>; 8]>, RuntimeError>>()?;
-        kernel.signature.check(arguments.into_iter()).map_err(|error| error.at(at.location))?;
+        // The arguments' types were checked against the kernel's when the dispatch was compiled;
+        // what they leave open is checked here. Backends trust them.
+        for check in dispatch.extent_checks.iter() {
+            if let ArgSlot::Buffer(slot) = dispatch.arguments[check.argument] {
+                check
+                    .check(self.buffers.layout(buffer_id(frame[slot as usize]), at)?)
+                    .map_err(|e| e.at(at.location))?;
+            }
+        }
         let mut kernel_args: SmallVec<[KernelArg; 8]> = SmallVec::with_capacity(dispatch.arguments.len());
         let mut uses: SmallVec<[Use; 8]> = SmallVec::new();
         for (parameter, argument) in dispatch.arguments.iter().enumerate() {

@@ -169,6 +169,9 @@ pub(crate) struct DispatchInst {
     pub name: String,
     pub grid: Box<[Slot]>,
     pub arguments: Box<[ArgSlot]>,
+    /// The extents of buffer arguments that the types checked at compile time leave open
+    /// (`dispatch_arguments.rs`; usually none).
+    pub extent_checks: Box<[crate::dispatch_arguments::ExtentCheck]>,
 }
 
 /// An allocation.

@@ -3,8 +3,7 @@
 //! positive is an error when the loop would run; and the loop ends where the next value would
 //! not fit the induction variable's type (it stops rather than wraps around).
 
-use crate::eval;
-use crate::value::{ElementType, Scalar};
+use crate::value::{sign_extend, ElementType};
 
 /// The error of a loop that would run with `step` (not positive), `name` the op's name.
 pub(crate) fn step_error(name: &str, lower: i64, upper: i64, step: i64) -> Option<String> {
@@ -15,5 +14,6 @@ pub(crate) fn step_error(name: &str, lower: i64, upper: i64, step: i64) -> Optio
 /// where it would leave its type `ty`.
 #[inline]
 pub(crate) fn next(value: i64, step: i64, upper: i64, ty: ElementType) -> Option<i64> {
-    value.checked_add(step).filter(|&next| next < upper && eval::normalize(Scalar::Int(next), ty) == Scalar::Int(next))
+    // An integer of `ty` is its low `ty.bits()` bits, sign-extended (an index is 64 bits).
+    value.checked_add(step).filter(|&next| next < upper && sign_extend(next, ty.bits()) == next)
 }
