@@ -1,17 +1,15 @@
 //! The host executor runs a vendor's dialect through the op interfaces alone: the vendor's
 //! function (`vendor.proc`), call (`vendor.invoke`, callee attribute `target`) and counted loop
-//! (`vendor.repeat`, bounds last) of `hat_test_dialects::vendor` (test-dialects/src/vendor.rs), and — defined here — a `probe`
-//! dialect with ops that only implement `RegionBranchOpInterface` (a multi-way switch on an
-//! integer, a do-while loop whose terminator decides) and a function declaration that the
-//! embedding program implements as a host function. No hat crate knows any of these names.
+//! (`vendor.repeat`, bounds last) of `hat_test_dialects::vendor`, and ops of
+//! `hat_test_dialects::dev` that only implement `RegionBranchOpInterface` (`dev.switch`, a
+//! multi-way branch on an integer; `dev.repeat_while`, a do-while loop whose terminator decides)
+//! and a function declaration (`dev.extern`) that the embedding program implements as a host
+//! function. No hat crate knows any of these names.
 
 use hat_test_dialects::vendor as vendor_dialect;
 
-use hat_ir::interfaces::{CallableOpInterface, RegionBranchOpInterface, RegionPoint};
-use hat_ir::{parse_source, verify_module, Context, Op, OpDefinition, OpTraits, Region};
+use hat_ir::{parse_source, verify_module, Context, Op};
 use hat_runtime::{ArgValue, CpuBackend, Executor, ExecutorOptions, HostCall, RuntimeError, Scalar};
-use smallvec::{smallvec, SmallVec};
-use std::ops::Range;
 
 fn run(ctx: &Context, module: Op, n: i64) -> Result<Vec<ArgValue>, RuntimeError> {
     let module = verify_module(ctx, module).unwrap_or_else(|errors| panic!("{errors:?}"));
@@ -36,133 +34,10 @@ fn the_executor_runs_the_vendor_program_through_interfaces() {
     }
 }
 
-// ----- the probe dialect: region-branch ops and a declaration -----------------------------------
-
-/// `probe.switch(%selector) ({...}, {...}, ...)`: runs region `selector` (the last one when the
-/// selector is past the end, the first when negative); each ends in `vendor.next(values)`, which
-/// become the results.
-struct Switch;
-impl OpDefinition for Switch {
-    fn name(&self) -> &str {
-        "probe.switch"
-    }
-    fn traits(&self) -> OpTraits {
-        OpTraits::RECURSIVE_EFFECTS | OpTraits::SINGLE_BLOCK
-    }
-}
-
-impl RegionBranchOpInterface for Switch {
-    fn successors(
-        &self,
-        ctx: &Context,
-        op: Op,
-        from: RegionPoint,
-        constants: &[Option<i64>],
-    ) -> SmallVec<[RegionPoint; 2]> {
-        let regions = ctx.regions(op).len();
-        match (from, constants.first().copied().flatten()) {
-            (RegionPoint::Region(_), _) => smallvec![RegionPoint::Parent],
-            (RegionPoint::Parent, Some(selector)) => {
-                smallvec![RegionPoint::Region(selector.clamp(0, regions as i64 - 1) as usize)]
-            }
-            (RegionPoint::Parent, None) => (0..regions).map(RegionPoint::Region).collect(),
-        }
-    }
-    fn entry_operands(&self, _: &Context, _: Op, _: RegionPoint) -> Range<usize> {
-        1..1
-    }
-}
-
-/// `probe.until(inits) ({ ^bb0(args): ... probe.again(%more, values) })`: a do-while loop. The
-/// body runs with the inits, then again with the values as long as `%more` holds; the last
-/// values are the results.
-struct Until;
-impl OpDefinition for Until {
-    fn name(&self) -> &str {
-        "probe.until"
-    }
-    fn traits(&self) -> OpTraits {
-        OpTraits::RECURSIVE_EFFECTS | OpTraits::SINGLE_BLOCK
-    }
-    fn region_count(&self) -> Option<usize> {
-        Some(1)
-    }
-}
-
-impl RegionBranchOpInterface for Until {
-    fn successors(
-        &self,
-        _: &Context,
-        _: Op,
-        from: RegionPoint,
-        constants: &[Option<i64>],
-    ) -> SmallVec<[RegionPoint; 2]> {
-        match (from, constants.first().copied().flatten()) {
-            (RegionPoint::Parent, _) => smallvec![RegionPoint::Region(0)],
-            (_, Some(0)) => smallvec![RegionPoint::Parent],
-            (_, Some(_)) => smallvec![RegionPoint::Region(0)],
-            (_, None) => smallvec![RegionPoint::Region(0), RegionPoint::Parent],
-        }
-    }
-    fn entry_operands(&self, ctx: &Context, op: Op, _: RegionPoint) -> Range<usize> {
-        0..ctx.operands(op).len()
-    }
-    fn terminator_operands(&self, ctx: &Context, _: Op, terminator: Op, _: usize, _: RegionPoint) -> Range<usize> {
-        1..ctx.operands(terminator).len()
-    }
-}
-
-/// `probe.again(%more, values)`: ends the body of a `probe.until`.
-struct Again;
-impl OpDefinition for Again {
-    fn name(&self) -> &str {
-        "probe.again"
-    }
-    fn traits(&self) -> OpTraits {
-        OpTraits::TERMINATOR | OpTraits::RETURN_LIKE | OpTraits::PURE
-    }
-    fn region_count(&self) -> Option<usize> {
-        Some(0)
-    }
-}
-
-/// `probe.extern {sym_name, function_type}`: a function whose code is outside the IR.
-struct Extern;
-impl OpDefinition for Extern {
-    fn name(&self) -> &str {
-        "probe.extern"
-    }
-    fn traits(&self) -> OpTraits {
-        OpTraits::SYMBOL
-    }
-    fn region_count(&self) -> Option<usize> {
-        Some(0)
-    }
-}
-
-impl CallableOpInterface for Extern {
-    fn body(&self, _: &Context, _: Op) -> Option<Region> {
-        None
-    }
-}
-
-fn probe_context() -> Context {
-    let mut ctx = vendor_dialect::context();
-    ctx.register_dialect("probe", "region-branch ops and a declaration, for the executor's tests");
-    ctx.register_op(Switch);
-    ctx.register_op(Until);
-    ctx.register_op(Again);
-    ctx.register_op(Extern);
-    ctx.attach_interface::<dyn RegionBranchOpInterface>("probe.switch", &Switch);
-    ctx.attach_interface::<dyn RegionBranchOpInterface>("probe.until", &Until);
-    ctx.attach_interface::<dyn CallableOpInterface>("probe.extern", &Extern);
-    ctx
-}
-
 /// `@main(%n)`: a do-while loop sums `triple(k)` (a host function) for `k < max(n, 1)`; then a
 /// switch on `n % 3` returns the sum, twice the sum, or the sum plus 1000.
 const PROBE: &str = r#"
-"probe.extern"() {sym_name = "triple", function_type = (i64) -> i64} : () -> ()
+"dev.extern"() {sym_name = "triple", function_type = (i64) -> i64} : () -> ()
 "vendor.proc"() ({
 ^bb0(%n: i64):
   %zero = arith.constant 0 : i64
@@ -170,23 +45,23 @@ const PROBE: &str = r#"
   %two = arith.constant 2 : i64
   %three = arith.constant 3 : i64
   %thousand = arith.constant 1000 : i64
-  %k, %sum = "probe.until"(%zero, %zero) ({
+  %k, %sum = "dev.repeat_while"(%zero, %zero) ({
   ^bb0(%i: i64, %acc: i64):
     %t = "vendor.invoke"(%i) {target = @triple} : (i64) -> i64
     %acc2 = arith.addi %acc, %t : i64
     %i2 = arith.addi %i, %one : i64
     %more = arith.cmpi slt, %i2, %n : i64
-    "probe.again"(%more, %i2, %acc2) : (i1, i64, i64) -> ()
+    "dev.again_if"(%more, %i2, %acc2) : (i1, i64, i64) -> ()
   }) : (i64, i64) -> (i64, i64)
   %which = arith.remsi %n, %three : i64
-  %r = "probe.switch"(%which) ({
-    "vendor.next"(%sum) : (i64) -> ()
+  %r = "dev.switch"(%which) ({
+    "dev.again"(%sum) : (i64) -> ()
   }, {
     %twice = arith.muli %sum, %two : i64
-    "vendor.next"(%twice) : (i64) -> ()
+    "dev.again"(%twice) : (i64) -> ()
   }, {
     %plus = arith.addi %sum, %thousand : i64
-    "vendor.next"(%plus) : (i64) -> ()
+    "dev.again"(%plus) : (i64) -> ()
   }) : (i64) -> i64
   "vendor.ret"(%r) : (i64) -> ()
 }) {sym_name = "main", function_type = (i64) -> i64} : () -> ()
@@ -194,8 +69,8 @@ const PROBE: &str = r#"
 
 #[test]
 fn region_branch_ops_and_declarations_of_another_dialect_run() {
-    let mut ctx = probe_context();
-    let module = parse_source(&mut ctx, "probe.hat", PROBE).expect("parses");
+    let mut ctx = hat_test_dialects::dev::context();
+    let module = parse_source(&mut ctx, "dev.hat", PROBE).expect("parses");
     for n in [0i64, 1, 2, 3, 4, 5, 10] {
         let sum: i64 = (0..n.max(1)).map(|k| 3 * k).sum();
         let expected = match n % 3 {
@@ -213,16 +88,16 @@ fn an_op_the_executor_does_not_know_is_an_error_at_its_location() {
     let text = r#"
 "vendor.proc"() ({
 ^bb0(%n: i64):
-  %m = "probe.mystery"(%n) : (i64) -> i64
+  %m = "dev.mystery"(%n) : (i64) -> i64
   "vendor.ret"(%m) : (i64) -> ()
 }) {sym_name = "main", function_type = (i64) -> i64} : () -> ()
 "#;
-    let mut ctx = probe_context();
+    let mut ctx = hat_test_dialects::dev::context();
     ctx.allow_unregistered = true;
     let module = parse_source(&mut ctx, "mystery.hat", text).expect("parses");
     let error = run(&ctx, module, 1).unwrap_err();
     assert!(
-        error.to_string().starts_with("cannot run 'probe.mystery': the host executor does not know this op"),
+        error.to_string().starts_with("cannot run 'dev.mystery': the host executor does not know this op"),
         "{error}"
     );
     assert_eq!(ctx.sources.describe(error.location()), "mystery.hat:4:3");

@@ -3,72 +3,24 @@
 //! [`hat_ir::interfaces::constant_integer`] gives them, so an `i1` is 0 or 1. The host executor,
 //! the CPU backend and the analyses must all pass the same values.
 
-use hat_test_dialects::vendor as vendor_dialect;
-
-use hat_ir::interfaces::{constant_integer, RegionBranchOpInterface, RegionPoint};
-use hat_ir::{parse_source, verify_module, Context, Op, OpDefinition, OpTraits};
+use hat_ir::interfaces::constant_integer;
+use hat_ir::{parse_source, verify_module};
 use hat_runtime::{ArgValue, CpuBackend, Executor, ExecutorOptions, Scalar};
-use smallvec::{smallvec, SmallVec};
-use std::ops::Range;
+use hat_test_dialects::dev::context;
 
-/// `"review.choose"(%flag) ({ then }, { else })`: runs `then` when `%flag` is 1, `else` when it
-/// is 0; each region ends in `"vendor.next"(values)`, which become the results. It answers only
-/// for the values an `i1` constant has (0 and 1) and lists both regions otherwise.
-struct Choose;
-
-impl OpDefinition for Choose {
-    fn name(&self) -> &str {
-        "review.choose"
-    }
-    fn traits(&self) -> OpTraits {
-        OpTraits::RECURSIVE_EFFECTS | OpTraits::SINGLE_BLOCK
-    }
-    fn region_count(&self) -> Option<usize> {
-        Some(2)
-    }
-}
-
-impl RegionBranchOpInterface for Choose {
-    fn successors(
-        &self,
-        _: &Context,
-        _: Op,
-        from: RegionPoint,
-        constants: &[Option<i64>],
-    ) -> SmallVec<[RegionPoint; 2]> {
-        match (from, constants.first().copied().flatten()) {
-            (RegionPoint::Region(_), _) => smallvec![RegionPoint::Parent],
-            (RegionPoint::Parent, Some(1)) => smallvec![RegionPoint::Region(0)],
-            (RegionPoint::Parent, Some(0)) => smallvec![RegionPoint::Region(1)],
-            (RegionPoint::Parent, _) => smallvec![RegionPoint::Region(0), RegionPoint::Region(1)],
-        }
-    }
-    fn entry_operands(&self, _: &Context, _: Op, _: RegionPoint) -> Range<usize> {
-        1..1
-    }
-}
-
-fn context() -> Context {
-    let mut ctx = vendor_dialect::context();
-    ctx.register_dialect("review", "a vendor's conditional, for the review's tests");
-    ctx.register_op(Choose);
-    ctx.attach_interface::<dyn RegionBranchOpInterface>("review.choose", &Choose);
-    ctx
-}
-
-/// `@main(%n)`: `n > 0 ? 10 * n : -n`, through `review.choose`.
+/// `@main(%n)`: `n > 0 ? 10 * n : -n`, through `dev.choose` (which answers only for 0 and 1).
 const CHOOSE: &str = r#"
 "vendor.proc"() ({
 ^bb0(%n: i64):
   %zero = arith.constant 0 : i64
   %ten = arith.constant 10 : i64
   %positive = arith.cmpi sgt, %n, %zero : i64
-  %r = "review.choose"(%positive) ({
+  %r = "dev.choose"(%positive) ({
     %t = arith.muli %n, %ten : i64
-    "vendor.next"(%t) : (i64) -> ()
+    "dev.again"(%t) : (i64) -> ()
   }, {
     %m = arith.subi %zero, %n : i64
-    "vendor.next"(%m) : (i64) -> ()
+    "dev.again"(%m) : (i64) -> ()
   }) : (i1) -> i64
   "vendor.ret"(%r) : (i64) -> ()
 }) {sym_name = "main", function_type = (i64) -> i64} : () -> ()

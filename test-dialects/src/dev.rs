@@ -6,8 +6,16 @@
 //!   do-while loop (`RegionBranchOpInterface` only): the body runs, then again while `%go`;
 //! - `"dev.unless"(%skip, defaults...) ({ ... "dev.again"(values...) })` — runs its region when
 //!   `%skip` is false (results: what it yields), else its results are the defaults;
+//! - `"dev.choose"(%flag) ({ then }, { else })` — runs `then` when `%flag` is 1, `else` when it is
+//!   0 (`RegionBranchOpInterface` answering only for the values an `i1` constant has);
+//! - `"dev.switch"(%selector) ({...}, {...}, ...)` — runs region `selector` (the last when past
+//!   the end, the first when negative): a multi-way branch on an integer;
+//! - each region of `dev.unless`, `dev.choose` and `dev.switch` ends in `"dev.again"(values...)`,
+//!   which become the results;
 //! - `"dev.device_fn"` / `"dev.host_fn"` — functions (callables) of device / host code, ending in
-//!   `"dev.give"(values)`; `"dev.run"(args...) {function = @f}` calls one.
+//!   `"dev.give"(values)`; `"dev.run"(args...) {function = @f}` calls one;
+//! - `"dev.extern"() {sym_name, function_type}` — a function declared, its code outside the IR
+//!   (a host function the embedding program provides).
 
 use hat_ir::interfaces::{
     CallOpInterface, CallableOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
@@ -117,6 +125,72 @@ impl RegionBranchOpInterface for Unless {
     }
 }
 
+/// `dev.choose`: into region 0 when the flag is 1, region 1 when it is 0; both when unknown.
+struct Choose;
+
+impl RegionBranchOpInterface for Choose {
+    fn successors(
+        &self,
+        _: &Context,
+        _: Op,
+        from: RegionPoint,
+        constants: &[Option<i64>],
+    ) -> SmallVec<[RegionPoint; 2]> {
+        match (from, known(constants, 0)) {
+            (RegionPoint::Region(_), _) => smallvec![RegionPoint::Parent],
+            (RegionPoint::Parent, Some(1)) => smallvec![RegionPoint::Region(0)],
+            (RegionPoint::Parent, Some(0)) => smallvec![RegionPoint::Region(1)],
+            (RegionPoint::Parent, _) => smallvec![RegionPoint::Region(0), RegionPoint::Region(1)],
+        }
+    }
+    fn entry_operands(&self, _: &Context, _: Op, _: RegionPoint) -> Range<usize> {
+        1..1
+    }
+}
+
+/// `dev.switch`: into the region the selector names (clamped to the regions there are).
+struct Switch;
+
+impl OpDefinition for Switch {
+    fn name(&self) -> &str {
+        "dev.switch"
+    }
+    fn traits(&self) -> OpTraits {
+        OpTraits::SINGLE_BLOCK | OpTraits::RECURSIVE_EFFECTS
+    }
+}
+
+impl RegionBranchOpInterface for Switch {
+    fn successors(
+        &self,
+        ctx: &Context,
+        op: Op,
+        from: RegionPoint,
+        constants: &[Option<i64>],
+    ) -> SmallVec<[RegionPoint; 2]> {
+        let regions = ctx.regions(op).len();
+        match (from, known(constants, 0)) {
+            (RegionPoint::Region(_), _) => smallvec![RegionPoint::Parent],
+            (RegionPoint::Parent, Some(selector)) => {
+                smallvec![RegionPoint::Region(selector.clamp(0, regions as i64 - 1) as usize)]
+            }
+            (RegionPoint::Parent, None) => (0..regions).map(RegionPoint::Region).collect(),
+        }
+    }
+    fn entry_operands(&self, _: &Context, _: Op, _: RegionPoint) -> Range<usize> {
+        1..1
+    }
+}
+
+/// `dev.extern`: a declaration.
+struct Extern;
+
+impl CallableOpInterface for Extern {
+    fn body(&self, _: &Context, _: Op) -> Option<Region> {
+        None
+    }
+}
+
 /// `dev.device_fn` and `dev.host_fn`.
 struct Function;
 
@@ -148,6 +222,9 @@ pub fn context() -> Context {
     ctx.register_op(Plain("dev.count", region_op, 1));
     ctx.register_op(Plain("dev.repeat_while", region_op, 1));
     ctx.register_op(Plain("dev.unless", region_op, 1));
+    ctx.register_op(Plain("dev.choose", region_op, 2));
+    ctx.register_op(Switch);
+    ctx.register_op(Plain("dev.extern", OpTraits::SYMBOL, 0));
     ctx.register_op(Plain("dev.again", terminator | OpTraits::RETURN_LIKE, 0));
     ctx.register_op(Plain("dev.again_if", terminator, 0));
     ctx.register_op(Plain("dev.device_fn", function | OpTraits::DEVICE_CODE, 1));
@@ -157,6 +234,9 @@ pub fn context() -> Context {
     ctx.attach_interface::<dyn LoopLikeOpInterface>("dev.count", &Count);
     ctx.attach_interface::<dyn RegionBranchOpInterface>("dev.repeat_while", &RepeatWhile);
     ctx.attach_interface::<dyn RegionBranchOpInterface>("dev.unless", &Unless);
+    ctx.attach_interface::<dyn RegionBranchOpInterface>("dev.choose", &Choose);
+    ctx.attach_interface::<dyn RegionBranchOpInterface>("dev.switch", &Switch);
+    ctx.attach_interface::<dyn CallableOpInterface>("dev.extern", &Extern);
     ctx.attach_interface::<dyn CallableOpInterface>("dev.device_fn", &Function);
     ctx.attach_interface::<dyn CallableOpInterface>("dev.host_fn", &Function);
     ctx.attach_interface::<dyn CallOpInterface>("dev.run", &Run);

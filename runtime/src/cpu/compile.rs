@@ -9,7 +9,7 @@
 //!   workgroup size is its `workgroup_size` attribute ([`hat_dialects::kernel::workgroup_size`];
 //!   [`DEFAULT_WORKGROUP_SIZE`] when absent).
 //! - **Calls.** An op with [`CallOpInterface`] calls the op its callee symbol names in the
-//!   enclosing symbol tables (innermost first; each table is read once into a [`SymbolTable`]).
+//!   enclosing symbol tables (innermost first; each table is read once: `slot_code::Symbols`).
 //!   The callee must be a callable with a body and the `DEVICE_CODE` trait (a `kernel.helper`,
 //!   or a vendor's device function); the call's `arguments()` bind to the body's parameters.
 //!   Every function is compiled once, so recursion compiles; the interpreter bounds the depth
@@ -60,13 +60,13 @@
 use crate::dispatch_arguments::{KernelParameter, KernelSignature};
 use crate::error::RuntimeError;
 use crate::eval::ScalarOp;
-use crate::slot_code::{ScalarInst, SlotMap, ValueKind};
+use crate::slot_code::{ScalarInst, SlotMap, Symbols, ValueKind};
 use crate::value::{ElementType, Scalar};
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
 use hat_ir::interfaces::{
-    execution_space, nearest_symbol_table, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace,
-    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint, SymbolTable,
+    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, LoopLikeOpInterface,
+    RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Block, Context, Ident, Location, Op, OpTraits, Region, Type, TypeKind, Value};
@@ -247,8 +247,8 @@ struct Compiler<'c> {
     /// Functions compiled or queued, by op.
     functions: FxHashMap<Op, u32>,
     queue: Vec<(Op, Region, u32)>,
-    /// The symbol tables read so far, by table op.
-    tables: FxHashMap<Op, SymbolTable>,
+    /// The symbols calls name.
+    symbols: Symbols,
 }
 
 /// How a block being compiled ends: what its terminator becomes.
@@ -310,7 +310,7 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
         },
         functions: FxHashMap::default(),
         queue: Vec::new(),
-        tables: FxHashMap::default(),
+        symbols: Symbols::default(),
     };
     compiler.program.buffer_params = (compiler.program.signature.params.iter())
         .filter(|p| matches!(p, KernelParameter::Buffer { .. }))
@@ -649,16 +649,7 @@ impl<'c> Compiler<'c> {
 
     /// The op defining `name` in the symbol tables enclosing `from`, innermost first.
     fn lookup(&mut self, from: Op, name: Ident) -> Option<Op> {
-        let ctx = self.ctx;
-        let mut table = nearest_symbol_table(ctx, from);
-        while let Some(op) = table {
-            let symbols = self.tables.entry(op).or_insert_with(|| SymbolTable::new(ctx, op));
-            if let Some(found) = symbols.lookup(name) {
-                return Some(found);
-            }
-            table = nearest_symbol_table(ctx, op);
-        }
-        None
+        self.symbols.lookup(self.ctx, from, name)
     }
 
     /// A counted loop through [`LoopLikeOpInterface`].

@@ -32,13 +32,13 @@ use super::{parameter_kind, ParameterKind};
 use crate::dispatch_arguments::{ArgumentType, ExtentCheck, KernelSignature};
 use crate::error::RuntimeError;
 use crate::report::{Direction, HostHook};
-use crate::slot_code::{ScalarInst, Slot, SlotMap, ValueKind};
+use crate::slot_code::{ScalarInst, Slot, SlotMap, Symbols, ValueKind};
 use crate::value::ElementType;
 use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
-    execution_space, lookup_symbol, nearest_symbol_table, CallOpInterface, CallableOpInterface, CountedLoop,
-    ExecutionSpace, LaunchOpInterface, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint, SymbolTable,
+    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, LaunchOpInterface,
+    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
 use rustc_hash::FxHashMap;
@@ -47,11 +47,10 @@ use std::ops::Range;
 /// What an executor has compiled, kept across its runs: host functions (compiled on their first
 /// call) and kernels (compiled by the backend on their first dispatch), each numbered on first
 /// reference.
+#[derive(Default)]
 pub(crate) struct Functions {
-    /// The module's symbols.
-    pub table: SymbolTable,
-    /// The module.
-    pub module: Op,
+    /// The symbols calls and dispatches name.
+    symbols: Symbols,
     pub ops: Vec<Op>,
     pub compiled: Vec<Option<std::rc::Rc<Function>>>,
     index: FxHashMap<Op, u32>,
@@ -72,20 +71,6 @@ pub(crate) struct CompiledKernel {
 }
 
 impl Functions {
-    /// Nothing compiled yet, for `module`.
-    pub fn new(ctx: &Context, module: Op) -> Self {
-        Functions {
-            table: SymbolTable::new(ctx, module),
-            module,
-            ops: Vec::new(),
-            compiled: Vec::new(),
-            index: FxHashMap::default(),
-            kernels: Vec::new(),
-            kernel_index: FxHashMap::default(),
-            lowered: None,
-        }
-    }
-
     /// The index of the function `op`, numbered on first reference.
     pub fn function(&mut self, op: Op) -> u32 {
         *self.index.entry(op).or_insert_with(|| {
@@ -103,11 +88,8 @@ impl Functions {
     }
 
     /// The op defining `name` in the symbol tables enclosing `from`.
-    fn lookup(&self, ctx: &Context, from: Op, name: Ident) -> Option<Op> {
-        if nearest_symbol_table(ctx, from) == Some(self.module) {
-            return self.table.lookup(name);
-        }
-        lookup_symbol(ctx, from, ctx.ident_str(name))
+    fn lookup(&mut self, ctx: &Context, from: Op, name: Ident) -> Option<Op> {
+        self.symbols.lookup(ctx, from, name)
     }
 }
 

@@ -392,7 +392,7 @@ impl<'a> Executor<'a> {
             backend,
             options,
             host_functions: FxHashMap::default(),
-            functions: Functions::new(module.ctx(), module.op()),
+            functions: Functions::default(),
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             tracing: false,
             last_trace: None,

@@ -7,6 +7,7 @@
 //!   `Scalar::Int` of the engine's buffer handle).
 //! - [`ScalarInst`] ([`scalar`]): the scalar instruction set both engines run — constants,
 //!   `arith.select` and every [`ScalarOp`](crate::eval::ScalarOp) — compiled and executed once.
+//! - [`Symbols`]: the op a call or dispatch names, innermost symbol table first.
 //! - [`counted_loop`]: the one rule for a counted loop's induction variable at run time (its
 //!   parts come from [`hat_ir::interfaces::CountedLoop`], shared with the SPIR-V lowering).
 //!
@@ -17,8 +18,10 @@
 
 pub(crate) mod counted_loop;
 pub(crate) mod scalar;
+pub(crate) mod symbols;
 
 pub(crate) use scalar::ScalarInst;
+pub(crate) use symbols::Symbols;
 
 use crate::value::ElementType;
 use hat_ir::printer::type_to_string;
