@@ -21,7 +21,9 @@
 use crate::function::{FunctionEmitter, Lowered};
 use crate::memory::{union, BufferValue};
 use crate::Failed;
-use hat_ir::interfaces::{CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{
+    distinct_successors, CountedLoop, HopDecision, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+};
 use hat_ir::{Op, Type, TypeKind, Value};
 use rspirv::spirv::{self, Word};
 use std::ops::Range;
@@ -201,7 +203,8 @@ impl FunctionEmitter<'_> {
     // ----- region branches ----------------------------------------------------------------------
 
     /// The one `i1` operand (of `op` when `from` is `Parent`, else of `terminator`) that picks
-    /// between two successors of `from`: its index and the successors when it is 1 and 0.
+    /// between two successors of `from`: its index and the successors when it is 1 and 0
+    /// ([`HopDecision`], as the runtime decides it).
     fn deciding_operand(
         &self,
         op: Op,
@@ -209,27 +212,10 @@ impl FunctionEmitter<'_> {
         from: RegionPoint,
         terminator: Option<Op>,
     ) -> Option<(usize, RegionPoint, RegionPoint)> {
-        let ctx = self.ctx;
-        let operands = match from {
-            RegionPoint::Parent => ctx.operands(op),
-            RegionPoint::Region(_) => terminator.map_or(&[][..], |t| ctx.operands(t)),
-        };
-        for (index, &operand) in operands.iter().enumerate() {
-            if !matches!(ctx.type_kind(ctx.value_type(operand)), TypeKind::Integer { width: 1, .. }) {
-                continue;
-            }
-            let ask = |value: i64| {
-                let mut constants = vec![None; index + 1];
-                constants[index] = Some(value);
-                branches.successors(ctx, op, from, &constants)
-            };
-            if let ([on_true], [on_false]) = (&*ask(1), &*ask(0)) {
-                if on_true != on_false {
-                    return Some((index, *on_true, *on_false));
-                }
-            }
+        match HopDecision::of(self.ctx, op, branches, from, terminator) {
+            Ok(HopDecision::Choose { operand, if_true, if_false }) => Some((operand, if_true, if_false)),
+            _ => None,
         }
-        None
     }
 
     fn distinct_successors(
@@ -238,13 +224,7 @@ impl FunctionEmitter<'_> {
         branches: &dyn RegionBranchOpInterface,
         from: RegionPoint,
     ) -> Vec<RegionPoint> {
-        let mut points = Vec::new();
-        for point in branches.successors(self.ctx, op, from, &[]) {
-            if !points.contains(&point) {
-                points.push(point);
-            }
-        }
-        points
+        distinct_successors(self.ctx, op, branches, from, &[])
     }
 
     pub fn region_branch(&mut self, op: Op, branches: &dyn RegionBranchOpInterface) -> Result<(), Failed> {

@@ -129,35 +129,36 @@ impl KernelParameter {
 }
 
 impl KernelSignature {
-    /// The signature of `kernel` (a callable with a body): its entry block's arguments, each a
-    /// memref or a scalar of a type the runtime holds.
+    /// The signature of `kernel` (a callable): its parameters' types, each a memref or a scalar
+    /// of a type the runtime holds, named after the body's arguments when it has a body.
     pub fn of(ctx: &Context, kernel: Op) -> Result<KernelSignature, String> {
         let name = hat_ir::verifier::symbol_name(ctx, kernel).unwrap_or("<unnamed>").to_string();
-        let body = ctx.interface::<dyn CallableOpInterface>(kernel).and_then(|c| c.body(ctx, kernel));
-        let Some(&block) = body.and_then(|body| ctx.region_blocks(body).first()) else {
-            return Err(format!("kernel '{name}' has no body"));
+        let callable = ctx.interface::<dyn CallableOpInterface>(kernel);
+        let arguments = callable
+            .and_then(|c| c.body(ctx, kernel))
+            .and_then(|body| ctx.region_blocks(body).first().copied())
+            .map(|block| ctx.block_arguments(block));
+        let types: Vec<hat_ir::Type> = match (arguments, callable.and_then(|c| c.signature(ctx, kernel))) {
+            (Some(arguments), _) => arguments.iter().map(|&argument| ctx.value_type(argument)).collect(),
+            (None, Some((inputs, _))) => inputs,
+            (None, None) => return Err(format!("kernel '{name}' has neither a body nor a signature")),
         };
         let mut params = Vec::new();
-        for (position, &argument) in ctx.block_arguments(block).iter().enumerate() {
-            let parameter = match ctx.argument_name(argument) {
+        for (position, &ty) in types.iter().enumerate() {
+            let parameter = match arguments.and_then(|a| ctx.argument_name(a[position])) {
                 Some(argument) => format!("#{position} (%{argument})"),
                 None => format!("#{position}"),
             };
-            let ty = ctx.value_type(argument);
-            let unsupported = || {
-                let ty = hat_ir::printer::type_to_string(ctx, ty);
-                format!("values of type '{ty}' are not supported at run time (in kernel '{name}')")
-            };
-            params.push(match ctx.type_kind(ty) {
-                TypeKind::MemRef { shape, element } => KernelParameter::Buffer {
-                    name: parameter,
-                    element: ElementType::of(ctx, *element).ok_or_else(|| {
-                        let ty = hat_ir::printer::type_to_string(ctx, ty);
-                        format!("buffers of type '{ty}' are not supported (in kernel '{name}')")
-                    })?,
-                    shape: shape.iter().map(|&extent| u64::try_from(extent).ok()).collect(),
-                },
-                _ => KernelParameter::Scalar { name: parameter, ty: ElementType::of(ctx, ty).ok_or_else(unsupported)? },
+            params.push(match ArgumentType::of(ctx, ty) {
+                Some(ArgumentType::Buffer { element, shape }) => {
+                    KernelParameter::Buffer { name: parameter, element, shape }
+                }
+                Some(ArgumentType::Scalar(ty)) => KernelParameter::Scalar { name: parameter, ty },
+                None => {
+                    let what = if ctx.type_kind(ty).is_memref() { "buffers" } else { "values" };
+                    let ty = hat_ir::printer::type_to_string(ctx, ty);
+                    return Err(format!("{what} of type '{ty}' are not supported (in kernel '{name}')"));
+                }
             });
         }
         Ok(KernelSignature { name, params })

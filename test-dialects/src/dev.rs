@@ -171,6 +171,8 @@ impl RegionBranchOpInterface for Switch {
         let regions = ctx.regions(op).len();
         match (from, known(constants, 0)) {
             (RegionPoint::Region(_), _) => smallvec![RegionPoint::Parent],
+            // Without regions control goes nowhere: consumers report it.
+            (RegionPoint::Parent, _) if regions == 0 => smallvec![],
             (RegionPoint::Parent, Some(selector)) => {
                 smallvec![RegionPoint::Region(selector.clamp(0, regions as i64 - 1) as usize)]
             }

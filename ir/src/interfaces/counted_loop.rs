@@ -4,7 +4,7 @@
 //! with its op is refused in one place, with one message.
 
 use super::{LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint};
-use crate::{Block, Context, Op, OpTraits, Value};
+use crate::{Block, Context, Op, OpTraits, TypeKind, Value};
 use std::ops::Range;
 
 /// The parts of a counted loop (see [`CountedLoop::of`]).
@@ -35,7 +35,8 @@ pub struct CountedLoop {
 }
 
 impl CountedLoop {
-    /// The parts of the counted loop `op`, or what is wrong with them: bounds and step present;
+    /// The parts of the counted loop `op`, or what is wrong with them: bounds and step present
+    /// and integers (as the induction variable);
     /// a body of one block; the carried block arguments, the induction variable and nothing else
     /// as the body's arguments; as many inits, carried arguments, yielded values and results.
     pub fn of(ctx: &Context, op: Op, looping: &dyn LoopLikeOpInterface) -> Result<CountedLoop, String> {
@@ -44,6 +45,14 @@ impl CountedLoop {
         else {
             return Err("a counted loop needs a lower bound, an upper bound and a step".into());
         };
+        if ctx.regions(op).is_empty() {
+            return Err("a counted loop needs a body".into());
+        }
+        let integer =
+            |value: Value| matches!(ctx.type_kind(ctx.value_type(value)), TypeKind::Integer { .. } | TypeKind::Index);
+        if !integer(lower) || !integer(upper) || !integer(step) {
+            return Err("a counted loop's bounds and step must be integers".into());
+        }
         let region = looping.body(ctx, op);
         let body = match ctx.region_blocks(region) {
             [block] => *block,
@@ -63,6 +72,9 @@ impl CountedLoop {
             if !arguments.contains(&induction) || iter_args.contains(&induction) {
                 return Err(mismatch());
             }
+            if !integer(induction) {
+                return Err("a counted loop's induction variable must be an integer".into());
+            }
         }
         if iter_args.len() + usize::from(induction.is_some()) != arguments.len() || inits.len() != iter_args.len() {
             return Err(mismatch());
@@ -77,10 +89,15 @@ impl CountedLoop {
             (Some(_), None) => 0..0,
             (None, _) => 0..terminator_operands,
         };
-        if yielded.end > terminator_operands || yielded.len() != iter_args.len() {
+        if yielded.start > yielded.end || yielded.end > terminator_operands {
+            return Err(format!(
+                "its interface names operands {yielded:?} of the body's terminator, which has {terminator_operands}"
+            ));
+        }
+        if yielded.len() != iter_args.len() {
             return Err(format!(
                 "its body hands {} value(s) to the next iteration, which carries {}",
-                yielded.len().min(terminator_operands),
+                yielded.len(),
                 iter_args.len()
             ));
         }
@@ -100,13 +117,5 @@ impl CountedLoop {
             yielded,
             results,
         })
-    }
-
-    /// The values the body hands to the next iteration (empty without a terminator).
-    pub fn yielded_values<'c>(&self, ctx: &'c Context) -> &'c [Value] {
-        match self.terminator {
-            Some(terminator) => &ctx.operands(terminator)[self.yielded.clone()],
-            None => &[],
-        }
     }
 }

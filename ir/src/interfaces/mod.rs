@@ -27,6 +27,7 @@ mod call;
 mod constants;
 mod counted_loop;
 mod execution_space;
+mod hop_decision;
 mod launch;
 mod loop_like;
 mod region_branch;
@@ -38,6 +39,7 @@ pub use call::{function_type_signature, resolve_callee, CallOpInterface, Callabl
 pub use constants::{constant_integer, constant_integers};
 pub use counted_loop::CountedLoop;
 pub use execution_space::{enclosing_execution_space, execution_space, ExecutionSpace};
+pub use hop_decision::{describe_source, distinct_successors, undecided_hop, HopDecision};
 pub use launch::LaunchOpInterface;
 pub use loop_like::{loops_innermost_first, trip_count, LoopLikeOpInterface};
 pub use region_branch::{RegionBranchOpInterface, RegionPoint};

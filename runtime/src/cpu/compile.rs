@@ -22,14 +22,10 @@
 //! - **Other region ops.** An op with [`RegionBranchOpInterface`] becomes a general
 //!   region-branch machine: an [`Inst::Branch`] (the hop into the op) and, ending each region, an
 //!   [`Inst::Exit`] (the hop out of it). The interpreter cannot ask the interface (a program
-//!   outlives the context), so each hop is tabulated here from `successors(from, constants)`:
-//!   with one successor it is unconditional; with two, one `i1` operand decides it at run time
-//!   (the op's operand when entering, the region terminator's when leaving): the first `i1`
-//!   operand for which the interface names exactly one successor when told the operand is 1, and
-//!   another one when told it is 0. An `i1` has no other value, so these two answers are the
-//!   whole behaviour of the hop. `scf.if` is a choice on its condition when entering, `scf.while`
-//!   a choice on its `scf.condition`'s condition when leaving `before`; a vendor's conditional
-//!   or do-while loop is compiled the same way. A hop with more than two successors, or with two
+//!   outlives the context), so each hop is tabulated here, as
+//!   [`hat_ir::interfaces::HopDecision`] decides it (shared with the host executor and the SPIR-V
+//!   lowering): unconditional, or a choice on one `i1` operand (the op's entering, the region
+//!   terminator's leaving). A hop with more than two successors, or with two
 //!   that no single `i1` operand decides, is a compile error naming the op. Along each hop, values
 //!   move from `entry_operands` (entering) or `terminator_operands` (leaving a region) into the
 //!   successor's `successor_inputs` (a region's block arguments, or the op's results).
@@ -65,8 +61,8 @@ use crate::value::{ElementType, Scalar};
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
 use hat_ir::interfaces::{
-    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, LoopLikeOpInterface,
-    RegionBranchOpInterface, RegionPoint,
+    describe_source, execution_space, undecided_hop, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace,
+    HopDecision, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Block, Context, Ident, Location, Op, OpTraits, Region, Type, TypeKind, Value};
@@ -329,33 +325,6 @@ fn symbol_name(ctx: &Context, op: Op) -> Option<&str> {
 
 fn unsupported(op: &str, message: &str, location: Location) -> RuntimeError {
     RuntimeError::Unsupported { op: op.to_string(), message: message.to_string(), location }
-}
-
-/// `points` without repeats, in order.
-fn distinct(points: impl IntoIterator<Item = RegionPoint>) -> Vec<RegionPoint> {
-    let mut seen = Vec::new();
-    for point in points {
-        if !seen.contains(&point) {
-            seen.push(point);
-        }
-    }
-    seen
-}
-
-/// A point as a hop's source, for messages.
-fn describe_source(point: RegionPoint) -> String {
-    match point {
-        RegionPoint::Parent => "on entering the op".to_string(),
-        RegionPoint::Region(index) => format!("after region #{index}"),
-    }
-}
-
-/// A point as a hop's target, for messages.
-fn describe_target(point: RegionPoint) -> String {
-    match point {
-        RegionPoint::Parent => "past the op".to_string(),
-        RegionPoint::Region(index) => format!("into region #{index}"),
-    }
 }
 
 impl<'c> Compiler<'c> {
@@ -733,50 +702,22 @@ impl<'c> Compiler<'c> {
     ) -> Result<Hop, RuntimeError> {
         let ctx = self.ctx;
         let edge = |to| self.edge(frame, op, branches, from, to, terminator, targets);
-        let successors = distinct(branches.successors(ctx, op, from, &[]));
-        let (first, second) = match successors[..] {
-            [to] => return Ok(Hop::To(edge(to)?)),
-            [first, second] => (first, second),
-            [] => return Err(self.error(op, format!("control has nowhere to go {}", describe_source(from)))),
-            _ => {
-                let message = format!(
-                    "control may go to {} places {}; the CPU backend runs choices of two",
-                    successors.len(),
-                    describe_source(from)
-                );
-                return Err(self.error(op, message));
+        match HopDecision::of(ctx, op, branches, from, terminator).map_err(|message| self.error(op, message))? {
+            HopDecision::To(to) => Ok(Hop::To(edge(to)?)),
+            HopDecision::Choose { operand, if_true, if_false } => {
+                // The deciding operand: the op's on entry, the terminator's on leaving a region.
+                let decider = match from {
+                    RegionPoint::Parent => op,
+                    RegionPoint::Region(_) => terminator.unwrap_or(op),
+                };
+                let condition = self.slot(frame, decider, ctx.operands(decider)[operand])?;
+                Ok(Hop::Choose { condition, if_true: edge(if_true)?, if_false: edge(if_false)? })
             }
-        };
-        // The operands that may decide: the op's on entry, the terminator's on leaving a region.
-        let (decider, candidates) = match (from, terminator) {
-            (RegionPoint::Parent, _) => (op, ctx.operands(op)),
-            (RegionPoint::Region(_), Some(terminator)) => (terminator, ctx.operands(terminator)),
-            (RegionPoint::Region(_), None) => (op, &[][..]),
-        };
-        for (index, &value) in candidates.iter().enumerate() {
-            if ElementType::of(ctx, ctx.value_type(value)) != Some(ElementType::I1) {
-                continue;
-            }
-            let mut constants = vec![None; index + 1];
-            constants[index] = Some(1);
-            let when_true = distinct(branches.successors(ctx, op, from, &constants));
-            constants[index] = Some(0);
-            let when_false = distinct(branches.successors(ctx, op, from, &constants));
-            if let ([if_true], [if_false]) = (&when_true[..], &when_false[..]) {
-                let both = [*if_true, *if_false];
-                if if_true != if_false && both.contains(&first) && both.contains(&second) {
-                    let condition = self.slot(frame, decider, value)?;
-                    return Ok(Hop::Choose { condition, if_true: edge(*if_true)?, if_false: edge(*if_false)? });
-                }
+            HopDecision::Ask { successors } => {
+                let message = undecided_hop(from, &successors);
+                Err(self.error(op, format!("{message}; the CPU backend runs choices of two on an 'i1'")))
             }
         }
-        let message = format!(
-            "control goes {} or {} {}, and no single 'i1' operand decides which",
-            describe_target(first),
-            describe_target(second),
-            describe_source(from)
-        );
-        Err(self.error(op, message))
     }
 
     /// The edge from `from` to `to` of a region-branch op: the values forwarded and where they

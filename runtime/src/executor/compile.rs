@@ -37,7 +37,7 @@ use crate::value::ElementType;
 use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
-    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, LaunchOpInterface,
+    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, HopDecision, LaunchOpInterface,
     LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
@@ -367,12 +367,25 @@ impl Compiler<'_, '_> {
                 edges.push(Edge { from, to, sources: sources.into(), targets: targets.into() });
             }
         }
+        // How control leaves each point, decided now where one `i1` (or nothing) decides it.
+        let decide = |from, terminator| {
+            HopDecision::of(ctx, op, branches, from, terminator).unwrap_or(HopDecision::Ask { successors: Vec::new() })
+        };
+        let decisions = std::iter::once(decide(RegionPoint::Parent, None))
+            .chain(
+                terminators
+                    .iter()
+                    .enumerate()
+                    .map(|(index, &terminator)| decide(RegionPoint::Region(index), terminator)),
+            )
+            .collect();
         Ok(Inst::Branch(Box::new(BranchInst {
             op,
             branches,
             integer_operands,
             regions: regions.into(),
             edges: edges.into(),
+            decisions,
         })))
     }
 
@@ -463,10 +476,10 @@ impl Compiler<'_, '_> {
 
     /// Checks a dispatch's arguments `values` against the kernel's parameters once, by their
     /// types (`dispatch_arguments.rs`): the extents left to check when it runs. A kernel whose
-    /// parameters the runtime cannot hold is left to the backend, which refuses to compile it.
+    /// parameters the runtime cannot hold cannot be dispatched.
     fn check_arguments(&self, op: Op, kernel: Op, values: &[Value]) -> Result<Box<[ExtentCheck]>, RuntimeError> {
         let ctx = self.ctx;
-        let Ok(signature) = KernelSignature::of(ctx, kernel) else { return Ok(Box::new([])) };
+        let signature = KernelSignature::of(ctx, kernel).map_err(|message| self.error(op, message))?;
         let types = values
             .iter()
             .map(|&value| ArgumentType::of(ctx, ctx.value_type(value)))

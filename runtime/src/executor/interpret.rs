@@ -37,7 +37,7 @@ use crate::report::{Direction, HostHook, Recorder};
 use crate::slot_code::counted_loop;
 use crate::slot_code::scalar::ScalarFailure;
 use crate::value::{BufferLayout, Scalar};
-use hat_ir::interfaces::RegionPoint;
+use hat_ir::interfaces::{HopDecision, RegionPoint};
 use hat_ir::{Context, Op};
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -606,6 +606,41 @@ impl<'e, 'a> Interpreter<'e, 'a> {
     /// own function, so that the recursion through regions keeps small frames.)
     #[inline(never)]
     fn next_hop<'b>(&self, frame: &[Scalar], branch: &'b BranchInst, from: RegionPoint) -> Res<&'b Edge> {
+        let point = match from {
+            RegionPoint::Parent => 0,
+            RegionPoint::Region(index) => index + 1,
+        };
+        let to = match &branch.decisions[point] {
+            HopDecision::To(to) => *to,
+            HopDecision::Choose { operand, if_true, if_false } => {
+                let slot = match from {
+                    RegionPoint::Parent => branch.integer_operands[*operand],
+                    RegionPoint::Region(index) => {
+                        branch.regions[index].as_ref().and_then(|code| code.exits.get(*operand).copied())
+                    }
+                };
+                let value = slot.map(|slot| frame[slot as usize].as_i64()).unwrap_or(0);
+                if value & 1 != 0 {
+                    *if_true
+                } else {
+                    *if_false
+                }
+            }
+            HopDecision::Ask { .. } => self.ask_hop(frame, branch, from)?,
+        };
+        branch.edges.iter().find(|e| e.from == from && e.to == to).ok_or_else(|| {
+            self.unsupported(
+                branch.op,
+                format!("its region-branch interface goes {from:?} -> {to:?}, which it did not list"),
+            )
+        })
+    }
+
+    /// The hop from `from` that the op's interface chooses, asked with the run-time integers of
+    /// the deciding values (a hop no single `i1` decides: a multi-way switch).
+    #[cold]
+    #[inline(never)]
+    fn ask_hop(&self, frame: &[Scalar], branch: &BranchInst, from: RegionPoint) -> Res<RegionPoint> {
         let constants: SmallVec<[Option<i64>; 8]> = match from {
             RegionPoint::Parent => {
                 branch.integer_operands.iter().map(|s| s.map(|s| frame[s as usize].as_i64())).collect()
@@ -620,21 +655,16 @@ impl<'e, 'a> Interpreter<'e, 'a> {
             }
         };
         let successors = branch.branches.successors(self.ctx, branch.op, from, &constants);
-        let &[to] = &successors[..] else {
-            return Err(self.unsupported(
+        match successors[..] {
+            [to] => Ok(to),
+            _ => Err(self.unsupported(
                 branch.op,
                 format!(
                     "its region-branch interface gives {} successors of {from:?} for known operands, not one",
                     successors.len()
                 ),
-            ));
-        };
-        branch.edges.iter().find(|e| e.from == from && e.to == to).ok_or_else(|| {
-            self.unsupported(
-                branch.op,
-                format!("its region-branch interface goes {from:?} -> {to:?}, which it did not list"),
-            )
-        })
+            )),
+        }
     }
 
     // ----- host functions ------------------------------------------------------------------

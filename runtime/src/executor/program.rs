@@ -11,7 +11,7 @@ use crate::report::Direction;
 use crate::report::HostHook;
 use crate::value::ElementType;
 use hat_dialects::compute::ArgEffect;
-use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{HopDecision, RegionBranchOpInterface, RegionPoint};
 use hat_ir::Op;
 use std::ops::Range;
 
@@ -113,6 +113,9 @@ pub(crate) struct BranchInst {
     pub regions: Box<[Option<Code>]>,
     /// Every hop the interface allows, with the values it moves.
     pub edges: Box<[Edge]>,
+    /// How control leaves each point: `Parent` first, then each region
+    /// ([`hat_ir::interfaces::HopDecision`]; asked of the interface at run time only for `Ask`).
+    pub decisions: Box<[HopDecision]>,
 }
 
 impl std::fmt::Debug for BranchInst {

@@ -1,4 +1,5 @@
-//! `--backend=vulkan|cpu|auto` and `--device`: which device `--run` uses.
+//! `--backend=vulkan|cpu|auto|NAME` and `--device`: which device `--run` uses (NAME: a backend
+//! the tool adds, [`crate::Tool::backend`]).
 //!
 //! - `cpu`: the CPU reference backend (an interpreter; the oracle).
 //! - `vulkan`: the Vulkan backend on the device `--device` (or `HAT_VULKAN_DEVICE`) names, by
@@ -35,7 +36,7 @@ pub fn possible_values(backends: &[NamedBackend]) -> Vec<clap::builder::Possible
 }
 
 /// The options of hat-opt that choose the device (part of `--run`'s section).
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct DeviceOptions {
     /// The backend --run uses: auto (a Vulkan device when one exists, a hardware GPU before
     /// lavapipe, else the CPU backend; HAT_BACKEND overrides it), vulkan or cpu.
@@ -50,6 +51,12 @@ pub struct DeviceOptions {
     /// ~/.cache/hat).
     #[arg(long = "kernel-cache", value_name = "DIR|off")]
     pub kernel_cache: Option<String>,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> DeviceOptions {
+        DeviceOptions { backend: "auto".to_string(), device: None, kernel_cache: None }
+    }
 }
 
 impl DeviceOptions {
@@ -69,12 +76,12 @@ pub fn open(options: &DeviceOptions, backends: &[NamedBackend]) -> Result<Box<dy
     let mut choice = options.backend.clone();
     if choice == "auto" {
         if let Ok(value) = std::env::var("HAT_BACKEND") {
-            choice = value.trim().to_ascii_lowercase();
             let known = BUILT_IN.iter().map(|(name, _)| *name).chain(backends.iter().map(|b| b.name.as_str()));
-            if !known.clone().any(|name| name == choice) {
+            let Some(name) = known.clone().find(|name| name.eq_ignore_ascii_case(value.trim())) else {
                 let names: Vec<&str> = known.collect();
                 return Err(format!("error: HAT_BACKEND={value}: expected {}", or_list(&names)));
-            }
+            };
+            choice = name.to_string();
         }
     }
     let vulkan = || {

@@ -392,3 +392,15 @@ fn list_passes_shows_passes_with_their_options_and_pipelines_with_their_text() {
     assert!(help.contains("Pass pipelines (one flag each"), "{help}");
     assert!(help.contains("--default[=<OPTIONS>]"), "{help}");
 }
+
+#[test]
+fn a_pass_named_like_an_option_of_the_tool_is_refused_not_shadowed() {
+    let mut tool = test_tool();
+    tool.passes_mut().register_pipeline("run", "Shadows --run", "builtin.module(canonicalize)");
+    let (_, error) = fail(&tool, FOLDABLE, &[]);
+    assert_eq!(
+        error,
+        "error: hat-opt: the pass or pipeline names '--run' are options of the tool itself; register them under \
+         other names"
+    );
+}

@@ -156,6 +156,9 @@ fn command(tool: &Tool) -> clap::Command {
     command = command.mut_arg("backend", |arg| arg.value_parser(clap::builder::PossibleValuesParser::new(backends)));
     let mut command = command.next_help_heading("Passes (one flag each, run in command-line order)");
     for info in registry.iter() {
+        if command.get_arguments().any(|arg| arg.get_long() == Some(info.name)) {
+            continue; // refused by `flag_clashes` before the command line is read
+        }
         command = command.arg(
             Arg::new(info.name)
                 .long(info.name)
@@ -169,6 +172,9 @@ fn command(tool: &Tool) -> clap::Command {
     }
     command = command.next_help_heading("Pass pipelines (one flag each, run in command-line order with the passes)");
     for info in registry.pipelines() {
+        if command.get_arguments().any(|arg| arg.get_long() == Some(info.name)) {
+            continue; // refused by `flag_clashes` before the command line is read
+        }
         // A value is accepted only to be refused with the pass manager's message.
         command = command.arg(
             Arg::new(info.name)
@@ -182,6 +188,23 @@ fn command(tool: &Tool) -> clap::Command {
         );
     }
     command
+}
+
+/// The passes and pipelines whose flag would be one of the tool's own options (`--run`, say): a
+/// registry a tool built on the library may hold, refused with a clear message.
+fn flag_clashes(tool: &Tool) -> Result<(), String> {
+    let options = Options::command();
+    let names = tool.passes.iter().map(|info| info.name).chain(tool.passes.pipelines().map(|info| info.name));
+    let taken: Vec<&str> =
+        names.filter(|name| options.get_arguments().any(|arg| arg.get_long() == Some(*name))).collect();
+    match taken[..] {
+        [] => Ok(()),
+        _ => Err(format!(
+            "error: {}: the pass or pipeline names {} are options of the tool itself; register them under other names",
+            tool.name,
+            taken.iter().map(|name| format!("'--{name}'")).collect::<Vec<_>>().join(", ")
+        )),
+    }
 }
 
 /// A pass's summary and options, one option a line, for `--help` and `--list-passes`.
@@ -273,6 +296,7 @@ fn parse_command_line(
 /// to standard output to `stdout`. `Err` holds what goes to standard error before the tool exits
 /// with status 1, or, for a command line clap refuses (or `--help`), clap's message.
 pub fn run(tool: &Tool, arguments: impl IntoIterator<Item = OsString>, stdout: &mut dyn Write) -> Result<(), Failure> {
+    flag_clashes(tool).map_err(Failure::Message)?;
     let (options, matches) = parse_command_line(tool, arguments).map_err(Failure::CommandLine)?;
     let flags = pass_flags(&tool.passes, &matches).map_err(Failure::Message)?;
     driver::run(&options, tool, &flags, stdout).map_err(Failure::Message)

@@ -60,7 +60,9 @@ impl Tool {
     }
 
     /// Adds a backend that `--backend=NAME` (or `HAT_BACKEND=NAME`) chooses; `help` is its line
-    /// in `--help`. The name must not be one of hat's own (`auto`, `vulkan`, `cpu`).
+    /// in `--help` (the list of possible values). Panics when the name is taken already (by
+    /// hat's own `auto`, `vulkan`, `cpu`, or an earlier call): two backends of one name are a
+    /// mistake in the tool's `main`, not in its input.
     pub fn backend(
         mut self,
         name: impl Into<String>,
