@@ -152,40 +152,28 @@ fn command(tool: &Tool) -> clap::Command {
     if let Some(about) = &tool.about {
         command = command.about(about.clone());
     }
+    if let Some(version) = &tool.version {
+        command = command.version(version.clone());
+    }
     let backends = backend_choice::possible_values(&tool.backends);
     command = command.mut_arg("backend", |arg| arg.value_parser(clap::builder::PossibleValuesParser::new(backends)));
+    // One flag per pass and per pipeline (a value given to a pipeline's flag is accepted only to
+    // be refused with the pass manager's message). A name that is one of the tool's own options
+    // gets no flag: `flag_clashes` refuses it before the command line is read.
+    let flag = |command: clap::Command, name: &'static str, help: String| {
+        if command.get_arguments().any(|arg| arg.get_long() == Some(name)) {
+            return command;
+        }
+        let arg = Arg::new(name).long(name).help(help).num_args(0..=1).require_equals(true);
+        command.arg(arg.value_name("OPTIONS").default_missing_value("").action(ArgAction::Append))
+    };
     let mut command = command.next_help_heading("Passes (one flag each, run in command-line order)");
     for info in registry.iter() {
-        if command.get_arguments().any(|arg| arg.get_long() == Some(info.name)) {
-            continue; // refused by `flag_clashes` before the command line is read
-        }
-        command = command.arg(
-            Arg::new(info.name)
-                .long(info.name)
-                .help(pass_help(info))
-                .num_args(0..=1)
-                .require_equals(true)
-                .value_name("OPTIONS")
-                .default_missing_value("")
-                .action(ArgAction::Append),
-        );
+        command = flag(command, info.name, pass_help(info));
     }
     command = command.next_help_heading("Pass pipelines (one flag each, run in command-line order with the passes)");
     for info in registry.pipelines() {
-        if command.get_arguments().any(|arg| arg.get_long() == Some(info.name)) {
-            continue; // refused by `flag_clashes` before the command line is read
-        }
-        // A value is accepted only to be refused with the pass manager's message.
-        command = command.arg(
-            Arg::new(info.name)
-                .long(info.name)
-                .help(format!("{}\n  = {}", info.summary, info.text))
-                .num_args(0..=1)
-                .require_equals(true)
-                .value_name("OPTIONS")
-                .default_missing_value("")
-                .action(ArgAction::Append),
-        );
+        command = flag(command, info.name, format!("{}\n  = {}", info.summary, info.text));
     }
     command
 }

@@ -34,6 +34,7 @@ pub struct NamedBackend {
 pub struct Tool {
     pub(crate) name: String,
     pub(crate) about: Option<String>,
+    pub(crate) version: Option<String>,
     pub(crate) dialects: Box<dyn Fn() -> Context>,
     pub(crate) passes: PassRegistry,
     pub(crate) backends: Vec<NamedBackend>,
@@ -43,7 +44,14 @@ impl Tool {
     /// A tool named `name` (its `--help` and `--version` say so) whose inputs are parsed in the
     /// contexts `dialects` builds (a fresh one per input chunk) and whose passes are `passes`.
     pub fn new(name: impl Into<String>, dialects: impl Fn() -> Context + 'static, passes: PassRegistry) -> Tool {
-        Tool { name: name.into(), about: None, dialects: Box::new(dialects), passes, backends: Vec::new() }
+        Tool {
+            name: name.into(),
+            about: None,
+            version: None,
+            dialects: Box::new(dialects),
+            passes,
+            backends: Vec::new(),
+        }
     }
 
     /// hat-opt: hat's dialects, hat's passes and pipelines, and the test passes.
@@ -56,6 +64,12 @@ impl Tool {
     /// The one-line description `--help` opens with.
     pub fn about(mut self, about: impl Into<String>) -> Tool {
         self.about = Some(about.into());
+        self
+    }
+
+    /// What `--version` prints (hat's version unless set).
+    pub fn version(mut self, version: impl Into<String>) -> Tool {
+        self.version = Some(version.into());
         self
     }
 

@@ -21,6 +21,7 @@ pub fn tool() -> Tool {
     );
     Tool::new("vendor-opt", hat_test_dialects::dev::context, passes)
         .about("Parse, verify, transform, print and run hat IR with the vendor's dialects and backend")
+        .version(env!("CARGO_PKG_VERSION"))
         .backend("squarer", "The vendor's squaring accelerator (kernels that square an i32 buffer)", || {
             Ok(Box::new(accelerator::SquaringAccelerator::default()))
         })
