@@ -282,8 +282,8 @@ fn parse_runs(text: &str, tool_name: &str, file: &str, temporary: &str) -> Resul
             None => lines.push(joined),
         }
     }
-    if let Some(last) = pending {
-        lines.push(last);
+    if pending.is_some() {
+        return Err("the last RUN line ends with `\\` but no RUN line follows".into());
     }
     if lines.is_empty() {
         return Err("a file test must begin with a `// RUN: ARGS` line".into());
@@ -408,6 +408,8 @@ mod harness {
     fn a_file_without_run_lines_is_an_error() {
         assert!(parse_runs("module {}\n", "hat-opt", "t.hat", "t").is_err());
         assert!(parse_runs("// RUN: --cse \\\nmodule {}\n", "hat-opt", "t.hat", "t").is_err());
+        // At the end of the file as in the middle: a continuation needs a next RUN line.
+        assert!(parse_runs("// RUN: --cse \\", "hat-opt", "t.hat", "t").is_err());
     }
 
     #[test]
