@@ -164,6 +164,12 @@ impl KernelSignature {
         Ok(KernelSignature { name, params })
     }
 
+    /// How many of the parameters are buffers (the CPU backend numbers workgroup-local buffers
+    /// after them).
+    pub fn buffer_count(&self) -> u32 {
+        self.params.iter().filter(|p| matches!(p, KernelParameter::Buffer { .. })).count() as u32
+    }
+
     /// Whether arguments of the static types `arguments` fit the parameters; `Err` is a
     /// [`RuntimeError::BadArgument`] naming the parameter, `Ok` the extents left to check when
     /// the dispatch runs (where an argument's extent is dynamic and the parameter's is not).

@@ -53,7 +53,7 @@
 //! - Op names, attributes and symbols are all resolved here: the interpreter never looks up a
 //!   name.
 
-use crate::dispatch_arguments::{KernelParameter, KernelSignature};
+use crate::dispatch_arguments::KernelSignature;
 use crate::error::RuntimeError;
 use crate::eval::ScalarOp;
 use crate::slot_code::{ScalarInst, SlotMap, Symbols, ValueKind};
@@ -92,8 +92,6 @@ pub(crate) struct Program {
     pub workgroup: [u64; 3],
     /// The kernel's parameters, in order (the executor checks dispatches against them).
     pub signature: KernelSignature,
-    /// Number of buffer parameters (the first local buffer's handle).
-    pub buffer_params: u32,
     /// Functions: 0 is the kernel, the others the device functions it calls.
     pub functions: Vec<Function>,
     /// Instruction lists, named by position.
@@ -298,7 +296,6 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
             name,
             workgroup,
             signature: KernelSignature::of(ctx, kernel).map_err(|message| unsupported(op_name, &message, location))?,
-            buffer_params: 0,
             functions: Vec::new(),
             blocks: Vec::new(),
             locals: Vec::new(),
@@ -308,9 +305,6 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
         queue: Vec::new(),
         symbols: Symbols::default(),
     };
-    compiler.program.buffer_params = (compiler.program.signature.params.iter())
-        .filter(|p| matches!(p, KernelParameter::Buffer { .. }))
-        .count() as u32;
     compiler.enqueue(kernel, body);
     while let Some((op, body, index)) = compiler.queue.pop() {
         let function = compiler.function(op, body)?;
@@ -526,7 +520,7 @@ impl<'c> Compiler<'c> {
             if shape.iter().any(|&d| d == DYNAMIC || d < 0) {
                 return Err(self.error(op, "workgroup-local memory needs a static shape"));
             }
-            let handle = self.program.buffer_params + self.program.locals.len() as u32;
+            let handle = self.program.signature.buffer_count() + self.program.locals.len() as u32;
             self.program.locals.push(LocalBuffer { element, shape: shape.iter().map(|&d| d as usize).collect() });
             return Ok(Inst::LocalAlloc { dst, handle });
         }
