@@ -104,8 +104,14 @@ fn effects(name: &str) -> KernelEffects {
 }
 
 /// The disassembly of the entry function of `name` (one trimmed instruction a line), the id of
-/// its grid check, and whether the kernel has a barrier.
-fn entry_function(name: &str) -> (Vec<String>, String, bool) {
+/// its grid check, and whether the kernel has a barrier; `None` where this build has no
+/// SPIRV-Tools to disassemble with (an error when `HAT_REQUIRE_VULKAN=1`, as in CI).
+fn entry_function(name: &str) -> Option<(Vec<String>, String, bool)> {
+    if hat_lowering::spirv_tools_version().is_none() {
+        assert_ne!(std::env::var("HAT_REQUIRE_VULKAN").as_deref(), Ok("1"), "hat was built without SPIRV-Tools");
+        eprintln!("skipped: the disassembly (hat was built without SPIRV-Tools)");
+        return None;
+    }
     let mut ctx = hat_dialects::context();
     let module = parse_source(&mut ctx, "out_of_grid.hat", PROGRAM).expect("parses");
     let verified = verify_module(&ctx, module).expect("verifies");
@@ -127,7 +133,7 @@ fn entry_function(name: &str) -> (Vec<String>, String, bool) {
         .and_then(|line| line.split_whitespace().next())
         .expect("the grid check")
         .to_string();
-    (lines, in_grid, has_barrier)
+    Some((lines, in_grid, has_barrier))
 }
 
 /// The label of the block holding each access to a storage buffer, and whether the block was
@@ -158,7 +164,7 @@ fn without_a_barrier_work_items_past_the_grid_do_not_run() {
     assert!(effects.writes_every_element_in(0, &Dispatch::new(&[Some(8)]).with_shape(0, &[Some(8)])));
 
     // The entry branches on the grid check before anything else: past the grid, it returns.
-    let (lines, in_grid, has_barrier) = entry_function("mark");
+    let Some((lines, in_grid, has_barrier)) = entry_function("mark") else { return };
     assert!(!has_barrier);
     let first_branch = lines.iter().position(|l| l.starts_with("OpBranchConditional")).expect("a branch");
     assert!(lines[first_branch].starts_with(&format!("OpBranchConditional {in_grid} ")), "{lines:#?}");
@@ -178,7 +184,7 @@ fn with_a_barrier_work_items_past_the_grid_run_but_touch_no_buffer() {
     assert_eq!(effects.written_elements_in(2, &dispatch), Some(0..2));
     assert!(!effects.writes_every_element_in(2, &dispatch), "only a padding item would write last[1]");
 
-    let (lines, in_grid, has_barrier) = entry_function("sums");
+    let Some((lines, in_grid, has_barrier)) = entry_function("sums") else { return };
     assert!(has_barrier);
     let accesses = storage_accesses_guarded(&lines, &in_grid);
     assert_eq!(accesses.len(), 3, "the load of %data, the stores to %first and %last: {lines:#?}");

@@ -37,6 +37,20 @@ pub fn diagnostics(text: &str) -> String {
     diagnostics_with(text, &LoweringOptions::default())
 }
 
+/// Whether this build links SPIRV-Tools (`hat_lowering::disassemble` works and modules are
+/// validated); when it does not, says so (and fails when `HAT_REQUIRE_VULKAN=1`, where CI
+/// installs the SPIR-V tools).
+pub fn spirv_tools_linked() -> bool {
+    let linked = hat_lowering::spirv_tools_version().is_some();
+    if !linked {
+        if std::env::var("HAT_REQUIRE_VULKAN").as_deref() == Ok("1") {
+            panic!("HAT_REQUIRE_VULKAN=1, but hat was built without SPIRV-Tools (Debian package spirv-tools)");
+        }
+        eprintln!("skipped: hat was built without SPIRV-Tools (Debian package spirv-tools)");
+    }
+    linked
+}
+
 /// Whether the `spirv-val` tool is installed; when it is not, says so once per test (and fails
 /// when `HAT_REQUIRE_VULKAN=1`, where CI installs the SPIR-V tools).
 pub fn spirv_val_available() -> bool {

@@ -14,6 +14,11 @@
 //! - `not` first: the run must fail (exit status not 0); otherwise it must succeed. This is
 //!   checked besides the snapshot, so a failing `--verify-diagnostics` run cannot be blessed.
 //!
+//! A `// REQUIRES: NAME, ...` line among the RUN lines names features the file needs, as `lit`'s
+//! does: the tests declare each one and whether this machine has it ([`FileTests::feature`]). A
+//! file that needs a missing feature is skipped (its snapshots are kept), or fails under
+//! [`FileTests::missing_features_fail`], as CI runs them; a name never declared is an error.
+//!
 //! Times (`--mlir-timing`, the `time:` line of a `--run` summary and the `..._ms` of its JSON
 //! form) are replaced by `[time]`. Bless every snapshot with `INSTA_UPDATE=always` (which also
 //! deletes the snapshots of files that are gone), or review them with `cargo insta review`.
@@ -42,6 +47,9 @@ pub struct FileTests {
     prefix: String,
     environment: Vec<(String, String)>,
     temporary_directory: PathBuf,
+    /// The features `REQUIRES:` lines may name, and whether each is available.
+    features: Vec<(String, bool)>,
+    missing_features_fail: bool,
 }
 
 impl FileTests {
@@ -60,7 +68,23 @@ impl FileTests {
             prefix: "filetests".to_string(),
             environment: vec![("HAT_BACKEND".to_string(), "cpu".to_string())],
             temporary_directory: std::env::temp_dir().join(format!("{tool_name}-filetests-{}", std::process::id())),
+            features: Vec::new(),
+            missing_features_fail: false,
         }
+    }
+
+    /// Declares a feature that `// REQUIRES:` lines may name, and whether it is available here.
+    pub fn feature(mut self, name: &str, available: bool) -> FileTests {
+        self.features.retain(|(n, _)| n != name);
+        self.features.push((name.to_string(), available));
+        self
+    }
+
+    /// Whether a file that requires a missing feature fails (`true`) instead of being skipped:
+    /// on a machine that must have everything, as CI's.
+    pub fn missing_features_fail(mut self, fail: bool) -> FileTests {
+        self.missing_features_fail = fail;
+        self
     }
 
     /// The directory of the snapshots.
@@ -162,11 +186,37 @@ impl FileTests {
         std::fs::create_dir_all(&self.temporary_directory).map_err(|e| vec![e.to_string()])?;
         let base_name = snapshot_name(relative, 0, 1);
         let temporary = self.temporary_directory.join(format!("{base_name}.tmp"));
-        let runs = parse_runs(&text, &self.tool_name, &display, &temporary.to_string_lossy()).map_err(|e| vec![e])?;
+        let header =
+            parse_header(&text, &self.tool_name, &display, &temporary.to_string_lossy()).map_err(|e| vec![e])?;
+        let runs = header.runs;
+        let snapshot_names =
+            || (0..runs.len()).map(|index| format!("{}__{}", self.prefix, snapshot_name(relative, index, runs.len())));
+        let mut missing = Vec::new();
+        for required in &header.requires {
+            match self.features.iter().find(|(name, _)| name == required) {
+                Some((_, true)) => {}
+                Some((_, false)) => missing.push(required.as_str()),
+                None => {
+                    let known: Vec<&str> = self.features.iter().map(|(name, _)| name.as_str()).collect();
+                    return Err(vec![format!(
+                        "REQUIRES names `{required}`, which is not a declared feature (declared: {})",
+                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    )]);
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let missing = missing.join(", ");
+            if self.missing_features_fail {
+                return Err(vec![format!("requires {missing}, which this machine lacks")]);
+            }
+            eprintln!("skipped: {display} (requires {missing}, which this machine lacks)");
+            return Ok(snapshot_names().collect());
+        }
         let mut names = Vec::new();
         let mut problems = Vec::new();
         for (index, run) in runs.iter().enumerate() {
-            let name = format!("{}__{}", self.prefix, snapshot_name(relative, index, runs.len()));
+            let name = snapshot_names().nth(index).expect("one name per run");
             let outcome = self.execute(run, &temporary);
             let mut settings = insta::Settings::clone_current();
             settings.set_snapshot_path(&self.snapshots);
@@ -262,11 +312,36 @@ struct Run {
     must_fail: bool,
 }
 
+/// What the comment lines that begin a file test say.
+struct Header {
+    runs: Vec<Run>,
+    /// The features named by `REQUIRES:` lines.
+    requires: Vec<String>,
+}
+
 /// The runs of the RUN lines that begin `text`; `file` replaces `%s`, `temporary` replaces `%t`.
+#[cfg(test)]
 fn parse_runs(text: &str, tool_name: &str, file: &str, temporary: &str) -> Result<Vec<Run>, String> {
+    parse_header(text, tool_name, file, temporary).map(|header| header.runs)
+}
+
+/// The RUN and REQUIRES lines that begin `text`.
+fn parse_header(text: &str, tool_name: &str, file: &str, temporary: &str) -> Result<Header, String> {
     let mut lines = Vec::new();
+    let mut requires = Vec::new();
     let mut pending: Option<String> = None;
     for line in text.lines() {
+        if let Some(features) = line.trim_start().strip_prefix("// REQUIRES:") {
+            if pending.is_some() {
+                return Err("a RUN line ends with `\\` but a REQUIRES line follows".into());
+            }
+            let names = features.split(',').map(str::trim);
+            if names.clone().any(str::is_empty) {
+                return Err(format!("REQUIRES line without a feature name: `{}`", line.trim()));
+            }
+            requires.extend(names.map(str::to_string));
+            continue;
+        }
         let Some(command) = line.trim_start().strip_prefix("// RUN:") else {
             if pending.is_some() {
                 return Err("the last RUN line ends with `\\` but no RUN line follows".into());
@@ -288,7 +363,8 @@ fn parse_runs(text: &str, tool_name: &str, file: &str, temporary: &str) -> Resul
     if lines.is_empty() {
         return Err("a file test must begin with a `// RUN: ARGS` line".into());
     }
-    lines.into_iter().map(|line| parse_run(line, tool_name, file, temporary)).collect()
+    let runs = lines.into_iter().map(|line| parse_run(line, tool_name, file, temporary)).collect::<Result<_, _>>()?;
+    Ok(Header { runs, requires })
 }
 
 fn parse_run(line: String, tool_name: &str, file: &str, temporary: &str) -> Result<Run, String> {
@@ -410,6 +486,34 @@ mod harness {
         assert!(parse_runs("// RUN: --cse \\\nmodule {}\n", "hat-opt", "t.hat", "t").is_err());
         // At the end of the file as in the middle: a continuation needs a next RUN line.
         assert!(parse_runs("// RUN: --cse \\", "hat-opt", "t.hat", "t").is_err());
+    }
+
+    #[test]
+    fn requires_lines_name_features() {
+        let text = "// REQUIRES: spirv-tools\n// RUN: --emit=spirv-asm\n// REQUIRES: a, b\nmodule {}\n";
+        let header = parse_header(text, "hat-opt", "t.hat", "t").unwrap();
+        assert_eq!(header.requires, ["spirv-tools", "a", "b"]);
+        assert_eq!(header.runs.len(), 1);
+        assert!(parse_header("// REQUIRES: a,\n// RUN: x\n", "hat-opt", "t.hat", "t").is_err());
+        assert!(parse_header("// RUN: x \\\n// REQUIRES: a\n// RUN: y\n", "hat-opt", "t.hat", "t").is_err());
+    }
+
+    #[test]
+    fn a_file_that_needs_a_missing_feature_is_skipped_or_fails() {
+        let root = std::env::temp_dir().join(format!("hat-file-tests-requires-{}", std::process::id()));
+        let directory = root.join("tests");
+        std::fs::create_dir_all(&directory).unwrap();
+        let file = directory.join("needs.hat");
+        std::fs::write(&file, "// REQUIRES: gpu\n// RUN: --run\n// RUN: --emit\nmodule {}\n").unwrap();
+        // The binary does not exist: a skipped file never runs it.
+        let tests = |available| FileTests::new(root.join("no-such-tool"), "t", &root).feature("gpu", available);
+        let names = tests(false).check_file(&directory, &file).expect("skipped");
+        assert_eq!(names, ["filetests__needs-run1", "filetests__needs-run2"]);
+        let problems = tests(false).missing_features_fail(true).check_file(&directory, &file).unwrap_err();
+        assert!(problems[0].contains("requires gpu"), "{problems:?}");
+        let undeclared = FileTests::new(root.join("no-such-tool"), "t", &root).check_file(&directory, &file);
+        assert!(undeclared.unwrap_err()[0].contains("not a declared feature"));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -152,9 +152,15 @@ fn command(tool: &Tool) -> clap::Command {
     if let Some(about) = &tool.about {
         command = command.about(about.clone());
     }
-    if let Some(version) = &tool.version {
-        command = command.version(version.clone());
-    }
+    let version = tool.version.clone().unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    // `--version` also says whether SPIR-V modules are validated (lowering/build.rs).
+    let spirv_tools = match hat_lowering::spirv_tools_version() {
+        Some(linked) => format!("SPIRV-Tools {linked} (every SPIR-V module is validated)"),
+        None => "no SPIRV-Tools (SPIR-V modules go to the driver unvalidated; install Debian's spirv-tools \
+                 and build again)"
+            .to_string(),
+    };
+    command = command.version(version.clone()).long_version(format!("{version}\n{spirv_tools}"));
     let backends = backend_choice::possible_values(&tool.backends);
     command = command.mut_arg("backend", |arg| arg.value_parser(clap::builder::PossibleValuesParser::new(backends)));
     // One flag per pass and per pipeline (a value given to a pipeline's flag is accepted only to

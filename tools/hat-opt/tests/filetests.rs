@@ -6,7 +6,8 @@
 //!
 //! Bless every snapshot with `INSTA_UPDATE=always cargo test -p hat-opt --test filetests` (which
 //! also deletes the snapshots of files that are gone), or review them with `cargo insta review`.
-//! `HAT_FILETEST=TEXT` runs only the files whose path contains TEXT.
+//! `HAT_FILETEST=TEXT` runs only the files whose path contains TEXT. Files with `// REQUIRES:
+//! spirv-tools` are skipped where this build has no SPIRV-Tools (`hat_lowering::spirv_tools_version`).
 
 use std::path::Path;
 
@@ -16,5 +17,8 @@ fn file_tests() {
     hat_file_tests::FileTests::new(env!("CARGO_BIN_EXE_hat-opt"), "hat-opt", manifest.join("../.."))
         .snapshots(manifest.join("tests/snapshots"))
         .temporary_directory(Path::new(env!("CARGO_TARGET_TMPDIR")).join("filetests"))
+        // `--emit=spirv-asm` needs the system's SPIRV-Tools; CI (HAT_REQUIRE_VULKAN=1) has it.
+        .feature("spirv-tools", hat_lowering::spirv_tools_version().is_some())
+        .missing_features_fail(std::env::var("HAT_REQUIRE_VULKAN").is_ok_and(|v| v == "1"))
         .check("tests/filetests");
 }
