@@ -56,13 +56,14 @@
 use crate::dispatch_arguments::KernelSignature;
 use crate::error::RuntimeError;
 use crate::eval::ScalarOp;
+use crate::slot_code::region_hop::{self, compile_hop, single_block};
 use crate::slot_code::{ScalarInst, SlotMap, Symbols, ValueKind};
-use crate::value::{ElementType, Scalar};
+use crate::value::ElementType;
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
 use hat_ir::interfaces::{
-    describe_source, execution_space, undecided_hop, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace,
-    HopDecision, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+    execution_space, undecided_hop, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace,
+    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::types::DYNAMIC;
 use hat_ir::{Block, Context, Ident, Location, Op, OpTraits, Region, Type, TypeKind, Value};
@@ -185,42 +186,12 @@ pub(crate) struct LoopInst {
     pub location: Location,
 }
 
-/// Where control goes next from a point of a region-branch op.
-#[derive(Debug)]
-pub(crate) enum Hop {
-    /// Always along this edge.
-    To(Edge),
-    /// Along `if_true` when the `i1` in `condition` is nonzero, else along `if_false`.
-    Choose { condition: Slot, if_true: Edge, if_false: Edge },
-}
-
-impl Hop {
-    /// The edge taken, given how to read a slot.
-    #[inline]
-    pub fn edge(&self, read: impl FnOnce(Slot) -> Scalar) -> &Edge {
-        match self {
-            Hop::To(edge) => edge,
-            Hop::Choose { condition, if_true, if_false } => {
-                if read(*condition).as_i64() != 0 {
-                    if_true
-                } else {
-                    if_false
-                }
-            }
-        }
-    }
-}
+/// How control leaves a point of a region-branch op (never [`Hop::Ask`]: the CPU backend's
+/// programs outlive the context, so every hop is decided when compiled).
+pub(crate) type Hop = region_hop::Hop<Target>;
 
 /// One hop of a region-branch op: where to, and the values that go along.
-#[derive(Debug)]
-pub(crate) struct Edge {
-    pub target: Target,
-    /// The values forwarded (operands of the op, or of the region's terminator)...
-    pub sources: Box<[Slot]>,
-    /// ...into these slots (block arguments of the target region, or the op's results), one
-    /// to one.
-    pub inputs: Box<[Slot]>,
-}
+pub(crate) type Edge = region_hop::Edge<Target>;
 
 /// The target of an [`Edge`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -373,11 +344,7 @@ impl<'c> Compiler<'c> {
 
     /// The one block of a region (`None` when empty); regions of several blocks are refused.
     fn single_block(&self, op: Op, region: Region) -> Result<Option<Block>, RuntimeError> {
-        match self.ctx.region_blocks(region) {
-            [] => Ok(None),
-            [block] => Ok(Some(*block)),
-            _ => Err(self.error(op, "regions of more than one block are not supported")),
-        }
+        single_block(self.ctx, region).map_err(|message| self.error(op, message))
     }
 
     fn slot(&self, frame: &Frame, op: Op, value: Value) -> Result<Slot, RuntimeError> {
@@ -694,85 +661,21 @@ impl<'c> Compiler<'c> {
         terminator: Option<Op>,
         targets: &[Option<u32>],
     ) -> Result<Hop, RuntimeError> {
-        let ctx = self.ctx;
-        let edge = |to| self.edge(frame, op, branches, from, to, terminator, targets);
-        match HopDecision::of(ctx, op, branches, from, terminator).map_err(|message| self.error(op, message))? {
-            HopDecision::To(to) => Ok(Hop::To(edge(to)?)),
-            HopDecision::Choose { operand, if_true, if_false } => {
-                // The deciding operand: the op's on entry, the terminator's on leaving a region.
-                let decider = match from {
-                    RegionPoint::Parent => op,
-                    RegionPoint::Region(_) => terminator.unwrap_or(op),
-                };
-                let condition = self.slot(frame, decider, ctx.operands(decider)[operand])?;
-                Ok(Hop::Choose { condition, if_true: edge(if_true)?, if_false: edge(if_false)? })
-            }
-            HopDecision::Ask { successors } => {
-                let message = undecided_hop(from, &successors);
-                Err(self.error(op, format!("{message}; the CPU backend runs choices of two on an 'i1'")))
-            }
-        }
-    }
-
-    /// The edge from `from` to `to` of a region-branch op: the values forwarded and where they
-    /// land.
-    #[allow(clippy::too_many_arguments)]
-    fn edge(
-        &self,
-        frame: &Frame,
-        op: Op,
-        branches: &'static dyn RegionBranchOpInterface,
-        from: RegionPoint,
-        to: RegionPoint,
-        terminator: Option<Op>,
-        targets: &[Option<u32>],
-    ) -> Result<Edge, RuntimeError> {
-        let ctx = self.ctx;
-        let sources = match (from, terminator) {
-            (RegionPoint::Parent, _) => self.operand_slots(frame, op, branches.entry_operands(ctx, op, to))?,
-            (RegionPoint::Region(index), Some(terminator)) => {
-                let range = branches.terminator_operands(ctx, op, terminator, index, to);
-                self.operand_slots(frame, terminator, range)?
-            }
-            (RegionPoint::Region(_), None) => Box::new([]),
+        let target = |to| match to {
+            RegionPoint::Parent => Ok(Target::Parent),
+            // `hop_values` found the region's block, which has an instruction list.
+            RegionPoint::Region(index) => match targets.get(index) {
+                Some(&Some(target)) => Ok(Target::Region(target)),
+                _ => Err(format!("control goes into region #{index}, which has no code")),
+            },
         };
-        let range = branches.successor_inputs(ctx, op, to);
-        let (target, inputs) = match to {
-            RegionPoint::Parent => {
-                let results = ctx.results(op).skip(range.start).take(range.len()).collect::<Vec<_>>();
-                if range.end > ctx.result_count(op) {
-                    return Err(self.error(op, format!("has no results {range:?}")));
-                }
-                (Target::Parent, self.slots(frame, op, &results)?)
-            }
-            RegionPoint::Region(index) => {
-                let Some(&Some(target)) = targets.get(index) else {
-                    let message = format!(
-                        "{}, control goes into region #{index}, which is empty or missing",
-                        describe_source(from)
-                    );
-                    return Err(self.error(op, message));
-                };
-                let block = ctx.region_blocks(ctx.regions(op)[index])[0];
-                let Some(arguments) = ctx.block_arguments(block).get(range.clone()) else {
-                    return Err(self.error(op, format!("region #{index} has no block arguments {range:?}")));
-                };
-                (Target::Region(target), self.slots(frame, op, arguments)?)
-            }
-        };
-        if sources.len() != inputs.len() {
-            let inputs_of = match to {
-                RegionPoint::Parent => "the op's results".to_string(),
-                RegionPoint::Region(index) => format!("the arguments of region #{index}"),
-            };
-            let message = format!(
-                "{}, {} value(s) are forwarded to {inputs_of}, which take {}",
-                describe_source(from),
-                sources.len(),
-                inputs.len()
-            );
-            return Err(self.error(op, message));
+        let hop = compile_hop(self.ctx, frame, op, branches, from, terminator, target)
+            .map_err(|message| self.error(op, message))?;
+        if let Hop::Ask { edges, .. } = &hop {
+            let successors: Vec<RegionPoint> = edges.iter().map(|(to, _)| *to).collect();
+            let message = undecided_hop(from, &successors);
+            return Err(self.error(op, format!("{message}; the CPU backend runs choices of two on an 'i1'")));
         }
-        Ok(Edge { target, sources, inputs })
+        Ok(hop)
     }
 }

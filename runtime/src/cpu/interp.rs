@@ -28,6 +28,9 @@ use hat_dialects::kernel::WorkItemQuery;
 use hat_ir::Location;
 use std::sync::Mutex;
 
+/// The compiler decides every hop of a kernel (`compile.rs`, `Hop`).
+const UNDECIDED: &str = "a region-branch hop left to run time";
+
 /// What a dispatch shares with every work item of one workgroup.
 pub(crate) struct Env<'a> {
     pub program: &'a Program,
@@ -435,18 +438,22 @@ impl Item {
                     }
                 }
                 Inst::Branch(hop) => {
-                    let edge = hop.edge(|condition| slot!(condition));
+                    let Some(edge) = hop.decided(&self.slots[base..]) else {
+                        return Err(self.internal(env, UNDECIDED));
+                    };
                     self.forward(base, edge);
-                    match edge.target {
+                    match edge.to {
                         Target::Parent => pc += 1,
                         Target::Region(target) => enter!(target),
                     }
                 }
                 Inst::Exit(hop) => {
                     self.parent_frame(env)?;
-                    let edge = hop.edge(|condition| slot!(condition));
+                    let Some(edge) = hop.decided(&self.slots[base..]) else {
+                        return Err(self.internal(env, UNDECIDED));
+                    };
                     self.forward(base, edge);
-                    match edge.target {
+                    match edge.to {
                         Target::Parent => resume_parent!(),
                         Target::Region(target) => {
                             self.frames.last_mut().expect("a running item has a frame").block = target;
@@ -476,7 +483,7 @@ impl Item {
         for &source in edge.sources.iter() {
             self.scratch.push(self.slots[base + source as usize]);
         }
-        for (&input, &value) in edge.inputs.iter().zip(&self.scratch) {
+        for (&input, &value) in edge.targets.iter().zip(&self.scratch) {
             self.slots[base + input as usize] = value;
         }
     }

@@ -25,24 +25,23 @@
 
 use super::interpret::{RED_ZONE, STACK_SEGMENT};
 use super::program::{
-    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst,
-    LoopInst,
+    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Function, HostCallInst, Inst, LoopInst,
 };
 use super::{parameter_kind, ParameterKind};
 use crate::dispatch_arguments::{ArgumentType, ExtentCheck, KernelSignature};
 use crate::error::RuntimeError;
 use crate::report::{Direction, HostHook};
+use crate::slot_code::region_hop::{compile_hop, single_block};
 use crate::slot_code::{ScalarInst, Slot, SlotMap, Symbols, ValueKind};
 use crate::value::ElementType;
 use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
-    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, HopDecision, LaunchOpInterface,
+    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, LaunchOpInterface,
     LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
 use rustc_hash::FxHashMap;
-use std::ops::Range;
 
 /// What an executor has compiled, kept across its runs: host functions (compiled on their first
 /// call) and kernels (compiled by the backend on their first dispatch), each numbered on first
@@ -147,18 +146,6 @@ impl Compiler<'_, '_> {
         self.slots.get_all(values).map_err(|message| self.error(op, message))
     }
 
-    /// The integer operands' slots (`None` for the others).
-    fn integer_slots(&self, op: Op, values: &[Value]) -> Result<Box<[Option<Slot>]>, RuntimeError> {
-        values
-            .iter()
-            .map(|&value| {
-                let integer =
-                    matches!(self.kind(op, self.ctx.value_type(value))?, ValueKind::Scalar(t) if !t.is_float());
-                Ok(if integer { Some(self.slot(op, value)?) } else { None })
-            })
-            .collect()
-    }
-
     fn arguments(&self, op: Op, values: &[Value]) -> Result<Box<[ArgSlot]>, RuntimeError> {
         values
             .iter()
@@ -174,14 +161,7 @@ impl Compiler<'_, '_> {
 
     /// The one block of a region (`None` when empty); regions of several blocks are refused.
     fn single_block(&self, op: Op, region: Region) -> Result<Option<Block>, RuntimeError> {
-        match self.ctx.region_blocks(region) {
-            [] => Ok(None),
-            [block] => Ok(Some(*block)),
-            blocks => Err(self.error(
-                op,
-                format!("has a region of {} blocks: the host executor runs structured control flow only", blocks.len()),
-            )),
-        }
+        single_block(self.ctx, region).map_err(|message| self.error(op, message))
     }
 
     fn function(&mut self, op: Op) -> Result<Function, RuntimeError> {
@@ -218,7 +198,6 @@ impl Compiler<'_, '_> {
         let ctx = self.ctx;
         let mut insts = Vec::new();
         let mut exits: Box<[Slot]> = Box::new([]);
-        let mut integer_exits: Box<[bool]> = Box::new([]);
         for op in ctx.block_ops(block) {
             if ctx.has_traits(op, OpTraits::TERMINATOR) && ctx.next_op(op).is_none() {
                 if !ctx.successors(op).is_empty() {
@@ -226,12 +205,11 @@ impl Compiler<'_, '_> {
                         .error(op, "branches to another block: the host executor runs structured control flow only"));
                 }
                 exits = self.slots(op, ctx.operands(op))?;
-                integer_exits = self.integer_slots(op, ctx.operands(op))?.iter().map(Option::is_some).collect();
                 break;
             }
             insts.push(self.op(op)?);
         }
-        Ok(Code { insts: insts.into(), exits, integer_exits })
+        Ok(Code { insts: insts.into(), exits })
     }
 
     fn op(&mut self, op: Op) -> Result<Inst, RuntimeError> {
@@ -299,94 +277,33 @@ impl Compiler<'_, '_> {
     /// An op with regions: its code per region, and every hop its interface allows.
     fn branch_op(&mut self, op: Op, branches: &'static dyn RegionBranchOpInterface) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
-        let operands = ctx.operands(op);
-        let operand_slots = self.slots(op, operands)?;
-        let integer_operands = self.integer_slots(op, operands)?;
         let mut regions = Vec::new();
-        let mut arguments = Vec::new();
         let mut terminators = Vec::new();
         for &region in ctx.regions(op) {
             match self.single_block(op, region)? {
                 Some(block) => {
-                    arguments.push(self.define_arguments(op, block)?);
+                    self.define_arguments(op, block)?;
                     terminators.push(ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)));
                     regions.push(Some(self.block(block)?));
                 }
                 None => {
-                    arguments.push(Box::new([]) as Box<[Slot]>);
                     terminators.push(None);
                     regions.push(None);
                 }
             }
         }
-        let results = self.define_results(op)?;
-        let mut edges = Vec::new();
-        let points = std::iter::once(RegionPoint::Parent).chain((0..regions.len()).map(RegionPoint::Region));
-        for from in points {
-            if let RegionPoint::Region(index) = from {
-                if regions[index].is_none() {
-                    continue;
-                }
-            }
-            for to in branches.successors(ctx, op, from, &[]) {
-                let (available, range): (&[Slot], Range<usize>) = match from {
-                    RegionPoint::Parent => (&operand_slots, branches.entry_operands(ctx, op, to)),
-                    RegionPoint::Region(index) => {
-                        let exits = &regions[index].as_ref().expect("skipped above").exits;
-                        match terminators[index] {
-                            Some(terminator) => (exits, branches.terminator_operands(ctx, op, terminator, index, to)),
-                            None => (exits, 0..0),
-                        }
-                    }
-                };
-                let inputs = branches.successor_inputs(ctx, op, to);
-                let destination: Option<&[Slot]> = match to {
-                    RegionPoint::Parent => Some(&results),
-                    RegionPoint::Region(index) => arguments.get(index).map(|a| &a[..]),
-                };
-                let sources = available.get(range.clone());
-                let targets = destination.and_then(|d| d.get(inputs.clone()));
-                let (Some(sources), Some(targets)) = (sources, targets) else {
-                    return Err(self.error(
-                        op,
-                        format!(
-                            "its region-branch interface names values it does not have on the hop {from:?} -> {to:?}"
-                        ),
-                    ));
-                };
-                if sources.len() != targets.len() {
-                    return Err(self.error(
-                        op,
-                        format!(
-                            "its region-branch interface moves {} values into {} on the hop {from:?} -> {to:?}",
-                            sources.len(),
-                            targets.len()
-                        ),
-                    ));
-                }
-                edges.push(Edge { from, to, sources: sources.into(), targets: targets.into() });
-            }
-        }
-        // How control leaves each point, decided now where one `i1` (or nothing) decides it.
-        let decide = |from, terminator| {
-            HopDecision::of(ctx, op, branches, from, terminator).unwrap_or(HopDecision::Ask { successors: Vec::new() })
+        self.define_results(op)?;
+        let hop = |from, terminator| {
+            compile_hop(ctx, &self.slots, op, branches, from, terminator, Ok).map_err(|message| self.error(op, message))
         };
-        let decisions = std::iter::once(decide(RegionPoint::Parent, None))
-            .chain(
-                terminators
-                    .iter()
-                    .enumerate()
-                    .map(|(index, &terminator)| decide(RegionPoint::Region(index), terminator)),
-            )
-            .collect();
-        Ok(Inst::Branch(Box::new(BranchInst {
-            op,
-            branches,
-            integer_operands,
-            regions: regions.into(),
-            edges: edges.into(),
-            decisions,
-        })))
+        let mut hops = vec![Some(hop(RegionPoint::Parent, None)?)];
+        for (index, (code, &terminator)) in regions.iter().zip(&terminators).enumerate() {
+            hops.push(match code {
+                Some(_) => Some(hop(RegionPoint::Region(index), terminator)?),
+                None => None,
+            });
+        }
+        Ok(Inst::Branch(Box::new(BranchInst { op, branches, regions: regions.into(), hops: hops.into() })))
     }
 
     /// A call: of a function with a body (compiled on its first call), or of a declaration (a

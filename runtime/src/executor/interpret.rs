@@ -21,7 +21,7 @@ use super::buffers::{At, BufferId, Buffers, Use};
 use super::compile::{self, CompiledKernel};
 use super::host_functions::HostCall;
 use super::program::{
-    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst,
+    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, Hop, HostCallInst, Inst,
     LoopInst, Slot,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
@@ -37,7 +37,7 @@ use crate::report::{Direction, HostHook, Recorder};
 use crate::slot_code::counted_loop;
 use crate::slot_code::scalar::ScalarFailure;
 use crate::value::{BufferLayout, Scalar};
-use hat_ir::interfaces::{HopDecision, RegionPoint};
+use hat_ir::interfaces::RegionPoint;
 use hat_ir::{Context, Op};
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -590,7 +590,17 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         }
         let mut from = RegionPoint::Parent;
         loop {
-            let edge = self.next_hop(frame, branch, from)?;
+            let point = match from {
+                RegionPoint::Parent => 0,
+                RegionPoint::Region(index) => index + 1,
+            };
+            let Some(hop) = &branch.hops[point] else {
+                return Err(self.unsupported(branch.op, format!("leaves {from:?}, which is empty")));
+            };
+            let edge = match hop.decided(frame) {
+                Some(edge) => edge,
+                None => self.ask_hop(frame, branch, hop, from)?,
+            };
             move_values(frame, &edge.sources, &edge.targets);
             let RegionPoint::Region(index) = edge.to else { return Ok(()) };
             let Some(code) = &branch.regions[index] else {
@@ -601,70 +611,32 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         }
     }
 
-    /// The hop from `from` that the op's interface chooses, given the run-time integers of the
-    /// deciding values: the op's operands from `Parent`, the terminator's from a region. (Its
-    /// own function, so that the recursion through regions keeps small frames.)
-    #[inline(never)]
-    fn next_hop<'b>(&self, frame: &[Scalar], branch: &'b BranchInst, from: RegionPoint) -> Res<&'b Edge> {
-        let point = match from {
-            RegionPoint::Parent => 0,
-            RegionPoint::Region(index) => index + 1,
-        };
-        let to = match &branch.decisions[point] {
-            HopDecision::To(to) => *to,
-            HopDecision::Choose { operand, if_true, if_false } => {
-                let slot = match from {
-                    RegionPoint::Parent => branch.integer_operands[*operand],
-                    RegionPoint::Region(index) => {
-                        branch.regions[index].as_ref().and_then(|code| code.exits.get(*operand).copied())
-                    }
-                };
-                let value = slot.map(|slot| frame[slot as usize].as_i64()).unwrap_or(0);
-                if value & 1 != 0 {
-                    *if_true
-                } else {
-                    *if_false
-                }
-            }
-            HopDecision::Ask { .. } => self.ask_hop(frame, branch, from)?,
-        };
-        branch.edges.iter().find(|e| e.from == from && e.to == to).ok_or_else(|| {
-            self.unsupported(
-                branch.op,
-                format!("its region-branch interface goes {from:?} -> {to:?}, which it did not list"),
-            )
-        })
-    }
-
-    /// The hop from `from` that the op's interface chooses, asked with the run-time integers of
-    /// the deciding values (a hop no single `i1` decides: a multi-way switch).
+    /// The edge of `hop` (from `from`) that the op's interface chooses, asked with the run-time
+    /// integers of the deciding values (a hop no single `i1` decides: a multi-way switch).
     #[cold]
     #[inline(never)]
-    fn ask_hop(&self, frame: &[Scalar], branch: &BranchInst, from: RegionPoint) -> Res<RegionPoint> {
-        let constants: SmallVec<[Option<i64>; 8]> = match from {
-            RegionPoint::Parent => {
-                branch.integer_operands.iter().map(|s| s.map(|s| frame[s as usize].as_i64())).collect()
-            }
-            RegionPoint::Region(index) => {
-                let code = branch.regions[index].as_ref().expect("only a region that ran is left");
-                code.exits
-                    .iter()
-                    .zip(code.integer_exits.iter())
-                    .map(|(&s, &integer)| integer.then(|| frame[s as usize].as_i64()))
-                    .collect()
-            }
+    fn ask_hop<'b>(&self, frame: &[Scalar], branch: &BranchInst, hop: &'b Hop, from: RegionPoint) -> Res<&'b Edge> {
+        let Hop::Ask { edges, deciders } = hop else {
+            return Err(self.unsupported(branch.op, format!("no edge from {from:?}")));
         };
+        let constants: SmallVec<[Option<i64>; 8]> =
+            deciders.iter().map(|slot| slot.map(|slot| frame[slot as usize].as_i64())).collect();
         let successors = branch.branches.successors(self.ctx, branch.op, from, &constants);
-        match successors[..] {
-            [to] => Ok(to),
-            _ => Err(self.unsupported(
+        let [to] = successors[..] else {
+            return Err(self.unsupported(
                 branch.op,
                 format!(
                     "its region-branch interface gives {} successors of {from:?} for known operands, not one",
                     successors.len()
                 ),
-            )),
-        }
+            ));
+        };
+        edges.iter().find(|(point, _)| *point == to).map(|(_, edge)| edge).ok_or_else(|| {
+            self.unsupported(
+                branch.op,
+                format!("its region-branch interface goes {from:?} -> {to:?}, which it did not list"),
+            )
+        })
     }
 
     // ----- host functions ------------------------------------------------------------------

@@ -11,7 +11,7 @@ use crate::report::Direction;
 use crate::report::HostHook;
 use crate::value::ElementType;
 use hat_dialects::compute::ArgEffect;
-use hat_ir::interfaces::{HopDecision, RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
 use hat_ir::Op;
 use std::ops::Range;
 
@@ -41,9 +41,6 @@ pub(crate) struct Function {
 pub(crate) struct Code {
     pub insts: Box<[Inst]>,
     pub exits: Box<[Slot]>,
-    /// For each exit, whether it is an integer (its value is passed to
-    /// [`RegionBranchOpInterface::successors`]).
-    pub integer_exits: Box<[bool]>,
 }
 
 /// An instruction. `op` is the op it came from, for errors and the report.
@@ -107,31 +104,25 @@ pub(crate) struct LoopInst {
 pub(crate) struct BranchInst {
     pub op: Op,
     pub branches: &'static dyn RegionBranchOpInterface,
-    /// The op's operands; `None` where not an integer.
-    pub integer_operands: Box<[Option<Slot>]>,
     /// Each region's code; `None` for an empty region.
     pub regions: Box<[Option<Code>]>,
-    /// Every hop the interface allows, with the values it moves.
-    pub edges: Box<[Edge]>,
-    /// How control leaves each point: `Parent` first, then each region
-    /// ([`hat_ir::interfaces::HopDecision`]; asked of the interface at run time only for `Ask`).
-    pub decisions: Box<[HopDecision]>,
+    /// How control leaves each point: `Parent` first, then each region (`None` for an empty
+    /// one), decided when compiled where it can be (`slot_code::region_hop`, shared with the CPU
+    /// backend), else asked of the interface when it runs.
+    pub hops: Box<[Option<Hop>]>,
 }
 
 impl std::fmt::Debug for BranchInst {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BranchInst").field("op", &self.op).field("edges", &self.edges).finish_non_exhaustive()
+        f.debug_struct("BranchInst").field("op", &self.op).field("hops", &self.hops).finish_non_exhaustive()
     }
 }
 
-/// A hop between an op and its regions: the values at `sources` move to `targets`.
-#[derive(Debug)]
-pub(crate) struct Edge {
-    pub from: RegionPoint,
-    pub to: RegionPoint,
-    pub sources: Box<[Slot]>,
-    pub targets: Box<[Slot]>,
-}
+/// A hop of a region-branch op, to a region (its code in [`BranchInst::regions`]) or past the op.
+pub(crate) type Hop = crate::slot_code::region_hop::Hop<RegionPoint>;
+
+/// One edge of a [`Hop`]: where to, and the values that go along.
+pub(crate) type Edge = crate::slot_code::region_hop::Edge<RegionPoint>;
 
 /// A call of a function with a body.
 #[derive(Debug)]

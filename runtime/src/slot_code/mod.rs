@@ -8,6 +8,7 @@
 //! - [`ScalarInst`] ([`scalar`]): the scalar instruction set both engines run — constants,
 //!   `arith.select` and every [`ScalarOp`](crate::eval::ScalarOp) — compiled and executed once.
 //! - [`Symbols`]: the op a call or dispatch names, innermost symbol table first.
+//! - [`region_hop`]: a region's one block, and the values each hop of a region-branch op moves.
 //! - [`counted_loop`]: the one rule for a counted loop's induction variable at run time (its
 //!   parts come from [`hat_ir::interfaces::CountedLoop`], shared with the SPIR-V lowering).
 //!
@@ -17,6 +18,7 @@
 //! [`Scalar`]: crate::value::Scalar
 
 pub(crate) mod counted_loop;
+pub(crate) mod region_hop;
 pub(crate) mod scalar;
 pub(crate) mod symbols;
 
