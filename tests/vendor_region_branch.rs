@@ -132,3 +132,58 @@ fn canonicalize_leaves_constants_of_unreachable_blocks_valid() {
     manager.add_pipeline(&hat_passes::registry(), "canonicalize").unwrap();
     manager.run(&mut ctx, module).unwrap_or_else(|e| panic!("{e:?}"));
 }
+
+/// A vendor's region-branch interface that forwards more values than the successor takes
+/// (`dev.unless` forwards its defaults to the results: here two defaults, one result). Both
+/// engines read hops through one compiler (`slot_code::region_hop`), which refuses it with the
+/// op's location before anything runs, on the host and in a kernel.
+#[test]
+fn a_hop_that_forwards_more_values_than_its_successor_takes_is_refused_by_both_engines() {
+    let unless = r#"%r = "dev.unless"(%no, %one, %one) ({
+    "dev.again"(%one) : (i64) -> ()
+  }) : (i1, i64, i64) -> i64"#;
+    let host = format!(
+        r#"
+"vendor.proc"() ({{
+^bb0(%n: i64):
+  %no = arith.constant false
+  %one = arith.constant 1 : i64
+  {unless}
+  "vendor.ret"(%r) : (i64) -> ()
+}}) {{sym_name = "main", function_type = (i64) -> i64}} : () -> ()
+"#
+    );
+    let kernel = format!(
+        r#"
+kernel.func @k(%b: memref<4xi64>) workgroup(4) {{
+  %i = kernel.global_id x
+  %no = arith.constant false
+  %one = arith.constant 1 : i64
+  {unless}
+  buffer.store %r, %b[%i] : memref<4xi64>
+  kernel.return
+}}
+compute.func @main(%b: memref<4xi64>) {{
+  %c4 = arith.constant 4 : index
+  compute.dispatch @k[%c4](%b) : (memref<4xi64>)
+  compute.return
+}}
+"#
+    );
+    for (name, text, argument) in [
+        ("host.hat", host, ArgValue::Scalar(Scalar::Int(1))),
+        ("kernel.hat", kernel, ArgValue::Buffer(hat_runtime::HostBuffer::from_i64(&[4], &[0; 4]).expect("fits"))),
+    ] {
+        let mut ctx = context();
+        let module = parse_source(&mut ctx, name, &text).expect("parses");
+        let verified = verify_module(&ctx, module).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let mut backend = CpuBackend::new();
+        let mut executor = Executor::new(verified, &mut backend, ExecutorOptions::default());
+        let error = executor.run("main", vec![argument]).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("2 value(s) are forwarded to the op's results, which take 1"), "{name}: {message}");
+        assert!(message.contains("dev.unless"), "{name}: {message}");
+        let (file, line, column) = ctx.sources.file_line_col(error.location()).expect("located");
+        assert_eq!((file, line, column), (name, 6, 3), "{name}: at the op");
+    }
+}
