@@ -14,35 +14,23 @@
 //!   or a vendor's device function); the call's `arguments()` bind to the body's parameters.
 //!   Every function is compiled once, so recursion compiles; the interpreter bounds the depth
 //!   ([`MAX_CALL_DEPTH`]).
-//! - **Counted loops.** An op with [`LoopLikeOpInterface`] becomes a [`LoopInst`]: bounds, step,
-//!   induction variable, inits and carried block arguments come from the interface, whatever the
-//!   op's operand layout (`scf.for`'s bounds first, a vendor's last). The values carried to the
-//!   next iteration (and, at the end, the results) are the body terminator's operands at
-//!   `terminator_operands` when the op also has [`RegionBranchOpInterface`], else all of them.
-//! - **Other region ops.** An op with [`RegionBranchOpInterface`] becomes a general
-//!   region-branch machine: an [`Inst::Branch`] (the hop into the op) and, ending each region, an
-//!   [`Inst::Exit`] (the hop out of it). The interpreter cannot ask the interface (a program
-//!   outlives the context), so each hop is tabulated here, as
-//!   [`hat_ir::interfaces::HopDecision`] decides it (shared with the host executor and the SPIR-V
-//!   lowering): unconditional, or a choice on one `i1` operand (the op's entering, the region
-//!   terminator's leaving). A hop with more than two successors, or with two
-//!   that no single `i1` operand decides, is a compile error naming the op. Along each hop, values
-//!   move from `entry_operands` (entering) or `terminator_operands` (leaving a region) into the
-//!   successor's `successor_inputs` (a region's block arguments, or the op's results).
-//! - **Terminators.** A block's terminator is its last op when that op has the `TERMINATOR`
-//!   trait; a block without one ends as if by a terminator with no operands. A function body's
-//!   terminator must be `RETURN_LIKE` (its operands are the function's results). In a loop or
-//!   region-branch region, any terminator without successor blocks forwards its operands as
-//!   above (`scf.condition` is a terminator but not return-like).
-//! - **Memory, work items, scalars.** Typed views: `buffer`'s `LoadOp`, `StoreOp` and `DimOp`;
-//!   `kernel`'s `LocalAllocOp`, `AtomicRmwOp` and `BarrierOp`, and [`WorkItemQuery`] for the
-//!   work-item ids and sizes; `arith`'s `ConstantOp` and `SelectOp`. Every other scalar op is a
-//!   [`ScalarOp`] of [`crate::eval`].
+//! - **Counted loops, region-branch ops, terminators, scalars** are compiled by the runtime's one
+//!   compiler ([`crate::slot_code::compiler`], shared with the host executor): a counted loop
+//!   becomes a [`LoopInst`] whose body ends in [`Inst::Next`]; a region-branch op becomes an
+//!   [`Inst::Branch`] (the hop into the op) and, ending each region, an [`Inst::Exit`] (the hop
+//!   out of it), each hop decided when compiled ([`crate::slot_code::region_hop`]): the
+//!   interpreter cannot ask the interface (a program outlives the context), so a hop that no
+//!   single `i1` decides is a compile error naming the op. A function body ends in
+//!   [`Inst::Return`].
+//! - **The device's instruction set** (this file, [`InstructionSet`]): typed views — `buffer`'s
+//!   `LoadOp`, `StoreOp` and `DimOp`; `kernel`'s `LocalAllocOp`, `AtomicRmwOp` and `BarrierOp`,
+//!   and [`WorkItemQuery`] for the work-item ids and sizes.
 //!
 //! The program's form:
 //!
 //! - Every value of a function (block arguments and op results) gets a *slot*, numbered from 0
-//!   in the function; the function's parameters are its first slots. A slot holds a [`Scalar`];
+//!   in the function; the function's parameters are its first slots. A slot holds a
+//!   [`Scalar`](crate::value::Scalar);
 //!   a buffer (memref) value holds a *buffer handle* as `Scalar::Int`: the position of the
 //!   buffer among the kernel's buffer parameters, or, for `kernel.local_alloc`, the number of
 //!   buffer parameters plus the position of the allocation among the program's local allocations.
@@ -56,17 +44,17 @@
 use crate::dispatch_arguments::KernelSignature;
 use crate::error::RuntimeError;
 use crate::eval::ScalarOp;
-use crate::slot_code::region_hop::{self, compile_hop, single_block};
-use crate::slot_code::{ScalarInst, SlotMap, Symbols, ValueKind};
+use crate::slot_code::compiler::{self, End, InstructionSet, LoopSlots};
+use crate::slot_code::region_hop::{self, single_block};
+use crate::slot_code::{ScalarInst, SlotMap, Symbols};
 use crate::value::ElementType;
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
 use hat_ir::interfaces::{
-    execution_space, undecided_hop, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace,
-    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+    execution_space, CallOpInterface, CallableOpInterface, ExecutionSpace, RegionBranchOpInterface,
 };
 use hat_ir::types::DYNAMIC;
-use hat_ir::{Block, Context, Ident, Location, Op, OpTraits, Region, Type, TypeKind, Value};
+use hat_ir::{Context, Ident, Location, Op, Region, Type, TypeKind, Value};
 use rustc_hash::FxHashMap;
 use std::ops::Range;
 
@@ -74,11 +62,6 @@ pub(crate) use crate::slot_code::Slot;
 
 /// The default workgroup size, when a kernel has no `workgroup_size`.
 pub const DEFAULT_WORKGROUP_SIZE: [u64; 3] = [64, 1, 1];
-
-/// Stack kept free before a nested block is compiled, and the size of each new stack segment
-/// (see [`Compiler::fill`]).
-const RED_ZONE: usize = 128 * 1024;
-const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 
 /// The deepest nesting of helper calls a work item may reach (helpers may recurse; this keeps a
 /// runaway recursion from exhausting memory).
@@ -168,18 +151,11 @@ pub(crate) struct CallInst {
     pub location: Location,
 }
 
-/// A counted loop (an op with [`LoopLikeOpInterface`]).
+/// A counted loop (an op with
+/// [`LoopLikeOpInterface`](hat_ir::interfaces::LoopLikeOpInterface)).
 #[derive(Debug)]
 pub(crate) struct LoopInst {
-    pub lower: Slot,
-    pub upper: Slot,
-    pub step: Slot,
-    /// The induction variable's type.
-    pub ty: ElementType,
-    pub inits: Box<[Slot]>,
-    pub induction: Slot,
-    pub iter_args: Box<[Slot]>,
-    pub results: Box<[Slot]>,
+    pub slots: LoopSlots,
     pub body: u32,
     /// The op's name, for errors.
     pub name: Box<str>,
@@ -193,17 +169,8 @@ pub(crate) type Hop = region_hop::Hop<Target>;
 /// One hop of a region-branch op: where to, and the values that go along.
 pub(crate) type Edge = region_hop::Edge<Target>;
 
-/// The target of an [`Edge`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// Past the op: it is done.
-    Parent,
-    /// Into a region: its instruction list.
-    Region(u32),
-}
-
-/// The slots of one function being compiled.
-type Frame = SlotMap;
+/// The target of an [`Edge`]: past the op, or into a region's instruction list.
+pub(crate) type Target = compiler::Target<u32>;
 
 struct Compiler<'c> {
     ctx: &'c Context,
@@ -214,18 +181,8 @@ struct Compiler<'c> {
     queue: Vec<(Op, Region, u32)>,
     /// The symbols calls name.
     symbols: Symbols,
-}
-
-/// How a block being compiled ends: what its terminator becomes.
-#[derive(Copy, Clone)]
-enum End<'a> {
-    /// A function body: a return of the terminator's operands.
-    Return { function: Op },
-    /// A counted loop's body: the next iteration, carrying the terminator's operands
-    /// `yielded.0..yielded.1` ([`CountedLoop::yielded`], checked).
-    Loop { yielded: (usize, usize) },
-    /// Region `region` of a region-branch op whose regions compile to `targets`.
-    Branch { op: Op, region: usize, branches: &'static dyn RegionBranchOpInterface, targets: &'a [Option<u32>] },
+    /// The slots of the function being compiled.
+    frame: SlotMap,
 }
 
 /// Compiles `kernel` (a callable with a body and the `DEVICE_CODE` trait) with the device
@@ -275,6 +232,7 @@ pub(crate) fn compile(ctx: &Context, kernel: Op) -> Result<Program, RuntimeError
         functions: FxHashMap::default(),
         queue: Vec::new(),
         symbols: Symbols::default(),
+        frame: SlotMap::default(),
     };
     compiler.enqueue(kernel, body);
     while let Some((op, body, index)) = compiler.queue.pop() {
@@ -296,10 +254,6 @@ impl<'c> Compiler<'c> {
     fn error(&self, op: Op, message: impl std::fmt::Display) -> RuntimeError {
         let name = self.ctx.name_str(op);
         unsupported(name, &format!("{message} (in kernel '{}')", self.kernel_name), self.ctx.location(op))
-    }
-
-    fn element(&self, op: Op, ty: Type) -> Result<ElementType, RuntimeError> {
-        ValueKind::scalar(self.ctx, ty).map_err(|message| self.error(op, message))
     }
 
     /// The element type and shape of a memref type.
@@ -331,33 +285,25 @@ impl<'c> Compiler<'c> {
 
     fn function(&mut self, op: Op, region: Region) -> Result<Function, RuntimeError> {
         let name = symbol_name(self.ctx, op).unwrap_or("<unnamed>").to_string();
-        let mut frame = Frame::default();
-        let block = self.single_block(op, region)?.ok_or_else(|| self.error(op, "the function has no body"))?;
-        let mut params = 0;
-        for &argument in self.ctx.block_arguments(block) {
-            frame.define(self.ctx, argument).map_err(|message| self.error(op, message))?;
-            params += 1;
-        }
-        let body = self.block(&mut frame, block, End::Return { function: op })?;
-        Ok(Function { name, slots: frame.count(), params, body })
+        self.frame = SlotMap::default();
+        let block = single_block(self.ctx, region)
+            .map_err(|message| self.error(op, message))?
+            .ok_or_else(|| self.error(op, "the function has no body"))?;
+        let (params, body) = compiler::function_body(self, self.ctx, op, block)?;
+        Ok(Function { name, slots: self.frame.count(), params, body })
     }
 
-    /// The one block of a region (`None` when empty); regions of several blocks are refused.
-    fn single_block(&self, op: Op, region: Region) -> Result<Option<Block>, RuntimeError> {
-        single_block(self.ctx, region).map_err(|message| self.error(op, message))
+    fn slot(&self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
+        self.frame.get(value).map_err(|message| self.error(op, message))
     }
 
-    fn slot(&self, frame: &Frame, op: Op, value: Value) -> Result<Slot, RuntimeError> {
-        frame.get(value).map_err(|message| self.error(op, message))
-    }
-
-    fn slots(&self, frame: &Frame, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
-        frame.get_all(values).map_err(|message| self.error(op, message))
+    fn value_slots(&self, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
+        self.frame.get_all(values).map_err(|message| self.error(op, message))
     }
 
     /// The slots of `op`'s operands at `range` (an interface's answer, checked).
-    fn operand_slots(&self, frame: &Frame, op: Op, range: Range<usize>) -> Result<Box<[Slot]>, RuntimeError> {
-        frame.operands(self.ctx, op, range).map_err(|message| self.error(op, message))
+    fn operand_slots(&self, op: Op, range: Range<usize>) -> Result<Box<[Slot]>, RuntimeError> {
+        self.frame.operands(self.ctx, op, range).map_err(|message| self.error(op, message))
     }
 
     /// Refuses an op with fewer than `count` operands (which a typed view would index past).
@@ -368,149 +314,69 @@ impl<'c> Compiler<'c> {
         Ok(())
     }
 
-    fn define_results(&self, frame: &mut Frame, op: Op) -> Result<Box<[Slot]>, RuntimeError> {
-        frame.define_results(self.ctx, op).map_err(|message| self.error(op, message))
+    fn define_results(&mut self, op: Op) -> Result<Box<[Slot]>, RuntimeError> {
+        self.frame.define_results(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
     /// The slot of `op`'s one result.
-    fn define_result(&self, frame: &mut Frame, op: Op) -> Result<Slot, RuntimeError> {
-        frame.define_result(self.ctx, op).map_err(|message| self.error(op, message))
+    fn define_result(&mut self, op: Op) -> Result<Slot, RuntimeError> {
+        self.frame.define_result(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
-    fn define_arguments(&self, frame: &mut Frame, op: Op, block: Block) -> Result<Box<[Slot]>, RuntimeError> {
-        frame.define_arguments(self.ctx, block).map_err(|message| self.error(op, message))
-    }
-
-    /// A new, empty instruction list, to be filled by [`Self::fill`].
-    fn reserve(&mut self) -> u32 {
-        let index = self.program.blocks.len() as u32;
-        self.program.blocks.push(Box::new([]));
-        index
-    }
-
-    /// Compiles a block into a new instruction list.
-    fn block(&mut self, frame: &mut Frame, block: Block, end: End<'_>) -> Result<u32, RuntimeError> {
-        let index = self.reserve();
-        self.fill(frame, index, block, end)?;
-        Ok(index)
-    }
-
-    /// Compiles a block into the reserved instruction list `index`; its terminator (see the
-    /// module docs) becomes what `end` says. Regions nest as deep as the parser allows, each
-    /// level a few frames of this recursion: the stack grows as needed.
-    fn fill(&mut self, frame: &mut Frame, index: u32, block: Block, end: End<'_>) -> Result<(), RuntimeError> {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.fill_ops(frame, index, block, end))
-    }
-
-    fn fill_ops(&mut self, frame: &mut Frame, index: u32, block: Block, end: End<'_>) -> Result<(), RuntimeError> {
-        let ctx = self.ctx;
-        let terminator = ctx.last_op(block).filter(|&op| ctx.has_traits(op, OpTraits::TERMINATOR));
-        let mut insts = Vec::new();
-        for op in ctx.block_ops(block) {
-            if Some(op) == terminator {
-                break;
-            }
-            insts.push(self.op(frame, op)?);
-        }
-        insts.push(self.terminator(frame, terminator, end)?);
-        self.program.blocks[index as usize] = insts.into();
-        Ok(())
-    }
-
-    /// What a block's terminator (`None`: the block has none) becomes.
-    fn terminator(&mut self, frame: &Frame, terminator: Option<Op>, end: End<'_>) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        if let Some(op) = terminator.filter(|&op| !ctx.successors(op).is_empty()) {
-            return Err(self.error(op, "branches between blocks are not supported"));
-        }
-        match end {
-            End::Return { function } => {
-                let Some(op) = terminator else { return Ok(Inst::Return { values: Box::new([]) }) };
-                if !ctx.has_traits(op, OpTraits::RETURN_LIKE) {
-                    let message = format!("ends the body of '{}', but is not return-like", ctx.name_str(function));
-                    return Err(self.error(op, message));
-                }
-                Ok(Inst::Return { values: self.slots(frame, op, ctx.operands(op))? })
-            }
-            End::Loop { yielded: (start, end) } => {
-                let values = match terminator {
-                    Some(op) => self.operand_slots(frame, op, start..end)?,
-                    None => Box::new([]),
-                };
-                Ok(Inst::Next { values })
-            }
-            End::Branch { op, region, branches, targets } => {
-                let hop = self.hop(frame, op, branches, RegionPoint::Region(region), terminator, targets)?;
-                Ok(Inst::Exit(Box::new(hop)))
-            }
-        }
-    }
-
-    fn op(&mut self, frame: &mut Frame, op: Op) -> Result<Inst, RuntimeError> {
+    /// The device's own ops: work-item queries, memory, workgroup memory, atomics, barriers.
+    fn own_op(&mut self, op: Op) -> Result<Option<Inst>, RuntimeError> {
         let ctx = self.ctx;
         let location = ctx.location(op);
-        if let Some(inst) = ScalarInst::compile(ctx, op, frame).map_err(|message| self.error(op, message))? {
-            return Ok(Inst::Scalar { inst, location });
-        }
         if let Some(query) = WorkItemQuery::of(ctx, op) {
             let dimension = WorkItemQuery::dimension(ctx, op)
                 .ok_or_else(|| self.error(op, "requires an integer attribute 'dimension' of 0, 1 or 2"))?;
-            let dst = self.define_result(frame, op)?;
-            return Ok(Inst::Id { dst, query, dimension });
+            let dst = self.define_result(op)?;
+            return Ok(Some(Inst::Id { dst, query, dimension }));
         }
         if let Some(load) = LoadOp::wrap(ctx, op) {
             self.expect_operands(op, 1, "a buffer")?;
-            let buffer = self.slot(frame, op, load.buffer(ctx))?;
-            let indices = self.slots(frame, op, load.indices(ctx))?;
-            let dst = self.define_result(frame, op)?;
-            return Ok(Inst::Load { dst, buffer, indices, location });
+            let buffer = self.slot(op, load.buffer(ctx))?;
+            let indices = self.value_slots(op, load.indices(ctx))?;
+            let dst = self.define_result(op)?;
+            return Ok(Some(Inst::Load { dst, buffer, indices, location }));
         }
         if let Some(store) = StoreOp::wrap(ctx, op) {
             self.expect_operands(op, 2, "a value and a buffer")?;
-            let value = self.slot(frame, op, store.value(ctx))?;
-            let buffer = self.slot(frame, op, store.buffer(ctx))?;
-            let indices = self.slots(frame, op, store.indices(ctx))?;
-            return Ok(Inst::Store { value, buffer, indices, location });
+            let value = self.slot(op, store.value(ctx))?;
+            let buffer = self.slot(op, store.buffer(ctx))?;
+            let indices = self.value_slots(op, store.indices(ctx))?;
+            return Ok(Some(Inst::Store { value, buffer, indices, location }));
         }
         if let Some(dim) = DimOp::wrap(ctx, op) {
             self.expect_operands(op, 1, "a buffer")?;
-            let buffer = self.slot(frame, op, dim.buffer(ctx))?;
+            let buffer = self.slot(op, dim.buffer(ctx))?;
             let dimension =
                 dim.dimension(ctx).ok_or_else(|| self.error(op, "requires an integer attribute 'dimension'"))?;
-            let dst = self.define_result(frame, op)?;
+            let dst = self.define_result(op)?;
             let dimension = dimension.clamp(0, u32::MAX as i64) as u32;
-            return Ok(Inst::Dim { dst, buffer, dimension, location });
+            return Ok(Some(Inst::Dim { dst, buffer, dimension, location }));
         }
         if LocalAllocOp::wrap(ctx, op).is_some() {
-            let dst = self.define_result(frame, op)?;
+            let dst = self.define_result(op)?;
             let (element, shape) = self.memref(op, ctx.value_type(ctx.result(op, 0)))?;
             if shape.iter().any(|&d| d == DYNAMIC || d < 0) {
                 return Err(self.error(op, "workgroup-local memory needs a static shape"));
             }
             let handle = self.program.signature.buffer_count() + self.program.locals.len() as u32;
             self.program.locals.push(LocalBuffer { element, shape: shape.iter().map(|&d| d as usize).collect() });
-            return Ok(Inst::LocalAlloc { dst, handle });
+            return Ok(Some(Inst::LocalAlloc { dst, handle }));
         }
         if let Some(atomic) = AtomicRmwOp::wrap(ctx, op) {
-            return self.atomic(frame, atomic, location);
+            return self.atomic(atomic, location).map(Some);
         }
         if BarrierOp::wrap(ctx, op).is_some() {
             self.program.has_barrier = true;
-            return Ok(Inst::Barrier { location });
+            return Ok(Some(Inst::Barrier { location }));
         }
-        if let Some(calling) = ctx.interface::<dyn CallOpInterface>(op) {
-            return self.call(frame, op, calling, location);
-        }
-        if let Some(looping) = ctx.interface::<dyn LoopLikeOpInterface>(op) {
-            return self.counted_loop(frame, op, looping, location);
-        }
-        if let Some(branches) = ctx.interface::<dyn RegionBranchOpInterface>(op) {
-            return self.branch(frame, op, branches);
-        }
-        Err(self.error(op, "this op cannot run in a kernel on the CPU backend"))
+        Ok(None)
     }
 
-    fn atomic(&mut self, frame: &mut Frame, atomic: AtomicRmwOp, location: Location) -> Result<Inst, RuntimeError> {
+    fn atomic(&mut self, atomic: AtomicRmwOp, location: Location) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
         let op = atomic.op();
         self.expect_operands(op, 2, "a buffer and a value")?;
@@ -530,25 +396,20 @@ impl<'c> Compiler<'c> {
             ("exchange", _) => None,
             _ => return Err(self.error(op, format!("atomic kind '{kind}' is not supported on this element type"))),
         };
-        let buffer = self.slot(frame, op, atomic.buffer(ctx))?;
-        let indices = self.slots(frame, op, atomic.indices(ctx))?;
-        let value = self.slot(frame, op, atomic.value(ctx))?;
-        let dst = self.define_result(frame, op)?;
+        let buffer = self.slot(op, atomic.buffer(ctx))?;
+        let indices = self.value_slots(op, atomic.indices(ctx))?;
+        let value = self.slot(op, atomic.value(ctx))?;
+        let dst = self.define_result(op)?;
         Ok(Inst::Atomic { dst, op: scalar, buffer, indices, value, location })
     }
 
     /// A call through [`CallOpInterface`].
-    fn call(
-        &mut self,
-        frame: &mut Frame,
-        op: Op,
-        calling: &'static dyn CallOpInterface,
-        location: Location,
-    ) -> Result<Inst, RuntimeError> {
+    fn call_op(&mut self, op: Op, calling: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
+        let location = self.ctx.location(op);
         let (callee, body) = self.callee(op, calling)?;
         let function = self.enqueue(callee, body);
-        let arguments = self.operand_slots(frame, op, calling.arguments(self.ctx, op))?;
-        let results = self.define_results(frame, op)?;
+        let arguments = self.operand_slots(op, calling.arguments(self.ctx, op))?;
+        let results = self.define_results(op)?;
         let name = self.ctx.name_str(op).into();
         Ok(Inst::Call(Box::new(CallInst { function, arguments, results, name, location })))
     }
@@ -581,101 +442,68 @@ impl<'c> Compiler<'c> {
     fn lookup(&mut self, from: Op, name: Ident) -> Option<Op> {
         self.symbols.lookup(self.ctx, from, name)
     }
+}
 
-    /// A counted loop through [`LoopLikeOpInterface`].
-    fn counted_loop(
-        &mut self,
-        frame: &mut Frame,
-        op: Op,
-        looping: &'static dyn LoopLikeOpInterface,
-        location: Location,
-    ) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        let parts = CountedLoop::of(ctx, op, looping).map_err(|message| self.error(op, message))?;
-        let ty = self.element(op, ctx.value_type(parts.induction.unwrap_or(parts.lower)))?;
-        let (lower, upper, step) =
-            (self.slot(frame, op, parts.lower)?, self.slot(frame, op, parts.upper)?, self.slot(frame, op, parts.step)?);
-        let inits = self.slots(frame, op, &parts.inits)?;
-        self.define_arguments(frame, op, parts.body)?;
-        let iter_args = self.slots(frame, op, &parts.iter_args)?;
-        let induction = match parts.induction {
-            Some(value) => self.slot(frame, op, value)?,
-            None => frame.fresh(),
-        };
-        let results = self.define_results(frame, op)?;
-        let yielded = (parts.yielded.start, parts.yielded.end);
-        let body = self.block(frame, parts.body, End::Loop { yielded })?;
-        let name = ctx.name_str(op).into();
-        Ok(Inst::Loop(Box::new(LoopInst {
-            lower,
-            upper,
-            step,
-            ty,
-            inits,
-            induction,
-            iter_args,
-            results,
-            body,
-            name,
-            location,
-        })))
+impl InstructionSet for Compiler<'_> {
+    type Inst = Inst;
+    /// A block's index in [`Program::blocks`], reserved before it is compiled.
+    type Label = u32;
+    type Block = u32;
+    const ASK_REFUSAL: Option<&'static str> = Some("the CPU backend runs choices of two on an 'i1'");
+
+    fn slots(&mut self) -> &mut SlotMap {
+        &mut self.frame
     }
 
-    /// A region-branch op through [`RegionBranchOpInterface`] (see the module docs).
+    fn error(&self, _: &Context, op: Op, message: String) -> RuntimeError {
+        Compiler::error(self, op, message)
+    }
+
+    fn unknown(&self, _: &Context, op: Op) -> RuntimeError {
+        Compiler::error(self, op, "this op cannot run in a kernel on the CPU backend")
+    }
+
+    fn own(&mut self, _: &Context, op: Op) -> Result<Option<Inst>, RuntimeError> {
+        self.own_op(op)
+    }
+
+    fn scalar(&mut self, ctx: &Context, op: Op, inst: ScalarInst) -> Inst {
+        Inst::Scalar { inst, location: ctx.location(op) }
+    }
+
+    fn call(&mut self, _: &Context, op: Op, calling: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
+        self.call_op(op, calling)
+    }
+
+    fn label(&mut self, _: usize) -> u32 {
+        let index = self.program.blocks.len() as u32;
+        self.program.blocks.push(Box::new([]));
+        index
+    }
+
+    fn finish_block(&mut self, label: u32, mut insts: Vec<Inst>, end: End<u32>) -> u32 {
+        insts.push(match end {
+            End::Return(values) => Inst::Return { values },
+            End::Next(values) => Inst::Next { values },
+            End::Exit(hop) => Inst::Exit(Box::new(hop)),
+        });
+        self.program.blocks[label as usize] = insts.into();
+        label
+    }
+
+    fn counted_loop(&mut self, ctx: &Context, op: Op, slots: LoopSlots, body: u32) -> Inst {
+        Inst::Loop(Box::new(LoopInst { slots, body, name: ctx.name_str(op).into(), location: ctx.location(op) }))
+    }
+
     fn branch(
         &mut self,
-        frame: &mut Frame,
-        op: Op,
-        branches: &'static dyn RegionBranchOpInterface,
-    ) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        // Every region's arguments and the results get their slots first: any hop may bind them.
-        let mut blocks = Vec::with_capacity(ctx.regions(op).len());
-        let mut targets = Vec::with_capacity(ctx.regions(op).len());
-        for &region in ctx.regions(op) {
-            let block = self.single_block(op, region)?;
-            if let Some(block) = block {
-                self.define_arguments(frame, op, block)?;
-            }
-            blocks.push(block);
-            targets.push(block.map(|_| self.reserve()));
-        }
-        self.define_results(frame, op)?;
-        let entry = self.hop(frame, op, branches, RegionPoint::Parent, None, &targets)?;
-        for (region, (block, target)) in blocks.into_iter().zip(&targets).enumerate() {
-            if let (Some(block), Some(index)) = (block, *target) {
-                self.fill(frame, index, block, End::Branch { op, region, branches, targets: &targets })?;
-            }
-        }
-        Ok(Inst::Branch(Box::new(entry)))
-    }
-
-    /// The hop from `from` of a region-branch op (see the module docs). `terminator` is the
-    /// terminator of region `from`, if it has one.
-    fn hop(
-        &self,
-        frame: &Frame,
-        op: Op,
-        branches: &'static dyn RegionBranchOpInterface,
-        from: RegionPoint,
-        terminator: Option<Op>,
-        targets: &[Option<u32>],
-    ) -> Result<Hop, RuntimeError> {
-        let target = |to| match to {
-            RegionPoint::Parent => Ok(Target::Parent),
-            // `hop_values` found the region's block, which has an instruction list.
-            RegionPoint::Region(index) => match targets.get(index) {
-                Some(&Some(target)) => Ok(Target::Region(target)),
-                _ => Err(format!("control goes into region #{index}, which has no code")),
-            },
-        };
-        let hop = compile_hop(self.ctx, frame, op, branches, from, terminator, target)
-            .map_err(|message| self.error(op, message))?;
-        if let Hop::Ask { edges, .. } = &hop {
-            let successors: Vec<RegionPoint> = edges.iter().map(|(to, _)| *to).collect();
-            let message = undecided_hop(from, &successors);
-            return Err(self.error(op, format!("{message}; the CPU backend runs choices of two on an 'i1'")));
-        }
-        Ok(hop)
+        _: &Context,
+        _: Op,
+        _: &'static dyn RegionBranchOpInterface,
+        entry: Hop,
+        _: Vec<Option<u32>>,
+    ) -> Inst {
+        // The regions' instruction lists are in the program, each ending in its exit hop.
+        Inst::Branch(Box::new(entry))
     }
 }

@@ -390,19 +390,20 @@ impl Item {
                     }
                 }
                 Inst::Loop(looping) => {
-                    let (lower, upper, step) = (slot!(looping.lower), slot!(looping.upper), slot!(looping.step));
+                    let (lower, upper, step) =
+                        (slot!(looping.slots.lower), slot!(looping.slots.upper), slot!(looping.slots.step));
                     let (lower, upper, step) = (lower.as_i64(), upper.as_i64(), step.as_i64());
                     if let Some(message) = counted_loop::step_error(&looping.name, lower, upper, step) {
                         return Err(self.arithmetic(env, message, looping.location));
                     }
                     if lower < upper {
-                        slot!(looping.induction) = Scalar::Int(lower);
-                        for (&arg, &init) in looping.iter_args.iter().zip(looping.inits.iter()) {
+                        slot!(looping.slots.induction) = Scalar::Int(lower);
+                        for (&arg, &init) in looping.slots.iter_args.iter().zip(looping.slots.inits.iter()) {
                             slot!(arg) = slot!(init);
                         }
                         enter!(looping.body);
                     } else {
-                        for (&result, &init) in looping.results.iter().zip(looping.inits.iter()) {
+                        for (&result, &init) in looping.slots.results.iter().zip(looping.slots.inits.iter()) {
                             slot!(result) = slot!(init);
                         }
                         pc += 1;
@@ -417,20 +418,20 @@ impl Item {
                     let Inst::Loop(looping) = &program.blocks[parent.block as usize][parent.pc as usize] else {
                         return Err(self.internal(env, "the end of a loop body outside a loop"));
                     };
-                    let induction = slot!(looping.induction).as_i64();
-                    let step = slot!(looping.step).as_i64();
-                    let upper = slot!(looping.upper).as_i64();
+                    let induction = slot!(looping.slots.induction).as_i64();
+                    let step = slot!(looping.slots.step).as_i64();
+                    let upper = slot!(looping.slots.upper).as_i64();
                     // The loop also ends where the induction variable would overflow its type.
-                    match counted_loop::next(induction, step, upper, looping.ty) {
+                    match counted_loop::next(induction, step, upper, looping.slots.ty) {
                         Some(next) => {
-                            slot!(looping.induction) = Scalar::Int(next);
-                            for (&arg, &value) in looping.iter_args.iter().zip(&self.scratch) {
+                            slot!(looping.slots.induction) = Scalar::Int(next);
+                            for (&arg, &value) in looping.slots.iter_args.iter().zip(&self.scratch) {
                                 slot!(arg) = value;
                             }
                             pc = 0;
                         }
                         _ => {
-                            for (&result, &value) in looping.results.iter().zip(&self.scratch) {
+                            for (&result, &value) in looping.slots.results.iter().zip(&self.scratch) {
                                 slot!(result) = value;
                             }
                             resume_parent!();

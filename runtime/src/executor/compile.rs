@@ -7,38 +7,41 @@
 //!   memref type holds a buffer of the run as `Scalar::Int(id)` (see `buffers.rs`), so values
 //!   carried by loops, selected, passed or returned need no case of their own. Whether a slot is
 //!   a buffer is known from its type, here.
-//! - **What an op is** is asked of its interfaces and typed views, never of its name:
-//!   [`LoopLikeOpInterface`] (counted loops, any dialect's), [`RegionBranchOpInterface`] (other
-//!   region ops: `scf.if`, `scf.while`, a vendor's), [`CallOpInterface`] with
-//!   [`CallableOpInterface`] and the symbol tables (a callee with a body is compiled and run, a
-//!   declaration is a registered host function), [`LaunchOpInterface`] (dispatches), the
-//!   `buffer` and `compute` views (memory and synchronisation), the `CONSTANT_LIKE` trait, and
-//!   the shared scalar semantics ([`ScalarOp`]). Anything else is an error at the op's location.
+//! - **What an op is** is asked of its interfaces and typed views, never of its name. Counted
+//!   loops ([`LoopLikeOpInterface`](hat_ir::interfaces::LoopLikeOpInterface)), region-branch
+//!   ops (`scf.if`, `scf.while`, a vendor's), terminators and scalars are compiled by the
+//!   runtime's one compiler ([`crate::slot_code::compiler`], shared with the CPU backend); this
+//!   file is the host's instruction set ([`InstructionSet`]): calls ([`CallOpInterface`] with
+//!   [`CallableOpInterface`] and the symbol tables: a callee with a body is compiled and run, a
+//!   declaration is a registered host function), dispatches ([`LaunchOpInterface`]), and the
+//!   `buffer` and `compute` views (memory and synchronisation). Anything else is an error at the
+//!   op's location.
 //! - **What the verifier guarantees is not checked again** (the function comes from a
 //!   [`Verified`](hat_ir::Verified) module): operand counts and types, terminators, the kinds of
-//!   the symbols that calls and dispatches name. What an interface answers is checked once here
+//!   the symbols that calls and dispatches name. What an interface answers is checked once
 //!   (a vendor's interface may disagree with its op's shape), so that running never indexes out
 //!   of range.
 //! - **Region code.** Each region's single block becomes a [`Code`]: its instructions, and the
-//!   slots of its terminator's operands. Regions of several blocks (unstructured control flow)
-//!   are refused.
+//!   slots of its terminator's operands (a function's results, a loop's carried values); a
+//!   region of a region-branch op ends in a hop instead ([`BranchInst::hops`]). The interpreter
+//!   runs nested code recursively. Regions of several blocks (unstructured control flow) are
+//!   refused.
 
-use super::interpret::{RED_ZONE, STACK_SEGMENT};
 use super::program::{
-    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Function, HostCallInst, Inst, LoopInst,
+    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Function, Hop, HostCallInst, Inst,
+    LoopInst,
 };
 use super::{parameter_kind, ParameterKind};
 use crate::dispatch_arguments::{ArgumentType, ExtentCheck, KernelSignature};
 use crate::error::RuntimeError;
 use crate::report::{Direction, HostHook};
-use crate::slot_code::region_hop::{compile_hop, single_block};
+use crate::slot_code::compiler::{self, End, InstructionSet, LoopSlots};
+use crate::slot_code::region_hop::single_block;
 use crate::slot_code::{ScalarInst, Slot, SlotMap, Symbols, ValueKind};
-use crate::value::ElementType;
 use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
-    execution_space, CallOpInterface, CallableOpInterface, CountedLoop, ExecutionSpace, LaunchOpInterface,
-    LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+    execution_space, CallOpInterface, CallableOpInterface, ExecutionSpace, LaunchOpInterface, RegionBranchOpInterface,
 };
 use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
 use rustc_hash::FxHashMap;
@@ -122,10 +125,6 @@ impl Compiler<'_, '_> {
         ValueKind::of(self.ctx, ty).map_err(|message| self.error(op, message))
     }
 
-    fn element(&self, op: Op, value: Value) -> Result<ElementType, RuntimeError> {
-        ValueKind::scalar(self.ctx, self.ctx.value_type(value)).map_err(|message| self.error(op, message))
-    }
-
     fn define(&mut self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
         self.slots.define(self.ctx, value).map_err(|message| self.error(op, message))
     }
@@ -134,15 +133,11 @@ impl Compiler<'_, '_> {
         self.slots.define_results(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
-    fn define_arguments(&mut self, op: Op, block: Block) -> Result<Box<[Slot]>, RuntimeError> {
-        self.slots.define_arguments(self.ctx, block).map_err(|message| self.error(op, message))
-    }
-
     fn slot(&self, op: Op, value: Value) -> Result<Slot, RuntimeError> {
         self.slots.get(value).map_err(|message| self.error(op, message))
     }
 
-    fn slots(&self, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
+    fn value_slots(&self, op: Op, values: &[Value]) -> Result<Box<[Slot]>, RuntimeError> {
         self.slots.get_all(values).map_err(|message| self.error(op, message))
     }
 
@@ -172,8 +167,7 @@ impl Compiler<'_, '_> {
             .and_then(|callable| callable.body(ctx, op))
             .ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
         let block = self.single_block(op, body)?.ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
-        let params = self.define_arguments(op, block)?.len() as u32;
-        let body = self.block(block)?;
+        let (params, (body, _)) = compiler::function_body(self, ctx, op, block)?;
         let buffer_results: Box<[bool]> =
             match ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)) {
                 Some(terminator) => ctx
@@ -187,123 +181,19 @@ impl Compiler<'_, '_> {
         Ok(Function { name, slots: self.slots.count(), params, body, buffer_results, arena_bytes })
     }
 
-    /// Compiles a block: its ops up to the terminator, whose operands are its exits. Regions
-    /// nest as deep as the parser allows, each level a few frames of this recursion: the stack
-    /// grows as needed, as it does for the run.
-    fn block(&mut self, block: Block) -> Result<Code, RuntimeError> {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.block_ops(block))
-    }
-
-    fn block_ops(&mut self, block: Block) -> Result<Code, RuntimeError> {
+    /// The host's own ops: dispatches, synchronisation and the `buffer` ops.
+    fn own_op(&mut self, op: Op) -> Result<Option<Inst>, RuntimeError> {
         let ctx = self.ctx;
-        let mut insts = Vec::new();
-        let mut exits: Box<[Slot]> = Box::new([]);
-        for op in ctx.block_ops(block) {
-            if ctx.has_traits(op, OpTraits::TERMINATOR) && ctx.next_op(op).is_none() {
-                if !ctx.successors(op).is_empty() {
-                    return Err(self
-                        .error(op, "branches to another block: the host executor runs structured control flow only"));
-                }
-                exits = self.slots(op, ctx.operands(op))?;
-                break;
-            }
-            insts.push(self.op(op)?);
-        }
-        Ok(Code { insts: insts.into(), exits })
-    }
-
-    fn op(&mut self, op: Op) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        if let Some(looping) = ctx.interface::<dyn LoopLikeOpInterface>(op) {
-            return self.loop_op(op, looping);
-        }
-        if let Some(branches) = ctx.interface::<dyn RegionBranchOpInterface>(op) {
-            return self.branch_op(op, branches);
-        }
-        if let Some(call) = ctx.interface::<dyn CallOpInterface>(op) {
-            return self.call_op(op, call);
-        }
         if let Some(launch) = ctx.interface::<dyn LaunchOpInterface>(op) {
-            return self.dispatch_op(op, launch);
+            return self.dispatch_op(op, launch).map(Some);
         }
         if let Some(inst) = self.memory_op(op)? {
-            return Ok(inst);
+            return Ok(Some(inst));
         }
         if SyncOp::wrap(ctx, op).is_some() {
-            return Ok(Inst::Sync);
+            return Ok(Some(Inst::Sync));
         }
-        if let Some(inst) = ScalarInst::compile(ctx, op, &mut self.slots).map_err(|message| self.error(op, message))? {
-            return Ok(Inst::Scalar { inst, op });
-        }
-        Err(self.error(
-            op,
-            "the host executor does not know this op (it is not a scalar or buffer op, and has no loop, \
-             region-branch, call or launch interface)",
-        ))
-    }
-
-    /// A counted loop: its parts from its interface ([`CountedLoop`]).
-    fn loop_op(&mut self, op: Op, looping: &'static dyn LoopLikeOpInterface) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        let parts = CountedLoop::of(ctx, op, looping).map_err(|message| self.error(op, message))?;
-        let ty = self.element(op, parts.induction.unwrap_or(parts.lower))?;
-        let (lower, upper, step) =
-            (self.slot(op, parts.lower)?, self.slot(op, parts.upper)?, self.slot(op, parts.step)?);
-        let inits = self.slots(op, &parts.inits)?;
-        self.define_arguments(op, parts.body)?;
-        let induction = match parts.induction {
-            Some(value) => Some(self.slot(op, value)?),
-            None => None,
-        };
-        let iter_args = self.slots(op, &parts.iter_args)?;
-        let body = self.block(parts.body)?;
-        let results = self.define_results(op)?;
-        let yields = parts.yielded;
-        Ok(Inst::Loop(Box::new(LoopInst {
-            op,
-            lower,
-            upper,
-            step,
-            ty,
-            induction,
-            inits,
-            iter_args,
-            body,
-            yields,
-            results,
-        })))
-    }
-
-    /// An op with regions: its code per region, and every hop its interface allows.
-    fn branch_op(&mut self, op: Op, branches: &'static dyn RegionBranchOpInterface) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        let mut regions = Vec::new();
-        let mut terminators = Vec::new();
-        for &region in ctx.regions(op) {
-            match self.single_block(op, region)? {
-                Some(block) => {
-                    self.define_arguments(op, block)?;
-                    terminators.push(ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)));
-                    regions.push(Some(self.block(block)?));
-                }
-                None => {
-                    terminators.push(None);
-                    regions.push(None);
-                }
-            }
-        }
-        self.define_results(op)?;
-        let hop = |from, terminator| {
-            compile_hop(ctx, &self.slots, op, branches, from, terminator, Ok).map_err(|message| self.error(op, message))
-        };
-        let mut hops = vec![Some(hop(RegionPoint::Parent, None)?)];
-        for (index, (code, &terminator)) in regions.iter().zip(&terminators).enumerate() {
-            hops.push(match code {
-                Some(_) => Some(hop(RegionPoint::Region(index), terminator)?),
-                None => None,
-            });
-        }
-        Ok(Inst::Branch(Box::new(BranchInst { op, branches, regions: regions.into(), hops: hops.into() })))
+        Ok(None)
     }
 
     /// A call: of a function with a body (compiled on its first call), or of a declaration (a
@@ -324,7 +214,7 @@ impl Compiler<'_, '_> {
         if execution_space(ctx, target) == Some(ExecutionSpace::Device) {
             return Err(self.error(op, format!("calls '@{name}', which runs on the device: launch it instead")));
         }
-        let arguments = self.slots(op, arguments)?;
+        let arguments = self.value_slots(op, arguments)?;
         let results = self.define_results(op)?;
         let callee = self.functions.function(target);
         Ok(Inst::Call(Box::new(CallInst { op, callee, arguments, results })))
@@ -383,7 +273,7 @@ impl Compiler<'_, '_> {
         if !(1..=3).contains(&grid.len()) {
             return Err(self.error(op, format!("has a grid of {} dimensions (1 to 3 allowed)", grid.len())));
         }
-        let grid = self.slots(op, grid)?;
+        let grid = self.value_slots(op, grid)?;
         let values = operands.get(launch.arguments(ctx, op)).unwrap_or(&[]);
         let arguments = self.arguments(op, values)?;
         let extent_checks = self.check_arguments(op, kernel, values)?;
@@ -414,13 +304,13 @@ impl Compiler<'_, '_> {
         };
         let inst = if let Some(load) = LoadOp::wrap(ctx, op) {
             let buffer = self.slot(op, load.buffer(ctx))?;
-            let indices = self.slots(op, load.indices(ctx))?;
+            let indices = self.value_slots(op, load.indices(ctx))?;
             Inst::Load { dst: self.define_results(op)?[0], buffer, indices, op }
         } else if let Some(store) = StoreOp::wrap(ctx, op) {
             Inst::Store {
                 value: self.slot(op, store.value(ctx))?,
                 buffer: self.slot(op, store.buffer(ctx))?,
-                indices: self.slots(op, store.indices(ctx))?,
+                indices: self.value_slots(op, store.indices(ctx))?,
                 op,
             }
         } else if let Some(alloc) = AllocOp::wrap(ctx, op) {
@@ -480,7 +370,7 @@ impl Compiler<'_, '_> {
             ParameterKind::DynamicBuffer { element, shape } => (element, shape.into_boxed_slice()),
             ParameterKind::Scalar(_) => return Err(self.error(op, "allocates a scalar, not a memref")),
         };
-        let sizes = self.slots(op, alloc.dynamic_sizes(ctx))?;
+        let sizes = self.value_slots(op, alloc.dynamic_sizes(ctx))?;
         let name = match ctx.sources.file_line_col(ctx.location(op)) {
             Some((_, line, column)) => format!("alloc@{line}:{column}"),
             None => format!("alloc@op{}", op.index()),
@@ -495,7 +385,7 @@ impl Compiler<'_, '_> {
         let ctx = self.ctx;
         let live_sets = hat_dialects::buffer::arena_live_sets(ctx, op)
             .ok_or_else(|| self.error(op, "has no valid 'live_sets' (an array of arrays of slot numbers)"))?;
-        let sizes = self.slots(op, ctx.operands(op))?;
+        let sizes = self.value_slots(op, ctx.operands(op))?;
         Ok(Inst::Arena(Box::new(ArenaInst { op, sizes, live_sets })))
     }
 }
@@ -503,4 +393,79 @@ impl Compiler<'_, '_> {
 /// The non-negative integer attribute `name` of `op` (`plan-memory`'s arena plan), if any.
 fn arena_attribute(ctx: &Context, op: Op, name: &str) -> Option<usize> {
     ctx.attribute(op, name).and_then(|a| ctx.attribute_kind(a).as_i64()).and_then(|v| usize::try_from(v).ok())
+}
+
+impl InstructionSet for Compiler<'_, '_> {
+    type Inst = Inst;
+    /// A region's index in its op (0 for a function's or a loop's body).
+    type Label = usize;
+    /// A block's code, and the hop that leaves it when it is a region of a region-branch op.
+    type Block = (Code, Option<Hop>);
+    const ASK_REFUSAL: Option<&'static str> = None;
+
+    fn slots(&mut self) -> &mut SlotMap {
+        &mut self.slots
+    }
+
+    fn error(&self, _: &Context, op: Op, message: String) -> RuntimeError {
+        Compiler::error(self, op, message)
+    }
+
+    fn unknown(&self, _: &Context, op: Op) -> RuntimeError {
+        Compiler::error(
+            self,
+            op,
+            "the host executor does not know this op (it is not a scalar or buffer op, and has no loop, \
+             region-branch, call or launch interface)",
+        )
+    }
+
+    fn own(&mut self, _: &Context, op: Op) -> Result<Option<Inst>, RuntimeError> {
+        self.own_op(op)
+    }
+
+    fn scalar(&mut self, _: &Context, op: Op, inst: ScalarInst) -> Inst {
+        Inst::Scalar { inst, op }
+    }
+
+    fn call(&mut self, _: &Context, op: Op, calling: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
+        self.call_op(op, calling)
+    }
+
+    fn label(&mut self, region: usize) -> usize {
+        region
+    }
+
+    fn finish_block(&mut self, _: usize, insts: Vec<Inst>, end: End<usize>) -> (Code, Option<Hop>) {
+        let insts = insts.into();
+        match end {
+            End::Return(exits) | End::Next(exits) => (Code { insts, exits }, None),
+            End::Exit(hop) => (Code { insts, exits: Box::new([]) }, Some(hop)),
+        }
+    }
+
+    fn counted_loop(&mut self, _: &Context, op: Op, slots: LoopSlots, body: (Code, Option<Hop>)) -> Inst {
+        Inst::Loop(Box::new(LoopInst { op, slots, body: body.0 }))
+    }
+
+    fn branch(
+        &mut self,
+        _: &Context,
+        op: Op,
+        branches: &'static dyn RegionBranchOpInterface,
+        entry: Hop,
+        regions: Vec<Option<(Code, Option<Hop>)>>,
+    ) -> Inst {
+        let mut hops = vec![Some(entry)];
+        let mut codes = Vec::with_capacity(regions.len());
+        for region in regions {
+            let (code, hop) = match region {
+                Some((code, hop)) => (Some(code), hop),
+                None => (None, None),
+            };
+            codes.push(code);
+            hops.push(hop);
+        }
+        Inst::Branch(Box::new(BranchInst { op, branches, regions: codes.into(), hops: hops.into() }))
+    }
 }

@@ -22,7 +22,7 @@ use super::compile::{self, CompiledKernel};
 use super::host_functions::HostCall;
 use super::program::{
     AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, Hop, HostCallInst, Inst,
-    LoopInst, Slot,
+    LoopInst, Slot, Target,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
 use super::timeline_log::{RunFacts, TimelineLog};
@@ -554,29 +554,27 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         if stack_is_low() {
             return stacker::grow(STACK_SEGMENT, || self.run_loop(frame, looping));
         }
-        let lower = frame[looping.lower as usize].as_i64();
-        let upper = frame[looping.upper as usize].as_i64();
-        let step = frame[looping.step as usize].as_i64();
+        let lower = frame[looping.slots.lower as usize].as_i64();
+        let upper = frame[looping.slots.upper as usize].as_i64();
+        let step = frame[looping.slots.step as usize].as_i64();
         if let Some(message) = counted_loop::step_error(self.ctx.name_str(looping.op), lower, upper, step) {
             return fail(RuntimeError::Arithmetic { message, location: self.ctx.location(looping.op) });
         }
-        for (&target, &source) in looping.iter_args.iter().zip(looping.inits.iter()) {
+        for (&target, &source) in looping.slots.iter_args.iter().zip(looping.slots.inits.iter()) {
             frame[target as usize] = frame[source as usize];
         }
-        let yields = &looping.body.exits[looping.yields.clone()];
+        let yields = &looping.body.exits;
         let mut i = lower;
         while i < upper {
-            if let Some(induction) = looping.induction {
-                frame[induction as usize] = Scalar::Int(i);
-            }
+            frame[looping.slots.induction as usize] = Scalar::Int(i);
             self.run_code(frame, &looping.body)?;
-            move_values(frame, yields, &looping.iter_args);
-            match counted_loop::next(i, step, upper, looping.ty) {
+            move_values(frame, yields, &looping.slots.iter_args);
+            match counted_loop::next(i, step, upper, looping.slots.ty) {
                 Some(next) => i = next,
                 None => break,
             }
         }
-        for (&result, &carried) in looping.results.iter().zip(looping.iter_args.iter()) {
+        for (&result, &carried) in looping.slots.results.iter().zip(looping.slots.iter_args.iter()) {
             frame[result as usize] = frame[carried as usize];
         }
         Ok(())
@@ -602,12 +600,12 @@ impl<'e, 'a> Interpreter<'e, 'a> {
                 None => self.ask_hop(frame, branch, hop, from)?,
             };
             move_values(frame, &edge.sources, &edge.targets);
-            let RegionPoint::Region(index) = edge.to else { return Ok(()) };
+            let Target::Region(index) = edge.to else { return Ok(()) };
             let Some(code) = &branch.regions[index] else {
                 return Err(self.unsupported(branch.op, format!("enters region #{index}, which is empty")));
             };
             self.run_code(frame, code)?;
-            from = edge.to;
+            from = RegionPoint::Region(index);
         }
     }
 

@@ -11,10 +11,10 @@ use crate::report::Direction;
 use crate::report::HostHook;
 use crate::value::ElementType;
 use hat_dialects::compute::ArgEffect;
-use hat_ir::interfaces::{RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::RegionBranchOpInterface;
 use hat_ir::Op;
-use std::ops::Range;
 
+use crate::slot_code::compiler::LoopSlots;
 use crate::slot_code::ScalarInst;
 pub(crate) use crate::slot_code::Slot;
 
@@ -86,18 +86,9 @@ pub(crate) enum Inst {
 #[derive(Debug)]
 pub(crate) struct LoopInst {
     pub op: Op,
-    pub lower: Slot,
-    pub upper: Slot,
-    pub step: Slot,
-    /// The induction variable's type: it stops rather than wraps around.
-    pub ty: ElementType,
-    pub induction: Option<Slot>,
-    pub inits: Box<[Slot]>,
-    pub iter_args: Box<[Slot]>,
+    pub slots: LoopSlots,
+    /// The body; its exits become the next iteration's `iter_args`.
     pub body: Code,
-    /// The body's exits that become the next iteration's `iter_args`.
-    pub yields: Range<usize>,
-    pub results: Box<[Slot]>,
 }
 
 /// An op with regions run through its [`RegionBranchOpInterface`].
@@ -118,11 +109,15 @@ impl std::fmt::Debug for BranchInst {
     }
 }
 
-/// A hop of a region-branch op, to a region (its code in [`BranchInst::regions`]) or past the op.
-pub(crate) type Hop = crate::slot_code::region_hop::Hop<RegionPoint>;
+/// A hop of a region-branch op, to a region (its code in [`BranchInst::regions`], by index) or
+/// past the op.
+pub(crate) type Hop = crate::slot_code::region_hop::Hop<Target>;
 
 /// One edge of a [`Hop`]: where to, and the values that go along.
-pub(crate) type Edge = crate::slot_code::region_hop::Edge<RegionPoint>;
+pub(crate) type Edge = crate::slot_code::region_hop::Edge<Target>;
+
+/// The target of an [`Edge`]: past the op, or into region `index` of it.
+pub(crate) type Target = crate::slot_code::compiler::Target<usize>;
 
 /// A call of a function with a body.
 #[derive(Debug)]

@@ -1,14 +1,19 @@
-//! What the runtime's two compilers share — the host executor's (`executor/compile.rs`, host
-//! functions) and the CPU backend's (`cpu/compile.rs`, kernels): both turn a region of IR into
-//! *slot code*, where every value of a function is a numbered slot of a frame of [`Scalar`]s.
+//! Slot code: the runtime's one compiler from regions of IR to code where every value of a
+//! function is a numbered slot of a frame of [`Scalar`]s, serving both engines — the host
+//! executor (`executor/compile.rs` adds the host's instruction set: dispatches, allocations,
+//! transfers, host calls) and the CPU backend (`cpu/compile.rs` adds the device's: work-item ids,
+//! atomics, barriers, workgroup memory).
 //!
+//! - [`compiler`]: the walk over blocks, terminators, counted loops, region-branch ops and
+//!   scalars, generic over the engine's [`compiler::InstructionSet`].
 //! - [`SlotMap`]: the values' slots, defined in program order, each checked to be a type the
 //!   runtime holds ([`ValueKind`]): a scalar of an [`ElementType`], or a buffer (a memref, held as
 //!   `Scalar::Int` of the engine's buffer handle).
 //! - [`ScalarInst`] ([`scalar`]): the scalar instruction set both engines run — constants,
 //!   `arith.select` and every [`ScalarOp`](crate::eval::ScalarOp) — compiled and executed once.
 //! - [`Symbols`]: the op a call or dispatch names, innermost symbol table first.
-//! - [`region_hop`]: a region's one block, and the values each hop of a region-branch op moves.
+//! - [`region_hop`]: a region's one block, and each hop of a region-branch op: decided when
+//!   compiled, or asked of the interface when it runs (the host only), with the values it moves.
 //! - [`counted_loop`]: the one rule for a counted loop's induction variable at run time (its
 //!   parts come from [`hat_ir::interfaces::CountedLoop`], shared with the SPIR-V lowering).
 //!
@@ -17,6 +22,7 @@
 //!
 //! [`Scalar`]: crate::value::Scalar
 
+pub(crate) mod compiler;
 pub(crate) mod counted_loop;
 pub(crate) mod region_hop;
 pub(crate) mod scalar;

@@ -1,0 +1,308 @@
+//! The one compiler from a function's regions to slot code, for both engines: the host
+//! executor's (`executor/compile.rs`, host functions) and the CPU backend's (`cpu/compile.rs`,
+//! kernels and their device functions). It walks the structure every engine shares, through op
+//! interfaces, never op names:
+//!
+//! - **Blocks.** A region has one block ([`single_block`]); its terminator is its last op when
+//!   that op has the `TERMINATOR` trait (a block without one ends as if by a terminator with no
+//!   operands); a terminator that branches to another block is refused (the runtime runs
+//!   structured control flow). How a block ends is an [`End`]: a function body returns its
+//!   terminator's operands (it must be `RETURN_LIKE`), a loop body carries the ones
+//!   [`CountedLoop::yielded`] names to the next iteration, and a region of a region-branch op
+//!   leaves by a [`Hop`].
+//! - **Scalars** ([`ScalarInst`]), **counted loops** ([`LoopLikeOpInterface`], read by
+//!   [`CountedLoop::of`]) and **region-branch ops** ([`RegionBranchOpInterface`], each point's
+//!   hop compiled by [`compile_hop`]) are compiled here for both.
+//! - **Everything else is the engine's instruction set** ([`InstructionSet`]): the host's
+//!   dispatches, allocations, transfers and host calls; the device's work-item ids, atomics,
+//!   barriers and workgroup memory; each engine's memory ops and calls (a host function or a
+//!   declaration on the host, a device function on the device). The engine also holds the slots
+//!   ([`SlotMap`]) and the compiled blocks: the executor nests each block's code in the
+//!   instruction that runs it (it runs them recursively), the CPU backend numbers them in one
+//!   list (its work items stop at barriers and resume, so nothing lives on the Rust stack).
+//!
+//! The values' slots are defined in one order for both: a region-branch op's region arguments
+//! and results before any of its hops (any hop may bind them), a loop's carried arguments and
+//! results before its body.
+
+use super::region_hop::{compile_hop, single_block, Hop};
+use super::{ScalarInst, Slot, SlotMap, ValueKind};
+use crate::error::RuntimeError;
+use crate::value::ElementType;
+use hat_ir::interfaces::{
+    undecided_hop, CallOpInterface, CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+};
+use hat_ir::{Block, Context, Op, OpTraits};
+use std::ops::Range;
+
+/// Stack kept free before a nested block is compiled, and the size of each new stack segment:
+/// regions nest as deep as the parser allows, each level a few frames of this recursion.
+const RED_ZONE: usize = 128 * 1024;
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// Where a hop goes: past the op, or into a region's code (`L`: the engine's label for it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target<L> {
+    /// Past the op: it is done.
+    Parent,
+    /// Into a region's code.
+    Region(L),
+}
+
+/// How a compiled block ends.
+#[derive(Debug)]
+pub(crate) enum End<L> {
+    /// A function body: its results.
+    Return(Box<[Slot]>),
+    /// A counted loop's body: the values carried to the next iteration.
+    Next(Box<[Slot]>),
+    /// A region of a region-branch op: the hop out of it.
+    Exit(Hop<Target<L>>),
+}
+
+/// The slots of a counted loop.
+#[derive(Debug)]
+pub(crate) struct LoopSlots {
+    pub lower: Slot,
+    pub upper: Slot,
+    pub step: Slot,
+    /// The induction variable's type: the loop stops rather than wraps around.
+    pub ty: ElementType,
+    /// The induction variable's slot (a slot of its own where the loop has none, to count in).
+    pub induction: Slot,
+    pub inits: Box<[Slot]>,
+    /// The body's carried arguments.
+    pub iter_args: Box<[Slot]>,
+    pub results: Box<[Slot]>,
+}
+
+/// What an engine adds to the shared compiler: its own instructions, and how it holds code.
+pub(crate) trait InstructionSet {
+    /// An instruction of the engine.
+    type Inst;
+    /// How the engine names a block before it is compiled (a hop may go into a region whose
+    /// code comes later).
+    type Label: Copy;
+    /// A compiled block, as [`InstructionSet::finish_block`] gives it.
+    type Block;
+    /// Why the engine cannot leave a hop to run time (`None`: it asks the interface then).
+    const ASK_REFUSAL: Option<&'static str>;
+
+    /// The slots of the function being compiled.
+    fn slots(&mut self) -> &mut SlotMap;
+    /// An error at `op`.
+    fn error(&self, ctx: &Context, op: Op, message: String) -> RuntimeError;
+    /// The error for an op neither the engine nor the shared compiler knows.
+    fn unknown(&self, ctx: &Context, op: Op) -> RuntimeError;
+    /// The engine's instruction for `op` when it is one of its own ops; tried first.
+    fn own(&mut self, ctx: &Context, op: Op) -> Result<Option<Self::Inst>, RuntimeError>;
+    /// A scalar instruction of `op`.
+    fn scalar(&mut self, ctx: &Context, op: Op, inst: ScalarInst) -> Self::Inst;
+    /// A call through [`CallOpInterface`].
+    fn call(
+        &mut self,
+        ctx: &Context,
+        op: Op,
+        calling: &'static dyn CallOpInterface,
+    ) -> Result<Self::Inst, RuntimeError>;
+    /// The label of the next block to compile: a function's body or a loop's (`region` 0), or
+    /// region `region` of a region-branch op.
+    fn label(&mut self, region: usize) -> Self::Label;
+    /// The block `label`: its instructions, and how it ends.
+    fn finish_block(&mut self, label: Self::Label, insts: Vec<Self::Inst>, end: End<Self::Label>) -> Self::Block;
+    /// A counted loop `op`.
+    fn counted_loop(&mut self, ctx: &Context, op: Op, slots: LoopSlots, body: Self::Block) -> Self::Inst;
+    /// A region-branch op: the hop into it, and its regions' code (`None` for an empty region).
+    fn branch(
+        &mut self,
+        ctx: &Context,
+        op: Op,
+        branches: &'static dyn RegionBranchOpInterface,
+        entry: Hop<Target<Self::Label>>,
+        regions: Vec<Option<Self::Block>>,
+    ) -> Self::Inst;
+}
+
+/// What a block's terminator becomes.
+enum Ending<'a, L> {
+    Return { function: Op },
+    Loop { yielded: Range<usize> },
+    Branch { op: Op, region: usize, branches: &'static dyn RegionBranchOpInterface, labels: &'a [Option<L>] },
+}
+
+/// Compiles the body `block` of `function`: its parameters get the first slots. Returns the
+/// number of parameters and the body.
+pub(crate) fn function_body<S: InstructionSet>(
+    set: &mut S,
+    ctx: &Context,
+    function: Op,
+    block: Block,
+) -> Result<(u32, S::Block), RuntimeError> {
+    let params = set.slots().define_arguments(ctx, block).map_err(|message| set.error(ctx, function, message))?;
+    let label = set.label(0);
+    let body = compile_block(set, ctx, label, block, Ending::Return { function })?;
+    Ok((params.len() as u32, body))
+}
+
+fn compile_block<S: InstructionSet>(
+    set: &mut S,
+    ctx: &Context,
+    label: S::Label,
+    block: Block,
+    ending: Ending<'_, S::Label>,
+) -> Result<S::Block, RuntimeError> {
+    stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+        let terminator = ctx.last_op(block).filter(|&op| ctx.has_traits(op, OpTraits::TERMINATOR));
+        let mut insts = Vec::new();
+        for op in ctx.block_ops(block) {
+            if Some(op) == terminator {
+                break;
+            }
+            insts.push(compile_op(set, ctx, op)?);
+        }
+        let end = compile_end(set, ctx, terminator, ending)?;
+        Ok(set.finish_block(label, insts, end))
+    })
+}
+
+fn compile_op<S: InstructionSet>(set: &mut S, ctx: &Context, op: Op) -> Result<S::Inst, RuntimeError> {
+    if let Some(inst) = set.own(ctx, op)? {
+        return Ok(inst);
+    }
+    if let Some(inst) = ScalarInst::compile(ctx, op, set.slots()).map_err(|message| set.error(ctx, op, message))? {
+        return Ok(set.scalar(ctx, op, inst));
+    }
+    if let Some(calling) = ctx.interface::<dyn CallOpInterface>(op) {
+        return set.call(ctx, op, calling);
+    }
+    if let Some(looping) = ctx.interface::<dyn LoopLikeOpInterface>(op) {
+        return counted_loop(set, ctx, op, looping);
+    }
+    if let Some(branches) = ctx.interface::<dyn RegionBranchOpInterface>(op) {
+        return branch(set, ctx, op, branches);
+    }
+    Err(set.unknown(ctx, op))
+}
+
+/// What a block's terminator (`None`: the block has none) becomes.
+fn compile_end<S: InstructionSet>(
+    set: &mut S,
+    ctx: &Context,
+    terminator: Option<Op>,
+    ending: Ending<'_, S::Label>,
+) -> Result<End<S::Label>, RuntimeError> {
+    if let Some(op) = terminator.filter(|&op| !ctx.successors(op).is_empty()) {
+        let message = "branches to another block: the runtime runs structured control flow only".to_string();
+        return Err(set.error(ctx, op, message));
+    }
+    match ending {
+        Ending::Return { function } => {
+            let Some(op) = terminator else { return Ok(End::Return(Box::new([]))) };
+            if !ctx.has_traits(op, OpTraits::RETURN_LIKE) {
+                let message = format!("ends the body of '{}', but is not return-like", ctx.name_str(function));
+                return Err(set.error(ctx, op, message));
+            }
+            let values = set.slots().get_all(ctx.operands(op)).map_err(|message| set.error(ctx, op, message))?;
+            Ok(End::Return(values))
+        }
+        Ending::Loop { yielded } => {
+            let values = match terminator {
+                Some(op) => set.slots().operands(ctx, op, yielded).map_err(|message| set.error(ctx, op, message))?,
+                None => Box::new([]),
+            };
+            Ok(End::Next(values))
+        }
+        Ending::Branch { op, region, branches, labels } => {
+            Ok(End::Exit(hop(set, ctx, op, branches, RegionPoint::Region(region), terminator, labels)?))
+        }
+    }
+}
+
+/// A counted loop through [`LoopLikeOpInterface`]: its parts from [`CountedLoop::of`].
+fn counted_loop<S: InstructionSet>(
+    set: &mut S,
+    ctx: &Context,
+    op: Op,
+    looping: &'static dyn LoopLikeOpInterface,
+) -> Result<S::Inst, RuntimeError> {
+    let parts = CountedLoop::of(ctx, op, looping).map_err(|message| set.error(ctx, op, message))?;
+    let slots = loop_slots(set.slots(), ctx, op, &parts);
+    let slots = slots.map_err(|message| set.error(ctx, op, message))?;
+    let label = set.label(0);
+    let body = compile_block(set, ctx, label, parts.body, Ending::Loop { yielded: parts.yielded.clone() })?;
+    Ok(set.counted_loop(ctx, op, slots, body))
+}
+
+/// The slots of a counted loop with `parts`: its carried arguments and results defined.
+fn loop_slots(map: &mut SlotMap, ctx: &Context, op: Op, parts: &CountedLoop) -> Result<LoopSlots, String> {
+    let ty = ValueKind::scalar(ctx, ctx.value_type(parts.induction.unwrap_or(parts.lower)))?;
+    let (lower, upper, step) = (map.get(parts.lower)?, map.get(parts.upper)?, map.get(parts.step)?);
+    let inits = map.get_all(&parts.inits)?;
+    map.define_arguments(ctx, parts.body)?;
+    let iter_args = map.get_all(&parts.iter_args)?;
+    let induction = match parts.induction {
+        Some(value) => map.get(value)?,
+        None => map.fresh(),
+    };
+    let results = map.define_results(ctx, op)?;
+    Ok(LoopSlots { lower, upper, step, ty, induction, inits, iter_args, results })
+}
+
+/// A region-branch op through [`RegionBranchOpInterface`]: every region's arguments and the
+/// results get their slots first, then the hop into the op, then each region's code.
+fn branch<S: InstructionSet>(
+    set: &mut S,
+    ctx: &Context,
+    op: Op,
+    branches: &'static dyn RegionBranchOpInterface,
+) -> Result<S::Inst, RuntimeError> {
+    let mut blocks = Vec::with_capacity(ctx.regions(op).len());
+    let mut labels = Vec::with_capacity(ctx.regions(op).len());
+    for (index, &region) in ctx.regions(op).iter().enumerate() {
+        let block = single_block(ctx, region).map_err(|message| set.error(ctx, op, message))?;
+        if let Some(block) = block {
+            set.slots().define_arguments(ctx, block).map_err(|message| set.error(ctx, op, message))?;
+        }
+        blocks.push(block);
+        labels.push(block.map(|_| set.label(index)));
+    }
+    set.slots().define_results(ctx, op).map_err(|message| set.error(ctx, op, message))?;
+    let entry = hop(set, ctx, op, branches, RegionPoint::Parent, None, &labels)?;
+    let mut regions = Vec::with_capacity(blocks.len());
+    for (region, (block, label)) in blocks.into_iter().zip(&labels).enumerate() {
+        regions.push(match (block, *label) {
+            (Some(block), Some(label)) => {
+                let ending = Ending::Branch { op, region, branches, labels: &labels };
+                Some(compile_block(set, ctx, label, block, ending)?)
+            }
+            _ => None,
+        });
+    }
+    Ok(set.branch(ctx, op, branches, entry, regions))
+}
+
+/// The hop from `from` of a region-branch op (`terminator`: region `from`'s, if it has one).
+fn hop<S: InstructionSet>(
+    set: &mut S,
+    ctx: &Context,
+    op: Op,
+    branches: &'static dyn RegionBranchOpInterface,
+    from: RegionPoint,
+    terminator: Option<Op>,
+    labels: &[Option<S::Label>],
+) -> Result<Hop<Target<S::Label>>, RuntimeError> {
+    let target = |to| match to {
+        RegionPoint::Parent => Ok(Target::Parent),
+        RegionPoint::Region(index) => match labels.get(index) {
+            Some(&Some(label)) => Ok(Target::Region(label)),
+            _ => Err(format!("control goes into region #{index}, which has no code")),
+        },
+    };
+    let hop = compile_hop(ctx, set.slots(), op, branches, from, terminator, target)
+        .map_err(|message| set.error(ctx, op, message))?;
+    if let (Hop::Ask { edges, .. }, Some(refusal)) = (&hop, S::ASK_REFUSAL) {
+        let successors: Vec<RegionPoint> = edges.iter().map(|(to, _)| *to).collect();
+        return Err(set.error(ctx, op, format!("{}; {refusal}", undecided_hop(from, &successors))));
+    }
+    Ok(hop)
+}
