@@ -280,25 +280,15 @@ fn life_flips_generations_and_lands_in_the_caller_s_grid() {
 #[test]
 fn life_with_the_standard_display() {
     let (ctx, module) = example("07-life-display");
-    let out = Rc::new(RefCell::new(Vec::new()));
-    struct Shared(Rc<RefCell<Vec<u8>>>);
-    impl std::io::Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.borrow_mut().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    let out = super::tests::Sink::default();
     let mut backend = CpuBackend::new();
     let mut executor =
         Executor::new(verified(&ctx, module), &mut backend, ExecutorOptions { mode: TransferMode::Reference });
-    executor.register_host_function("display", host_functions::display(Shared(out.clone())));
+    executor.register_host_function("display", host_functions::display(out.clone()));
     let grid = HostBuffer::from_i32(&[16, 16], &glider()).unwrap();
     let output = executor.run("main", vec![ArgValue::Buffer(grid), ArgValue::Scalar(Scalar::Int(2))]).unwrap();
     assert_eq!(output.report.host_calls, 2);
-    let text = String::from_utf8(out.borrow().clone()).unwrap();
+    let text = out.text();
     let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
     assert_eq!(frames.len(), 2);
     let generation1 = life_step(&glider(), 16);

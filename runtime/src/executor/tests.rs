@@ -285,9 +285,9 @@ fn line_of(text: &str, needle: &str) -> usize {
     full.lines().position(|l| l.contains(needle)).unwrap() + 1
 }
 
-/// A writer the tests can read back.
+/// A writer the tests can read back (also `cpu_tests.rs`').
 #[derive(Clone, Default)]
-struct Sink(Rc<RefCell<Vec<u8>>>);
+pub(super) struct Sink(Rc<RefCell<Vec<u8>>>);
 
 impl std::io::Write for Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -300,7 +300,7 @@ impl std::io::Write for Sink {
 }
 
 impl Sink {
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         String::from_utf8(self.0.borrow().clone()).unwrap()
     }
 }
