@@ -639,16 +639,19 @@ compute.func @main(%data: memref<?xi32>) -> index {
 #[test]
 fn structured_control_flow_and_calls() {
     let program = r#"
-compute.func @fact(%n: i64) -> i64 {
+compute.func @fib(%n: i64) -> i64 {
   %c1 = arith.constant 1 : i64
+  %c2 = arith.constant 2 : i64
   %small = arith.cmpi sle, %n, %c1 : i64
   %r = scf.if %small -> (i64) {
-    scf.yield %c1 : i64
+    scf.yield %n : i64
   } else {
-    %m = arith.subi %n, %c1 : i64
-    %f = compute.call @fact(%m) : (i64) -> i64
-    %p = arith.muli %n, %f : i64
-    scf.yield %p : i64
+    %m1 = arith.subi %n, %c1 : i64
+    %m2 = arith.subi %n, %c2 : i64
+    %a = compute.call @fib(%m1) : (i64) -> i64
+    %b = compute.call @fib(%m2) : (i64) -> i64
+    %s = arith.addi %a, %b : i64
+    scf.yield %s : i64
   }
   compute.return %r : i64
 }
@@ -663,7 +666,7 @@ compute.func @main(%n: i64, %x: f32) -> (i64, i64, i32, f32) {
     %next = arith.addi %acc, %ii : i64
     scf.yield %next : i64
   }
-  %f = compute.call @fact(%n) : (i64) -> i64
+  %f = compute.call @fib(%n) : (i64) -> i64
   %one = arith.constant 1 : i32
   %limit = arith.constant 100 : i32
   %doubled = scf.while (%v = %one) : (i32) -> i32 {
@@ -689,7 +692,8 @@ compute.func @main(%n: i64, %x: f32) -> (i64, i64, i32, f32) {
         output.results,
         [
             ArgValue::Scalar(Scalar::Int(45)),
-            ArgValue::Scalar(Scalar::Int(3_628_800)),
+            // Two calls a frame: the callee frames are reused in turn.
+            ArgValue::Scalar(Scalar::Int(55)),
             ArgValue::Scalar(Scalar::Int(128)),
             ArgValue::Scalar(Scalar::Float(1.5)),
         ]
