@@ -8,8 +8,9 @@
 //!   `DEVICE_CODE` trait (`kernel.func`, or a vendor's equivalent), returning nothing. Its
 //!   workgroup size is its `workgroup_size` attribute ([`hat_dialects::kernel::workgroup_size`];
 //!   [`DEFAULT_WORKGROUP_SIZE`] when absent).
-//! - **Calls.** An op with [`CallOpInterface`] calls the op its callee symbol names in the
-//!   enclosing symbol tables (innermost first; each table is read once: `slot_code::Symbols`).
+//! - **Calls.** An op with [`CallOpInterface`](hat_ir::interfaces::CallOpInterface) calls the op
+//!   its callee symbol names in the enclosing symbol tables (innermost first; each table is read
+//!   once: `slot_code::Symbols`; found by the shared compiler, `slot_code::compiler::Callee`).
 //!   The callee must be a callable with a body and the `DEVICE_CODE` trait (a `kernel.helper`,
 //!   or a vendor's device function); the call's `arguments()` bind to the body's parameters.
 //!   Every function is compiled once, so recursion compiles; the interpreter bounds the depth
@@ -44,19 +45,16 @@
 use crate::dispatch_arguments::KernelSignature;
 use crate::error::RuntimeError;
 use crate::eval::ScalarOp;
-use crate::slot_code::compiler::{self, End, InstructionSet, LoopSlots};
+use crate::slot_code::compiler::{self, Callee, End, InstructionSet, LoopSlots};
 use crate::slot_code::region_hop::{self, single_block};
 use crate::slot_code::{ScalarInst, SlotMap, Symbols};
 use crate::value::ElementType;
 use hat_dialects::buffer::{DimOp, LoadOp, StoreOp};
 use hat_dialects::kernel::{AtomicRmwOp, BarrierOp, LocalAllocOp, WorkItemQuery};
-use hat_ir::interfaces::{
-    execution_space, CallOpInterface, CallableOpInterface, ExecutionSpace, RegionBranchOpInterface,
-};
+use hat_ir::interfaces::{execution_space, CallableOpInterface, ExecutionSpace, RegionBranchOpInterface};
 use hat_ir::types::DYNAMIC;
-use hat_ir::{Context, Ident, Location, Op, Region, Type, TypeKind, Value};
+use hat_ir::{Context, Location, Op, Region, Type, TypeKind, Value};
 use rustc_hash::FxHashMap;
-use std::ops::Range;
 
 pub(crate) use crate::slot_code::Slot;
 
@@ -301,11 +299,6 @@ impl<'c> Compiler<'c> {
         self.frame.get_all(values).map_err(|message| self.error(op, message))
     }
 
-    /// The slots of `op`'s operands at `range` (an interface's answer, checked).
-    fn operand_slots(&self, op: Op, range: Range<usize>) -> Result<Box<[Slot]>, RuntimeError> {
-        self.frame.operands(self.ctx, op, range).map_err(|message| self.error(op, message))
-    }
-
     /// Refuses an op with fewer than `count` operands (which a typed view would index past).
     fn expect_operands(&self, op: Op, count: usize, what: &str) -> Result<(), RuntimeError> {
         if self.ctx.operands(op).len() < count {
@@ -404,43 +397,24 @@ impl<'c> Compiler<'c> {
     }
 
     /// A call through [`CallOpInterface`].
-    fn call_op(&mut self, op: Op, calling: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
-        let location = self.ctx.location(op);
-        let (callee, body) = self.callee(op, calling)?;
-        let function = self.enqueue(callee, body);
-        let arguments = self.operand_slots(op, calling.arguments(self.ctx, op))?;
-        let results = self.define_results(op)?;
-        let name = self.ctx.name_str(op).into();
-        Ok(Inst::Call(Box::new(CallInst { function, arguments, results, name, location })))
-    }
-
-    /// The device function a call names, and its body.
-    fn callee(&mut self, op: Op, calling: &'static dyn CallOpInterface) -> Result<(Op, Region), RuntimeError> {
+    fn call_op(&mut self, op: Op, callee: Callee<'_>) -> Result<Inst, RuntimeError> {
         let ctx = self.ctx;
-        let Some(name) = calling.callee(ctx, op) else {
-            return Err(self.error(op, "requires a flat symbol reference to its callee"));
-        };
-        let Some(target) = self.lookup(op, name) else {
-            let name = ctx.ident_str(name).to_string();
-            return Err(RuntimeError::MissingSymbol { what: "kernel helper", name, location: ctx.location(op) });
-        };
-        let body = ctx.interface::<dyn CallableOpInterface>(target).and_then(|c| c.body(ctx, target));
-        match body {
-            Some(body) if execution_space(ctx, target) == Some(ExecutionSpace::Device) => Ok((target, body)),
+        let body = match callee.body {
+            Some(body) if execution_space(ctx, callee.op) == Some(ExecutionSpace::Device) => body,
             _ => {
                 let message = format!(
                     "'@{}' is a '{}', not device code with a body (a callable with the DEVICE_CODE trait, such as a 'kernel.helper')",
-                    ctx.ident_str(name),
-                    ctx.name_str(target)
+                    callee.name,
+                    ctx.name_str(callee.op)
                 );
-                Err(self.error(op, message))
+                return Err(self.error(op, message));
             }
-        }
-    }
-
-    /// The op defining `name` in the symbol tables enclosing `from`, innermost first.
-    fn lookup(&mut self, from: Op, name: Ident) -> Option<Op> {
-        self.symbols.lookup(self.ctx, from, name)
+        };
+        let function = self.enqueue(callee.op, body);
+        let arguments = self.value_slots(op, callee.arguments)?;
+        let results = self.define_results(op)?;
+        let (name, location) = (ctx.name_str(op).into(), ctx.location(op));
+        Ok(Inst::Call(Box::new(CallInst { function, arguments, results, name, location })))
     }
 }
 
@@ -450,9 +424,14 @@ impl InstructionSet for Compiler<'_> {
     type Label = u32;
     type Block = u32;
     const ASK_REFUSAL: Option<&'static str> = Some("the CPU backend runs choices of two on an 'i1'");
+    const CALLEE: &'static str = "kernel helper";
 
     fn slots(&mut self) -> &mut SlotMap {
         &mut self.frame
+    }
+
+    fn symbols(&mut self) -> &mut Symbols {
+        &mut self.symbols
     }
 
     fn error(&self, _: &Context, op: Op, message: String) -> RuntimeError {
@@ -471,8 +450,8 @@ impl InstructionSet for Compiler<'_> {
         Inst::Scalar { inst, location: ctx.location(op) }
     }
 
-    fn call(&mut self, _: &Context, op: Op, calling: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
-        self.call_op(op, calling)
+    fn call(&mut self, _: &Context, op: Op, callee: Callee<'_>) -> Result<Inst, RuntimeError> {
+        self.call_op(op, callee)
     }
 
     fn label(&mut self, _: usize) -> u32 {

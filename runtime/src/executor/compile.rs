@@ -11,8 +11,8 @@
 //!   loops ([`LoopLikeOpInterface`](hat_ir::interfaces::LoopLikeOpInterface)), region-branch
 //!   ops (`scf.if`, `scf.while`, a vendor's), terminators and scalars are compiled by the
 //!   runtime's one compiler ([`crate::slot_code::compiler`], shared with the CPU backend); this
-//!   file is the host's instruction set ([`InstructionSet`]): calls ([`CallOpInterface`] with
-//!   [`CallableOpInterface`] and the symbol tables: a callee with a body is compiled and run, a
+//!   file is the host's instruction set ([`InstructionSet`]): calls (the shared compiler finds
+//!   the callee through the symbol tables; a callee with a body is compiled and run, a
 //!   declaration is a registered host function), dispatches ([`LaunchOpInterface`]), and the
 //!   `buffer` and `compute` views (memory and synchronisation). Anything else is an error at the
 //!   op's location.
@@ -35,13 +35,13 @@ use super::{parameter_kind, ParameterKind};
 use crate::dispatch_arguments::{ArgumentType, ExtentCheck, KernelSignature};
 use crate::error::RuntimeError;
 use crate::report::{Direction, HostHook};
-use crate::slot_code::compiler::{self, End, InstructionSet, LoopSlots};
+use crate::slot_code::compiler::{self, Callee, End, InstructionSet, LoopSlots};
 use crate::slot_code::region_hop::single_block;
 use crate::slot_code::{ScalarInst, Slot, SlotMap, Symbols, ValueKind};
 use hat_dialects::buffer::{AllocOp, CopyOp, DeallocOp, DimOp, FromDeviceOp, LoadOp, ReleaseOp, StoreOp, ToDeviceOp};
 use hat_dialects::compute::{host_func_arg_effects, ArgEffect, SyncOp};
 use hat_ir::interfaces::{
-    execution_space, CallOpInterface, CallableOpInterface, ExecutionSpace, LaunchOpInterface, RegionBranchOpInterface,
+    execution_space, CallableOpInterface, ExecutionSpace, LaunchOpInterface, RegionBranchOpInterface,
 };
 use hat_ir::{Block, Context, Ident, Op, OpTraits, Region, Type, Value};
 use rustc_hash::FxHashMap;
@@ -198,20 +198,12 @@ impl Compiler<'_, '_> {
 
     /// A call: of a function with a body (compiled on its first call), or of a declaration (a
     /// host function).
-    fn call_op(&mut self, op: Op, call: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
-        let ctx = self.ctx;
-        let location = ctx.location(op);
-        let callee = call.callee(ctx, op).ok_or_else(|| self.error(op, "names no callee"))?;
-        let name = ctx.ident_str(callee);
-        let missing = || RuntimeError::MissingSymbol { what: "function", name: name.to_string(), location };
-        let target = self.functions.lookup(ctx, op, callee).ok_or_else(missing)?;
-        let callable = ctx.interface::<dyn CallableOpInterface>(target).ok_or_else(missing)?;
-        let operands = ctx.operands(op);
-        let arguments = operands.get(call.arguments(ctx, op)).unwrap_or(&[]);
-        if callable.body(ctx, target).is_none() {
+    fn call_op(&mut self, op: Op, callee: Callee<'_>) -> Result<Inst, RuntimeError> {
+        let Callee { op: target, name, body, arguments } = callee;
+        if body.is_none() {
             return self.host_call(op, target, name, arguments);
         }
-        if execution_space(ctx, target) == Some(ExecutionSpace::Device) {
+        if execution_space(self.ctx, target) == Some(ExecutionSpace::Device) {
             return Err(self.error(op, format!("calls '@{name}', which runs on the device: launch it instead")));
         }
         let arguments = self.value_slots(op, arguments)?;
@@ -402,9 +394,14 @@ impl InstructionSet for Compiler<'_, '_> {
     /// A block's code, and the hop that leaves it when it is a region of a region-branch op.
     type Block = (Code, Option<Hop>);
     const ASK_REFUSAL: Option<&'static str> = None;
+    const CALLEE: &'static str = "function";
 
     fn slots(&mut self) -> &mut SlotMap {
         &mut self.slots
+    }
+
+    fn symbols(&mut self) -> &mut Symbols {
+        &mut self.functions.symbols
     }
 
     fn error(&self, _: &Context, op: Op, message: String) -> RuntimeError {
@@ -428,8 +425,8 @@ impl InstructionSet for Compiler<'_, '_> {
         Inst::Scalar { inst, op }
     }
 
-    fn call(&mut self, _: &Context, op: Op, calling: &'static dyn CallOpInterface) -> Result<Inst, RuntimeError> {
-        self.call_op(op, calling)
+    fn call(&mut self, _: &Context, op: Op, callee: Callee<'_>) -> Result<Inst, RuntimeError> {
+        self.call_op(op, callee)
     }
 
     fn label(&mut self, region: usize) -> usize {

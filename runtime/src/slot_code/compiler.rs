@@ -26,13 +26,14 @@
 //! results before its body.
 
 use super::region_hop::{compile_hop, single_block, Hop};
-use super::{ScalarInst, Slot, SlotMap, ValueKind};
+use super::{ScalarInst, Slot, SlotMap, Symbols, ValueKind};
 use crate::error::RuntimeError;
 use crate::value::ElementType;
 use hat_ir::interfaces::{
-    undecided_hop, CallOpInterface, CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
+    undecided_hop, CallOpInterface, CallableOpInterface, CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface,
+    RegionPoint,
 };
-use hat_ir::{Block, Context, Op, OpTraits};
+use hat_ir::{Block, Context, Op, OpTraits, Region};
 use std::ops::Range;
 
 /// Stack kept free before a nested block is compiled, and the size of each new stack segment:
@@ -76,6 +77,19 @@ pub(crate) struct LoopSlots {
     pub results: Box<[Slot]>,
 }
 
+/// The op a call names, found in the symbol tables enclosing the call (innermost first).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Callee<'c> {
+    /// The callable the call names.
+    pub op: Op,
+    /// Its symbol, as the call writes it.
+    pub name: &'c str,
+    /// Its body; `None` for a declaration.
+    pub body: Option<Region>,
+    /// The call's arguments (the operands its interface names, checked).
+    pub arguments: &'c [hat_ir::Value],
+}
+
 /// What an engine adds to the shared compiler: its own instructions, and how it holds code.
 pub(crate) trait InstructionSet {
     /// An instruction of the engine.
@@ -87,9 +101,13 @@ pub(crate) trait InstructionSet {
     type Block;
     /// Why the engine cannot leave a hop to run time (`None`: it asks the interface then).
     const ASK_REFUSAL: Option<&'static str>;
+    /// What a call names, for the error when no such symbol exists (`function`, `kernel helper`).
+    const CALLEE: &'static str;
 
     /// The slots of the function being compiled.
     fn slots(&mut self) -> &mut SlotMap;
+    /// The symbols calls name (each table read once, whatever the function compiled).
+    fn symbols(&mut self) -> &mut Symbols;
     /// An error at `op`.
     fn error(&self, ctx: &Context, op: Op, message: String) -> RuntimeError;
     /// The error for an op neither the engine nor the shared compiler knows.
@@ -98,13 +116,9 @@ pub(crate) trait InstructionSet {
     fn own(&mut self, ctx: &Context, op: Op) -> Result<Option<Self::Inst>, RuntimeError>;
     /// A scalar instruction of `op`.
     fn scalar(&mut self, ctx: &Context, op: Op, inst: ScalarInst) -> Self::Inst;
-    /// A call through [`CallOpInterface`].
-    fn call(
-        &mut self,
-        ctx: &Context,
-        op: Op,
-        calling: &'static dyn CallOpInterface,
-    ) -> Result<Self::Inst, RuntimeError>;
+    /// A call (through [`CallOpInterface`]) of `callee`: what the engine runs for it (a compiled
+    /// function, a host function), or why it cannot.
+    fn call(&mut self, ctx: &Context, op: Op, callee: Callee<'_>) -> Result<Self::Inst, RuntimeError>;
     /// The label of the next block to compile: a function's body or a loop's (`region` 0), or
     /// region `region` of a region-branch op.
     fn label(&mut self, region: usize) -> Self::Label;
@@ -173,7 +187,8 @@ fn compile_op<S: InstructionSet>(set: &mut S, ctx: &Context, op: Op) -> Result<S
         return Ok(set.scalar(ctx, op, inst));
     }
     if let Some(calling) = ctx.interface::<dyn CallOpInterface>(op) {
-        return set.call(ctx, op, calling);
+        let callee = callee(set, ctx, op, calling)?;
+        return set.call(ctx, op, callee);
     }
     if let Some(looping) = ctx.interface::<dyn LoopLikeOpInterface>(op) {
         return counted_loop(set, ctx, op, looping);
@@ -182,6 +197,29 @@ fn compile_op<S: InstructionSet>(set: &mut S, ctx: &Context, op: Op) -> Result<S
         return branch(set, ctx, op, branches);
     }
     Err(set.unknown(ctx, op))
+}
+
+/// The callable `op` calls: a flat symbol reference, resolved in the enclosing symbol tables.
+fn callee<'c, S: InstructionSet>(
+    set: &mut S,
+    ctx: &'c Context,
+    op: Op,
+    calling: &'static dyn CallOpInterface,
+) -> Result<Callee<'c>, RuntimeError> {
+    let Some(symbol) = calling.callee(ctx, op) else {
+        return Err(set.error(ctx, op, "requires a flat symbol reference to its callee".to_string()));
+    };
+    let name = ctx.ident_str(symbol);
+    let missing =
+        || RuntimeError::MissingSymbol { what: S::CALLEE, name: name.to_string(), location: ctx.location(op) };
+    let target = set.symbols().lookup(ctx, op, symbol).ok_or_else(missing)?;
+    let callable = ctx.interface::<dyn CallableOpInterface>(target).ok_or_else(missing)?;
+    let range = calling.arguments(ctx, op);
+    let Some(arguments) = ctx.operands(op).get(range.clone()) else {
+        let message = format!("names arguments {range:?}, but has {} operand(s)", ctx.operands(op).len());
+        return Err(set.error(ctx, op, message));
+    };
+    Ok(Callee { op: target, name, body: callable.body(ctx, target), arguments })
 }
 
 /// What a block's terminator (`None`: the block has none) becomes.
