@@ -108,12 +108,14 @@ mod tests {
 
     #[test]
     fn a_window_sees_what_is_allocated_inside_it() {
-        // (Other tests run on other threads meanwhile, so the bounds leave them room.)
+        // Other tests run on other threads meanwhile, and the window counts every thread: their
+        // frees of memory allocated before it count negative (CI once saw 1 MiB - 608 bytes for
+        // a 1 MiB vector). So the vector is 16 MiB, and the bounds leave them 1 MiB either way.
         let window = Window::open();
-        let big = vec![1u8; 1 << 20];
+        let big = vec![1u8; 16 << 20];
         drop(big);
         let peak = window.close();
-        assert!(peak >= 1 << 20, "{peak}");
+        assert!(peak >= 15 << 20, "{peak}");
         assert!(peak < 64 << 20, "{peak}");
         assert!(peak_rss_kib().is_some_and(|kib| kib > 0));
     }
