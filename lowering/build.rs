@@ -16,31 +16,44 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=HAT_SPIRV_TOOLS_LIB_DIR");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
-    let directory = match std::env::var("HAT_SPIRV_TOOLS_LIB_DIR") {
-        Ok(value) if value == "none" => None,
-        Ok(value) => Some(PathBuf::from(value)),
+    let has_library = |directory: &Path| directory.join("libSPIRV-Tools.a").is_file();
+    let directory = match std::env::var("HAT_SPIRV_TOOLS_LIB_DIR").ok().filter(|v| !v.is_empty()) {
+        Some(value) if value == "none" => None,
+        // Relative to where cargo was run from, as a user means it (rustc links from elsewhere).
+        Some(value) => {
+            let directory = PathBuf::from(value);
+            Some(directory.canonicalize().unwrap_or(directory))
+        }
         // Cross-compiling: the libraries pkg-config knows are the build machine's.
-        Err(_) if std::env::var("TARGET").ok() != std::env::var("HOST").ok() => None,
-        Err(_) => {
+        None if std::env::var("TARGET").ok() != std::env::var("HOST").ok() => None,
+        None => {
             // Installing or removing the package changes these directories: build again then.
             for searched in pkg_config_search_path() {
                 if searched.is_dir() {
                     println!("cargo:rerun-if-changed={}", searched.display());
                 }
             }
-            library_directory_from_pkg_config().or_else(library_directory_by_convention)
+            library_directory_from_pkg_config().filter(|d| has_library(d)).or_else(library_directory_by_convention)
         }
     };
-    let Some(directory) = directory.filter(|d| d.join("libSPIRV-Tools.a").is_file()) else {
+    let Some(directory) = directory.filter(|d| has_library(d)) else {
         println!(
-            "cargo:warning=SPIRV-Tools not found (Debian package spirv-tools): SPIR-V modules will not be validated"
+            "cargo:warning=SPIRV-Tools not found (Debian package spirv-tools, or HAT_SPIRV_TOOLS_LIB_DIR): \
+             SPIR-V modules will not be validated"
         );
         return;
     };
+    // The library is bundled into this crate: a new one must rebuild it.
+    println!("cargo:rerun-if-changed={}", directory.join("libSPIRV-Tools.a").display());
     println!("cargo:rustc-cfg=hat_spirv_tools");
     println!("cargo:rustc-link-search=native={}", directory.display());
     println!("cargo:rustc-link-lib=static=SPIRV-Tools");
-    println!("cargo:rustc-link-lib=dylib=stdc++");
+    // SPIRV-Tools is C++: its standard library, as the target's toolchain names it.
+    match (std::env::var("CARGO_CFG_TARGET_OS").as_deref(), std::env::var("CARGO_CFG_TARGET_ENV").as_deref()) {
+        (_, Ok("msvc")) => {}
+        (Ok("macos" | "ios"), _) => println!("cargo:rustc-link-lib=dylib=c++"),
+        _ => println!("cargo:rustc-link-lib=dylib=stdc++"),
+    }
 }
 
 /// The directory of `libSPIRV-Tools.a` as `pkg-config` gives it, if it knows the package.

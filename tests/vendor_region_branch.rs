@@ -187,3 +187,60 @@ compute.func @main(%b: memref<4xi64>) {{
         assert_eq!((file, line, column), (name, 6, 3), "{name}: at the op");
     }
 }
+
+/// A vendor's call that passes fewer arguments than its callee has parameters (the verifier
+/// knows only its own calls): both engines find callees through one compiler, which refuses it
+/// at the call, on the host and in a kernel, instead of leaving a parameter unset.
+#[test]
+fn a_call_whose_arguments_do_not_fit_its_callee_is_refused_by_both_engines() {
+    let host = r#"
+"dev.host_fn"() ({
+^bb0(%a: i64, %b: i64):
+  %s = arith.addi %a, %b : i64
+  "dev.give"(%s) : (i64) -> ()
+}) {sym_name = "add", function_type = (i64, i64) -> i64} : () -> ()
+"vendor.proc"() ({
+^bb0(%n: i64):
+  %r = "dev.run"(%n) {function = @add} : (i64) -> i64
+  "vendor.ret"(%r) : (i64) -> ()
+}) {sym_name = "main", function_type = (i64) -> i64} : () -> ()
+"#;
+    let kernel = r#"
+"dev.device_fn"() ({
+^bb0(%a: i64, %b: i64):
+  %s = arith.addi %a, %b : i64
+  "dev.give"(%s) : (i64) -> ()
+}) {sym_name = "add", function_type = (i64, i64) -> i64} : () -> ()
+kernel.func @k(%b: memref<4xi64>) workgroup(4) {
+  %i = kernel.global_id x
+  %one = arith.constant 1 : i64
+  %r = "dev.run"(%one) {function = @add} : (i64) -> i64
+  buffer.store %r, %b[%i] : memref<4xi64>
+  kernel.return
+}
+compute.func @main(%b: memref<4xi64>) {
+  %c4 = arith.constant 4 : index
+  compute.dispatch @k[%c4](%b) : (memref<4xi64>)
+  compute.return
+}
+"#;
+    for (name, text, argument, line) in [
+        ("host.hat", host, ArgValue::Scalar(Scalar::Int(1)), 9),
+        ("kernel.hat", kernel, ArgValue::Buffer(hat_runtime::HostBuffer::from_i64(&[4], &[0; 4]).expect("fits")), 10),
+    ] {
+        let mut ctx = context();
+        let module = parse_source(&mut ctx, name, text).expect("parses");
+        let verified = verify_module(&ctx, module).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let mut backend = CpuBackend::new();
+        let mut executor = Executor::new(verified, &mut backend, ExecutorOptions::default());
+        let error = executor.run("main", vec![argument]).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message
+                .contains("passes 1 argument(s) and takes 1 result(s), but '@add' has 2 parameter(s) and 1 result(s)"),
+            "{name}: {message}"
+        );
+        let at = ctx.sources.file_line_col(error.location()).expect("located");
+        assert_eq!(at, (name, line, 3), "{name}: at the call");
+    }
+}

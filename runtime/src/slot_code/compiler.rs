@@ -30,8 +30,7 @@ use super::{ScalarInst, Slot, SlotMap, Symbols, ValueKind};
 use crate::error::RuntimeError;
 use crate::value::ElementType;
 use hat_ir::interfaces::{
-    undecided_hop, CallOpInterface, CallableOpInterface, CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface,
-    RegionPoint,
+    CallOpInterface, CallableOpInterface, CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::{Block, Context, Op, OpTraits, Region};
 use std::ops::Range;
@@ -213,13 +212,32 @@ fn callee<'c, S: InstructionSet>(
     let missing =
         || RuntimeError::MissingSymbol { what: S::CALLEE, name: name.to_string(), location: ctx.location(op) };
     let target = set.symbols().lookup(ctx, op, symbol).ok_or_else(missing)?;
-    let callable = ctx.interface::<dyn CallableOpInterface>(target).ok_or_else(missing)?;
+    let Some(callable) = ctx.interface::<dyn CallableOpInterface>(target) else {
+        let message = format!("calls '@{name}', a '{}', which is not callable", ctx.name_str(target));
+        return Err(set.error(ctx, op, message));
+    };
     let range = calling.arguments(ctx, op);
     let Some(arguments) = ctx.operands(op).get(range.clone()) else {
         let message = format!("names arguments {range:?}, but has {} operand(s)", ctx.operands(op).len());
         return Err(set.error(ctx, op, message));
     };
-    Ok(Callee { op: target, name, body: callable.body(ctx, target), arguments })
+    // The verifier checks this for the calls it knows; another dialect's call may disagree with
+    // its callee, and the callee's frame is filled from the arguments and read for the results.
+    let body = callable.body(ctx, target);
+    let parameters =
+        body.and_then(|body| ctx.region_blocks(body).first()).map(|&entry| ctx.block_arguments(entry).len());
+    let results = callable.signature(ctx, target).map(|(_, results)| results.len());
+    if parameters.is_some_and(|p| p != arguments.len()) || results.is_some_and(|r| r != ctx.result_count(op)) {
+        let message = format!(
+            "passes {} argument(s) and takes {} result(s), but '@{name}' has {} parameter(s) and {} result(s)",
+            arguments.len(),
+            ctx.result_count(op),
+            parameters.map_or("?".to_string(), |p| p.to_string()),
+            results.map_or("?".to_string(), |r| r.to_string())
+        );
+        return Err(set.error(ctx, op, message));
+    }
+    Ok(Callee { op: target, name, body, arguments })
 }
 
 /// What a block's terminator (`None`: the block has none) becomes.
@@ -336,11 +354,6 @@ fn hop<S: InstructionSet>(
             _ => Err(format!("control goes into region #{index}, which has no code")),
         },
     };
-    let hop = compile_hop(ctx, set.slots(), op, branches, from, terminator, target)
-        .map_err(|message| set.error(ctx, op, message))?;
-    if let (Hop::Ask { edges, .. }, Some(refusal)) = (&hop, S::ASK_REFUSAL) {
-        let successors: Vec<RegionPoint> = edges.iter().map(|(to, _)| *to).collect();
-        return Err(set.error(ctx, op, format!("{}; {refusal}", undecided_hop(from, &successors))));
-    }
-    Ok(hop)
+    compile_hop(ctx, set.slots(), op, branches, from, terminator, S::ASK_REFUSAL, target)
+        .map_err(|error| set.error(ctx, error.at, error.message))
 }

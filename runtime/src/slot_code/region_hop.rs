@@ -11,8 +11,22 @@
 
 use super::{Slot, SlotMap, ValueKind};
 use crate::value::Scalar;
-use hat_ir::interfaces::{describe_source, HopDecision, RegionBranchOpInterface, RegionPoint};
+use hat_ir::interfaces::{describe_source, undecided_hop, HopDecision, RegionBranchOpInterface, RegionPoint};
 use hat_ir::{Block, Context, Op, Region};
+
+/// Why a hop cannot be compiled, at the op it is about (the region-branch op, or the region's
+/// terminator whose operands are wrong).
+#[derive(Debug)]
+pub(crate) struct HopError {
+    pub at: Op,
+    pub message: String,
+}
+
+impl HopError {
+    fn at(at: Op) -> impl FnOnce(String) -> HopError {
+        move |message| HopError { at, message }
+    }
+}
 
 /// One hop, compiled: where control goes (`T`: how the engine names a region's code, or the op's
 /// end) and the values that go along, `sources[i]` into `targets[i]`.
@@ -55,7 +69,7 @@ impl<T> Hop<T> {
 /// Compiles the hop from `from` of `op` (`terminator`: region `from`'s, if it has one): its
 /// decision ([`HopDecision::of`]) and the edges it may take, each successor named by `target`.
 /// A hop [`HopDecision`] leaves undecided becomes [`Hop::Ask`] over every successor the
-/// interface lists with nothing known; an engine that cannot ask refuses it.
+/// interface lists with nothing known, unless the engine cannot ask (`ask_refusal` says why).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compile_hop<T>(
     ctx: &Context,
@@ -64,26 +78,30 @@ pub(crate) fn compile_hop<T>(
     branches: &dyn RegionBranchOpInterface,
     from: RegionPoint,
     terminator: Option<Op>,
+    ask_refusal: Option<&str>,
     target: impl Fn(RegionPoint) -> Result<T, String>,
-) -> Result<Hop<T>, String> {
-    let edge = |to: RegionPoint| -> Result<Edge<T>, String> {
+) -> Result<Hop<T>, HopError> {
+    let edge = |to: RegionPoint| -> Result<Edge<T>, HopError> {
         let values = hop_values(ctx, slots, op, branches, from, to, terminator)?;
-        Ok(Edge { to: target(to)?, sources: values.sources, targets: values.targets })
+        Ok(Edge { to: target(to).map_err(HopError::at(op))?, sources: values.sources, targets: values.targets })
     };
     // The deciding op: the op on entry, the terminator on leaving a region.
     let decider = match from {
         RegionPoint::Parent => Some(op),
         RegionPoint::Region(_) => terminator,
     };
-    match HopDecision::of(ctx, op, branches, from, terminator)? {
+    match HopDecision::of(ctx, op, branches, from, terminator).map_err(HopError::at(op))? {
         HopDecision::To(to) => Ok(Hop::To(edge(to)?)),
         HopDecision::Choose { operand, if_true, if_false } => {
-            let decider = decider.ok_or("a choice without a deciding op")?;
-            let condition = slots.get(ctx.operands(decider)[operand])?;
+            let decider = decider.ok_or_else(|| HopError::at(op)("a choice without a deciding op".to_string()))?;
+            let condition = slots.get(ctx.operands(decider)[operand]).map_err(HopError::at(decider))?;
             Ok(Hop::Choose { condition, if_true: edge(if_true)?, if_false: edge(if_false)? })
         }
         HopDecision::Ask { successors } => {
-            let edges = successors.into_iter().map(|to| Ok((to, edge(to)?))).collect::<Result<_, String>>()?;
+            if let Some(refusal) = ask_refusal {
+                return Err(HopError::at(op)(format!("{}; {refusal}", undecided_hop(from, &successors))));
+            }
+            let edges = successors.into_iter().map(|to| Ok((to, edge(to)?))).collect::<Result<_, HopError>>()?;
             let operands = decider.map_or(&[][..], |decider| ctx.operands(decider));
             let deciders = operands
                 .iter()
@@ -91,7 +109,8 @@ pub(crate) fn compile_hop<T>(
                     Ok(ValueKind::Scalar(element)) if !element.is_float() => slots.get(value).map(Some),
                     _ => Ok(None),
                 })
-                .collect::<Result<_, String>>()?;
+                .collect::<Result<_, String>>()
+                .map_err(HopError::at(decider.unwrap_or(op)))?;
             Ok(Hop::Ask { edges, deciders })
         }
     }
@@ -127,34 +146,39 @@ pub(crate) fn hop_values(
     from: RegionPoint,
     to: RegionPoint,
     terminator: Option<Op>,
-) -> Result<HopValues, String> {
+) -> Result<HopValues, HopError> {
     let sources = match (from, terminator) {
-        (RegionPoint::Parent, _) => slots.operands(ctx, op, branches.entry_operands(ctx, op, to))?,
-        (RegionPoint::Region(index), Some(terminator)) => {
-            slots.operands(ctx, terminator, branches.terminator_operands(ctx, op, terminator, index, to))?
+        (RegionPoint::Parent, _) => {
+            slots.operands(ctx, op, branches.entry_operands(ctx, op, to)).map_err(HopError::at(op))?
         }
+        (RegionPoint::Region(index), Some(terminator)) => slots
+            .operands(ctx, terminator, branches.terminator_operands(ctx, op, terminator, index, to))
+            .map_err(HopError::at(terminator))?,
         (RegionPoint::Region(_), None) => Box::new([]),
     };
+    let fail = |message: String| Err(HopError { at: op, message });
     let range = branches.successor_inputs(ctx, op, to);
     let targets = match to {
         RegionPoint::Parent => {
             if range.end > ctx.result_count(op) {
-                return Err(format!("has no results {range:?}"));
+                return fail(format!("has no results {range:?}"));
             }
-            slots.get_all(&ctx.results(op).skip(range.start).take(range.len()).collect::<Vec<_>>())?
+            slots
+                .get_all(&ctx.results(op).skip(range.start).take(range.len()).collect::<Vec<_>>())
+                .map_err(HopError::at(op))?
         }
         RegionPoint::Region(index) => {
             let block = ctx.regions(op).get(index).and_then(|&region| ctx.region_blocks(region).first().copied());
             let Some(block) = block else {
-                return Err(format!(
+                return fail(format!(
                     "{}, control goes into region #{index}, which is empty or missing",
                     describe_source(from)
                 ));
             };
             let Some(arguments) = ctx.block_arguments(block).get(range.clone()) else {
-                return Err(format!("region #{index} has no block arguments {range:?}"));
+                return fail(format!("region #{index} has no block arguments {range:?}"));
             };
-            slots.get_all(arguments)?
+            slots.get_all(arguments).map_err(HopError::at(op))?
         }
     };
     if sources.len() != targets.len() {
@@ -162,7 +186,7 @@ pub(crate) fn hop_values(
             RegionPoint::Parent => "the op's results".to_string(),
             RegionPoint::Region(index) => format!("the arguments of region #{index}"),
         };
-        return Err(format!(
+        return fail(format!(
             "{}, {} value(s) are forwarded to {inputs_of}, which take {}",
             describe_source(from),
             sources.len(),

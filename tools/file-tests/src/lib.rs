@@ -14,8 +14,8 @@
 //! - `not` first: the run must fail (exit status not 0); otherwise it must succeed. This is
 //!   checked besides the snapshot, so a failing `--verify-diagnostics` run cannot be blessed.
 //!
-//! A `// REQUIRES: NAME, ...` line among the RUN lines names features the file needs, as `lit`'s
-//! does: the tests declare each one and whether this machine has it ([`FileTests::feature`]). A
+//! A `// REQUIRES: NAME, ...` line (anywhere in the file) names features the file needs, as
+//! `lit`'s does: the tests declare each one and whether this machine has it ([`FileTests::feature`]). A
 //! file that needs a missing feature is skipped (its snapshots are kept), or fails under
 //! [`FileTests::missing_features_fail`], as CI runs them; a name never declared is an error.
 //!
@@ -330,7 +330,9 @@ fn parse_header(text: &str, tool_name: &str, file: &str, temporary: &str) -> Res
     let mut lines = Vec::new();
     let mut requires = Vec::new();
     let mut pending: Option<String> = None;
+    let mut header = true;
     for line in text.lines() {
+        // A REQUIRES line counts wherever it is, as in lit; RUN lines only in the header.
         if let Some(features) = line.trim_start().strip_prefix("// REQUIRES:") {
             if pending.is_some() {
                 return Err("a RUN line ends with `\\` but a REQUIRES line follows".into());
@@ -342,11 +344,15 @@ fn parse_header(text: &str, tool_name: &str, file: &str, temporary: &str) -> Res
             requires.extend(names.map(str::to_string));
             continue;
         }
+        if !header {
+            continue;
+        }
         let Some(command) = line.trim_start().strip_prefix("// RUN:") else {
             if pending.is_some() {
                 return Err("the last RUN line ends with `\\` but no RUN line follows".into());
             }
-            break;
+            header = false;
+            continue;
         };
         let joined = match pending.take() {
             Some(previous) => format!("{previous} {}", command.trim()),
@@ -490,9 +496,9 @@ mod harness {
 
     #[test]
     fn requires_lines_name_features() {
-        let text = "// REQUIRES: spirv-tools\n// RUN: --emit=spirv-asm\n// REQUIRES: a, b\nmodule {}\n";
+        let text = "// REQUIRES: spirv-tools\n// RUN: --emit=spirv-asm\n// REQUIRES: a, b\nmodule {}\n// REQUIRES: c\n";
         let header = parse_header(text, "hat-opt", "t.hat", "t").unwrap();
-        assert_eq!(header.requires, ["spirv-tools", "a", "b"]);
+        assert_eq!(header.requires, ["spirv-tools", "a", "b", "c"], "anywhere in the file, as in lit");
         assert_eq!(header.runs.len(), 1);
         assert!(parse_header("// REQUIRES: a,\n// RUN: x\n", "hat-opt", "t.hat", "t").is_err());
         assert!(parse_header("// RUN: x \\\n// REQUIRES: a\n// RUN: y\n", "hat-opt", "t.hat", "t").is_err());
