@@ -237,7 +237,7 @@ compute.func @main(%b: memref<4xi64>) {
         let message = error.to_string();
         assert!(
             message
-                .contains("passes 1 argument(s) and takes 1 result(s), but '@add' has 2 parameter(s) and 1 result(s)"),
+                .contains("passes 1 arguments and takes 1 results, but '@add' has 2 parameters and returns 1 values"),
             "{name}: {message}"
         );
         let at = ctx.sources.file_line_col(error.location()).expect("located");

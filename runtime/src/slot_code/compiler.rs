@@ -229,7 +229,7 @@ fn callee<'c, S: InstructionSet>(
     let results = callable.signature(ctx, target).map(|(_, results)| results.len());
     if parameters.is_some_and(|p| p != arguments.len()) || results.is_some_and(|r| r != ctx.result_count(op)) {
         let message = format!(
-            "passes {} argument(s) and takes {} result(s), but '@{name}' has {} parameter(s) and {} result(s)",
+            "passes {} arguments and takes {} results, but '@{name}' has {} parameters and returns {} values",
             arguments.len(),
             ctx.result_count(op),
             parameters.map_or("?".to_string(), |p| p.to_string()),
