@@ -316,6 +316,13 @@ impl<'c> Compiler<'c> {
         self.frame.define_result(self.ctx, op).map_err(|message| self.error(op, message))
     }
 
+    /// Fills the reserved instruction list `label` with `insts` and the instruction that ends it.
+    fn fill(&mut self, label: u32, mut insts: Vec<Inst>, end: Inst) -> u32 {
+        insts.push(end);
+        self.program.blocks[label as usize] = insts.into();
+        label
+    }
+
     /// The device's own ops: work-item queries, memory, workgroup memory, atomics, barriers.
     fn own_op(&mut self, op: Op) -> Result<Option<Inst>, RuntimeError> {
         let ctx = self.ctx;
@@ -423,6 +430,7 @@ impl InstructionSet for Compiler<'_> {
     /// A block's index in [`Program::blocks`], reserved before it is compiled.
     type Label = u32;
     type Block = u32;
+    type Region = u32;
     const ASK_REFUSAL: Option<&'static str> = Some("the CPU backend runs choices of two on an 'i1'");
     const CALLEE: &'static str = "kernel helper";
 
@@ -460,14 +468,16 @@ impl InstructionSet for Compiler<'_> {
         index
     }
 
-    fn finish_block(&mut self, label: u32, mut insts: Vec<Inst>, end: End<u32>) -> u32 {
-        insts.push(match end {
+    fn finish_block(&mut self, label: u32, insts: Vec<Inst>, end: End) -> u32 {
+        let end = match end {
             End::Return(values) => Inst::Return { values },
             End::Next(values) => Inst::Next { values },
-            End::Exit(hop) => Inst::Exit(Box::new(hop)),
-        });
-        self.program.blocks[label as usize] = insts.into();
-        label
+        };
+        self.fill(label, insts, end)
+    }
+
+    fn finish_region(&mut self, label: u32, insts: Vec<Inst>, exit: Hop) -> u32 {
+        self.fill(label, insts, Inst::Exit(Box::new(exit)))
     }
 
     fn counted_loop(&mut self, ctx: &Context, op: Op, slots: LoopSlots, body: u32) -> Inst {
@@ -480,7 +490,7 @@ impl InstructionSet for Compiler<'_> {
         _: Op,
         _: &'static dyn RegionBranchOpInterface,
         entry: Hop,
-        _: Vec<Option<u32>>,
+        _: Vec<(usize, u32)>,
     ) -> Inst {
         // The regions' instruction lists are in the program, each ending in its exit hop.
         Inst::Branch(Box::new(entry))

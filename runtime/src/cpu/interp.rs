@@ -439,7 +439,7 @@ impl Item {
                     }
                 }
                 Inst::Branch(hop) => {
-                    let Some(edge) = hop.decided(&self.slots[base..]) else {
+                    let Ok(edge) = hop.edge(&self.slots[base..]) else {
                         return Err(self.internal(env, UNDECIDED));
                     };
                     self.forward(base, edge);
@@ -450,7 +450,7 @@ impl Item {
                 }
                 Inst::Exit(hop) => {
                     self.parent_frame(env)?;
-                    let Some(edge) = hop.decided(&self.slots[base..]) else {
+                    let Ok(edge) = hop.edge(&self.slots[base..]) else {
                         return Err(self.internal(env, UNDECIDED));
                     };
                     self.forward(base, edge);

@@ -29,7 +29,7 @@
 
 use super::program::{
     AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Function, Hop, HostCallInst, Inst,
-    LoopInst,
+    LoopInst, RegionCode,
 };
 use super::{parameter_kind, ParameterKind};
 use crate::dispatch_arguments::{ArgumentType, ExtentCheck, KernelSignature};
@@ -167,7 +167,7 @@ impl Compiler<'_, '_> {
             .and_then(|callable| callable.body(ctx, op))
             .ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
         let block = self.single_block(op, body)?.ok_or_else(|| self.error(op, format!("'@{name}' has no body")))?;
-        let (params, (body, _)) = compiler::function_body(self, ctx, op, block)?;
+        let (params, body) = compiler::function_body(self, ctx, op, block)?;
         let buffer_results: Box<[bool]> =
             match ctx.block_ops(block).last().filter(|&t| ctx.has_traits(t, OpTraits::TERMINATOR)) {
                 Some(terminator) => ctx
@@ -389,10 +389,12 @@ fn arena_attribute(ctx: &Context, op: Op, name: &str) -> Option<usize> {
 
 impl InstructionSet for Compiler<'_, '_> {
     type Inst = Inst;
-    /// A region's index in its op (0 for a function's or a loop's body).
+    /// A region's position among its op's non-empty regions (0 for a function's or a loop's
+    /// body).
     type Label = usize;
-    /// A block's code, and the hop that leaves it when it is a region of a region-branch op.
-    type Block = (Code, Option<Hop>);
+    type Block = Code;
+    /// A region's code, and the hop that leaves it.
+    type Region = (Code, Hop);
     const ASK_REFUSAL: Option<&'static str> = None;
     const CALLEE: &'static str = "function";
 
@@ -429,20 +431,21 @@ impl InstructionSet for Compiler<'_, '_> {
         self.call_op(op, callee)
     }
 
-    fn label(&mut self, region: usize) -> usize {
-        region
+    fn label(&mut self, position: usize) -> usize {
+        position
     }
 
-    fn finish_block(&mut self, _: usize, insts: Vec<Inst>, end: End<usize>) -> (Code, Option<Hop>) {
-        let insts = insts.into();
-        match end {
-            End::Return(exits) | End::Next(exits) => (Code { insts, exits }, None),
-            End::Exit(hop) => (Code { insts, exits: Box::new([]) }, Some(hop)),
-        }
+    fn finish_block(&mut self, _: usize, insts: Vec<Inst>, end: End) -> Code {
+        let (End::Return(exits) | End::Next(exits)) = end;
+        Code { insts: insts.into(), exits }
     }
 
-    fn counted_loop(&mut self, _: &Context, op: Op, slots: LoopSlots, body: (Code, Option<Hop>)) -> Inst {
-        Inst::Loop(Box::new(LoopInst { op, slots, body: body.0 }))
+    fn finish_region(&mut self, _: usize, insts: Vec<Inst>, exit: Hop) -> (Code, Hop) {
+        (Code { insts: insts.into(), exits: Box::new([]) }, exit)
+    }
+
+    fn counted_loop(&mut self, _: &Context, op: Op, slots: LoopSlots, body: Code) -> Inst {
+        Inst::Loop(Box::new(LoopInst { op, slots, body }))
     }
 
     fn branch(
@@ -451,18 +454,9 @@ impl InstructionSet for Compiler<'_, '_> {
         op: Op,
         branches: &'static dyn RegionBranchOpInterface,
         entry: Hop,
-        regions: Vec<Option<(Code, Option<Hop>)>>,
+        regions: Vec<(usize, (Code, Hop))>,
     ) -> Inst {
-        let mut hops = vec![Some(entry)];
-        let mut codes = Vec::with_capacity(regions.len());
-        for region in regions {
-            let (code, hop) = match region {
-                Some((code, hop)) => (Some(code), hop),
-                None => (None, None),
-            };
-            codes.push(code);
-            hops.push(hop);
-        }
-        Inst::Branch(Box::new(BranchInst { op, branches, regions: codes.into(), hops: hops.into() }))
+        let regions = regions.into_iter().map(|(index, (code, exit))| RegionCode { index, code, exit }).collect();
+        Inst::Branch(Box::new(BranchInst { op, branches, entry, regions }))
     }
 }

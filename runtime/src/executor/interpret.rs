@@ -21,7 +21,7 @@ use super::buffers::{At, BufferId, Buffers, Use};
 use super::compile::{self, CompiledKernel};
 use super::host_functions::HostCall;
 use super::program::{
-    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, Hop, HostCallInst, Inst,
+    AllocInst, ArenaInst, ArgSlot, BranchInst, CallInst, Code, DispatchInst, Edge, Function, HostCallInst, Inst,
     LoopInst, Slot, Target,
 };
 use super::residency::{annotations, HostAccess, Io, Policy, Residence, Tracker};
@@ -586,37 +586,33 @@ impl<'e, 'a> Interpreter<'e, 'a> {
         if stack_is_low() {
             return stacker::grow(STACK_SEGMENT, || self.run_branch(frame, branch));
         }
-        let mut from = RegionPoint::Parent;
+        let (mut hop, mut from) = (&branch.entry, RegionPoint::Parent);
         loop {
-            let point = match from {
-                RegionPoint::Parent => 0,
-                RegionPoint::Region(index) => index + 1,
-            };
-            let Some(hop) = &branch.hops[point] else {
-                return Err(self.unsupported(branch.op, format!("leaves {from:?}, which is empty")));
-            };
-            let edge = match hop.decided(frame) {
-                Some(edge) => edge,
-                None => self.ask_hop(frame, branch, hop, from)?,
+            let edge = match hop.edge(frame) {
+                Ok(edge) => edge,
+                Err((edges, deciders)) => self.ask_hop(frame, branch, edges, deciders, from)?,
             };
             move_values(frame, &edge.sources, &edge.targets);
-            let Target::Region(index) = edge.to else { return Ok(()) };
-            let Some(code) = &branch.regions[index] else {
-                return Err(self.unsupported(branch.op, format!("enters region #{index}, which is empty")));
-            };
-            self.run_code(frame, code)?;
-            from = RegionPoint::Region(index);
+            let Target::Region(position) = edge.to else { return Ok(()) };
+            let region = &branch.regions[position];
+            self.run_code(frame, &region.code)?;
+            (hop, from) = (&region.exit, RegionPoint::Region(region.index));
         }
     }
 
-    /// The edge of `hop` (from `from`) that the op's interface chooses, asked with the run-time
-    /// integers of the deciding values (a hop no single `i1` decides: a multi-way switch).
+    /// The edge from `from` that the op's interface chooses among `edges`, asked with the
+    /// run-time integers of the deciding values (`deciders`: a hop no single `i1` decides, a
+    /// multi-way switch).
     #[cold]
     #[inline(never)]
-    fn ask_hop<'b>(&self, frame: &[Scalar], branch: &BranchInst, hop: &'b Hop, from: RegionPoint) -> Res<&'b Edge> {
-        let Hop::Ask { edges, deciders } = hop else {
-            return Err(self.unsupported(branch.op, format!("no edge from {from:?}")));
-        };
+    fn ask_hop<'b>(
+        &self,
+        frame: &[Scalar],
+        branch: &BranchInst,
+        edges: &'b [(RegionPoint, Edge)],
+        deciders: &[Option<Slot>],
+        from: RegionPoint,
+    ) -> Res<&'b Edge> {
         let constants: SmallVec<[Option<i64>; 8]> =
             deciders.iter().map(|slot| slot.map(|slot| frame[slot as usize].as_i64())).collect();
         let successors = branch.branches.successors(self.ctx, branch.op, from, &constants);

@@ -95,28 +95,39 @@ pub(crate) struct LoopInst {
 pub(crate) struct BranchInst {
     pub op: Op,
     pub branches: &'static dyn RegionBranchOpInterface,
-    /// Each region's code; `None` for an empty region.
-    pub regions: Box<[Option<Code>]>,
-    /// How control leaves each point: `Parent` first, then each region (`None` for an empty
-    /// one), decided when compiled where it can be (`slot_code::region_hop`, shared with the CPU
-    /// backend), else asked of the interface when it runs.
-    pub hops: Box<[Option<Hop>]>,
+    /// How control enters the op, decided when compiled where it can be
+    /// (`slot_code::region_hop`, shared with the CPU backend), else asked of the interface when
+    /// it runs.
+    pub entry: Hop,
+    /// The op's non-empty regions, in order: [`Target::Region`] names one by its position here.
+    pub regions: Box<[RegionCode]>,
 }
 
 impl std::fmt::Debug for BranchInst {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BranchInst").field("op", &self.op).field("hops", &self.hops).finish_non_exhaustive()
+        f.debug_struct("BranchInst").field("op", &self.op).field("regions", &self.regions).finish_non_exhaustive()
     }
 }
 
-/// A hop of a region-branch op, to a region (its code in [`BranchInst::regions`], by index) or
-/// past the op.
+/// A non-empty region of a region-branch op.
+#[derive(Debug)]
+pub(crate) struct RegionCode {
+    /// Its index among the op's regions (for the interface).
+    pub index: usize,
+    pub code: Code,
+    /// How control leaves it.
+    pub exit: Hop,
+}
+
+/// A hop of a region-branch op, to a region (its code in [`BranchInst::regions`], by position)
+/// or past the op.
 pub(crate) type Hop = crate::slot_code::region_hop::Hop<Target>;
 
 /// One edge of a [`Hop`]: where to, and the values that go along.
 pub(crate) type Edge = crate::slot_code::region_hop::Edge<Target>;
 
-/// The target of an [`Edge`]: past the op, or into region `index` of it.
+/// The target of an [`Edge`]: past the op, or into the region at a position of
+/// [`BranchInst::regions`].
 pub(crate) type Target = crate::slot_code::compiler::Target<usize>;
 
 /// A call of a function with a body.

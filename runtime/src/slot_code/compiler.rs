@@ -33,7 +33,6 @@ use hat_ir::interfaces::{
     CallOpInterface, CallableOpInterface, CountedLoop, LoopLikeOpInterface, RegionBranchOpInterface, RegionPoint,
 };
 use hat_ir::{Block, Context, Op, OpTraits, Region};
-use std::ops::Range;
 
 /// Stack kept free before a nested block is compiled, and the size of each new stack segment:
 /// regions nest as deep as the parser allows, each level a few frames of this recursion.
@@ -49,15 +48,14 @@ pub(crate) enum Target<L> {
     Region(L),
 }
 
-/// How a compiled block ends.
+/// How a compiled function or loop body ends (a region of a region-branch op ends in a hop:
+/// [`InstructionSet::finish_region`]).
 #[derive(Debug)]
-pub(crate) enum End<L> {
+pub(crate) enum End {
     /// A function body: its results.
     Return(Box<[Slot]>),
     /// A counted loop's body: the values carried to the next iteration.
     Next(Box<[Slot]>),
-    /// A region of a region-branch op: the hop out of it.
-    Exit(Hop<Target<L>>),
 }
 
 /// The slots of a counted loop.
@@ -96,8 +94,10 @@ pub(crate) trait InstructionSet {
     /// How the engine names a block before it is compiled (a hop may go into a region whose
     /// code comes later).
     type Label: Copy;
-    /// A compiled block, as [`InstructionSet::finish_block`] gives it.
+    /// A compiled function or loop body, as [`InstructionSet::finish_block`] gives it.
     type Block;
+    /// A compiled region of a region-branch op, as [`InstructionSet::finish_region`] gives it.
+    type Region;
     /// Why the engine cannot leave a hop to run time (`None`: it asks the interface then).
     const ASK_REFUSAL: Option<&'static str>;
     /// What a call names, for the error when no such symbol exists (`function`, `kernel helper`).
@@ -118,29 +118,30 @@ pub(crate) trait InstructionSet {
     /// A call (through [`CallOpInterface`]) of `callee`: what the engine runs for it (a compiled
     /// function, a host function), or why it cannot.
     fn call(&mut self, ctx: &Context, op: Op, callee: Callee<'_>) -> Result<Self::Inst, RuntimeError>;
-    /// The label of the next block to compile: a function's body or a loop's (`region` 0), or
-    /// region `region` of a region-branch op.
-    fn label(&mut self, region: usize) -> Self::Label;
-    /// The block `label`: its instructions, and how it ends.
-    fn finish_block(&mut self, label: Self::Label, insts: Vec<Self::Inst>, end: End<Self::Label>) -> Self::Block;
+    /// The label of the next block to compile: a function's body or a loop's (`position` 0), or
+    /// a region of a region-branch op (`position`: its place among the op's non-empty regions).
+    fn label(&mut self, position: usize) -> Self::Label;
+    /// The body `label`: its instructions, and how it ends.
+    fn finish_block(&mut self, label: Self::Label, insts: Vec<Self::Inst>, end: End) -> Self::Block;
+    /// The region `label` of a region-branch op: its instructions, and the hop that leaves it.
+    fn finish_region(
+        &mut self,
+        label: Self::Label,
+        insts: Vec<Self::Inst>,
+        exit: Hop<Target<Self::Label>>,
+    ) -> Self::Region;
     /// A counted loop `op`.
     fn counted_loop(&mut self, ctx: &Context, op: Op, slots: LoopSlots, body: Self::Block) -> Self::Inst;
-    /// A region-branch op: the hop into it, and its regions' code (`None` for an empty region).
+    /// A region-branch op: the hop into it, and the code of its non-empty regions, each with
+    /// its index among the op's regions, in the order of their labels' positions.
     fn branch(
         &mut self,
         ctx: &Context,
         op: Op,
         branches: &'static dyn RegionBranchOpInterface,
         entry: Hop<Target<Self::Label>>,
-        regions: Vec<Option<Self::Block>>,
+        regions: Vec<(usize, Self::Region)>,
     ) -> Self::Inst;
-}
-
-/// What a block's terminator becomes.
-enum Ending<'a, L> {
-    Return { function: Op },
-    Loop { yielded: Range<usize> },
-    Branch { op: Op, region: usize, branches: &'static dyn RegionBranchOpInterface, labels: &'a [Option<L>] },
 }
 
 /// Compiles the body `block` of `function`: its parameters get the first slots. Returns the
@@ -153,17 +154,27 @@ pub(crate) fn function_body<S: InstructionSet>(
 ) -> Result<(u32, S::Block), RuntimeError> {
     let params = set.slots().define_arguments(ctx, block).map_err(|message| set.error(ctx, function, message))?;
     let label = set.label(0);
-    let body = compile_block(set, ctx, label, block, Ending::Return { function })?;
-    Ok((params.len() as u32, body))
+    let (insts, terminator) = compile_ops(set, ctx, block)?;
+    let values = match terminator {
+        None => Box::new([]) as Box<[Slot]>,
+        Some(op) if !ctx.has_traits(op, OpTraits::RETURN_LIKE) => {
+            let message = format!("ends the body of '{}', but is not return-like", ctx.name_str(function));
+            return Err(set.error(ctx, op, message));
+        }
+        Some(op) => set.slots().get_all(ctx.operands(op)).map_err(|message| set.error(ctx, op, message))?,
+    };
+    Ok((params.len() as u32, set.finish_block(label, insts, End::Return(values))))
 }
 
-fn compile_block<S: InstructionSet>(
+/// The instructions of `block` up to its terminator (its last op when that op has the
+/// `TERMINATOR` trait), and the terminator, which must not branch to another block. Regions nest
+/// as deep as the parser allows, each level a few frames of this recursion: the stack grows as
+/// needed.
+fn compile_ops<S: InstructionSet>(
     set: &mut S,
     ctx: &Context,
-    label: S::Label,
     block: Block,
-    ending: Ending<'_, S::Label>,
-) -> Result<S::Block, RuntimeError> {
+) -> Result<(Vec<S::Inst>, Option<Op>), RuntimeError> {
     stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
         let terminator = ctx.last_op(block).filter(|&op| ctx.has_traits(op, OpTraits::TERMINATOR));
         let mut insts = Vec::new();
@@ -173,8 +184,11 @@ fn compile_block<S: InstructionSet>(
             }
             insts.push(compile_op(set, ctx, op)?);
         }
-        let end = compile_end(set, ctx, terminator, ending)?;
-        Ok(set.finish_block(label, insts, end))
+        if let Some(op) = terminator.filter(|&op| !ctx.successors(op).is_empty()) {
+            let message = "branches to another block: the runtime runs structured control flow only".to_string();
+            return Err(set.error(ctx, op, message));
+        }
+        Ok((insts, terminator))
     })
 }
 
@@ -240,40 +254,6 @@ fn callee<'c, S: InstructionSet>(
     Ok(Callee { op: target, name, body, arguments })
 }
 
-/// What a block's terminator (`None`: the block has none) becomes.
-fn compile_end<S: InstructionSet>(
-    set: &mut S,
-    ctx: &Context,
-    terminator: Option<Op>,
-    ending: Ending<'_, S::Label>,
-) -> Result<End<S::Label>, RuntimeError> {
-    if let Some(op) = terminator.filter(|&op| !ctx.successors(op).is_empty()) {
-        let message = "branches to another block: the runtime runs structured control flow only".to_string();
-        return Err(set.error(ctx, op, message));
-    }
-    match ending {
-        Ending::Return { function } => {
-            let Some(op) = terminator else { return Ok(End::Return(Box::new([]))) };
-            if !ctx.has_traits(op, OpTraits::RETURN_LIKE) {
-                let message = format!("ends the body of '{}', but is not return-like", ctx.name_str(function));
-                return Err(set.error(ctx, op, message));
-            }
-            let values = set.slots().get_all(ctx.operands(op)).map_err(|message| set.error(ctx, op, message))?;
-            Ok(End::Return(values))
-        }
-        Ending::Loop { yielded } => {
-            let values = match terminator {
-                Some(op) => set.slots().operands(ctx, op, yielded).map_err(|message| set.error(ctx, op, message))?,
-                None => Box::new([]),
-            };
-            Ok(End::Next(values))
-        }
-        Ending::Branch { op, region, branches, labels } => {
-            Ok(End::Exit(hop(set, ctx, op, branches, RegionPoint::Region(region), terminator, labels)?))
-        }
-    }
-}
-
 /// A counted loop through [`LoopLikeOpInterface`]: its parts from [`CountedLoop::of`].
 fn counted_loop<S: InstructionSet>(
     set: &mut S,
@@ -285,7 +265,16 @@ fn counted_loop<S: InstructionSet>(
     let slots = loop_slots(set.slots(), ctx, op, &parts);
     let slots = slots.map_err(|message| set.error(ctx, op, message))?;
     let label = set.label(0);
-    let body = compile_block(set, ctx, label, parts.body, Ending::Loop { yielded: parts.yielded.clone() })?;
+    let (insts, terminator) = compile_ops(set, ctx, parts.body)?;
+    // The terminator's operands that go to the next iteration.
+    let values = match terminator {
+        Some(terminator) => set
+            .slots()
+            .operands(ctx, terminator, parts.yielded.clone())
+            .map_err(|message| set.error(ctx, terminator, message))?,
+        None => Box::new([]),
+    };
+    let body = set.finish_block(label, insts, End::Next(values));
     Ok(set.counted_loop(ctx, op, slots, body))
 }
 
@@ -312,27 +301,29 @@ fn branch<S: InstructionSet>(
     op: Op,
     branches: &'static dyn RegionBranchOpInterface,
 ) -> Result<S::Inst, RuntimeError> {
+    // The non-empty regions: their index among the op's regions, block and label.
     let mut blocks = Vec::with_capacity(ctx.regions(op).len());
     let mut labels = Vec::with_capacity(ctx.regions(op).len());
     for (index, &region) in ctx.regions(op).iter().enumerate() {
         let block = single_block(ctx, region).map_err(|message| set.error(ctx, op, message))?;
-        if let Some(block) = block {
-            set.slots().define_arguments(ctx, block).map_err(|message| set.error(ctx, op, message))?;
-        }
-        blocks.push(block);
-        labels.push(block.map(|_| set.label(index)));
+        let label = match block {
+            Some(block) => {
+                set.slots().define_arguments(ctx, block).map_err(|message| set.error(ctx, op, message))?;
+                let label = set.label(blocks.len());
+                blocks.push((index, block, label));
+                Some(label)
+            }
+            None => None,
+        };
+        labels.push(label);
     }
     set.slots().define_results(ctx, op).map_err(|message| set.error(ctx, op, message))?;
     let entry = hop(set, ctx, op, branches, RegionPoint::Parent, None, &labels)?;
     let mut regions = Vec::with_capacity(blocks.len());
-    for (region, (block, label)) in blocks.into_iter().zip(&labels).enumerate() {
-        regions.push(match (block, *label) {
-            (Some(block), Some(label)) => {
-                let ending = Ending::Branch { op, region, branches, labels: &labels };
-                Some(compile_block(set, ctx, label, block, ending)?)
-            }
-            _ => None,
-        });
+    for (index, block, label) in blocks {
+        let (insts, terminator) = compile_ops(set, ctx, block)?;
+        let exit = hop(set, ctx, op, branches, RegionPoint::Region(index), terminator, &labels)?;
+        regions.push((index, set.finish_region(label, insts, exit)));
     }
     Ok(set.branch(ctx, op, branches, entry, regions))
 }

@@ -3,7 +3,7 @@
 //! ([`Hop`], compiled by [`compile_hop`]): decided at compile time where
 //! [`HopDecision`] can (always one successor, or a choice of two on one `i1`), else asked of the
 //! interface at run time with the deciding integers (the host executor only: a kernel's program
-//! outlives the context). Each [`Edge`] carries the values the hop moves ([`hop_values`]): from
+//! outlives the context). Each [`Edge`] carries the values the hop moves: from
 //! the op's `entry_operands` (entering) or the region terminator's `terminator_operands`
 //! (leaving a region) into the successor's `successor_inputs` (a region's block arguments, or the
 //! op's results). What the interface answers is checked here once, so that running never indexes
@@ -51,17 +51,21 @@ pub(crate) enum Hop<T> {
     Ask { edges: Box<[(RegionPoint, Edge<T>)]>, deciders: Box<[Option<Slot>]> },
 }
 
+/// What a [`Hop::Ask`] leaves to the interface: the edges to choose from, and the deciding
+/// integers' slots.
+pub(crate) type Undecided<'h, T> = (&'h [(RegionPoint, Edge<T>)], &'h [Option<Slot>]);
+
 impl<T> Hop<T> {
-    /// The edge taken, reading the frame `frame`; `None` for [`Hop::Ask`] (the interface
-    /// decides).
+    /// The edge taken, reading the frame `frame`; for [`Hop::Ask`], what the interface must
+    /// decide.
     #[inline]
-    pub fn decided(&self, frame: &[Scalar]) -> Option<&Edge<T>> {
+    pub fn edge(&self, frame: &[Scalar]) -> Result<&Edge<T>, Undecided<'_, T>> {
         match self {
-            Hop::To(edge) => Some(edge),
+            Hop::To(edge) => Ok(edge),
             Hop::Choose { condition, if_true, if_false } => {
-                Some(if frame[*condition as usize].as_i64() & 1 != 0 { if_true } else { if_false })
+                Ok(if frame[*condition as usize].as_i64() & 1 != 0 { if_true } else { if_false })
             }
-            Hop::Ask { .. } => None,
+            Hop::Ask { edges, deciders } => Err((edges, deciders)),
         }
     }
 }
@@ -81,10 +85,7 @@ pub(crate) fn compile_hop<T>(
     ask_refusal: Option<&str>,
     target: impl Fn(RegionPoint) -> Result<T, String>,
 ) -> Result<Hop<T>, HopError> {
-    let edge = |to: RegionPoint| -> Result<Edge<T>, HopError> {
-        let values = hop_values(ctx, slots, op, branches, from, to, terminator)?;
-        Ok(Edge { to: target(to).map_err(HopError::at(op))?, sources: values.sources, targets: values.targets })
-    };
+    let edge = |to: RegionPoint| compile_edge(ctx, slots, op, branches, from, to, terminator, &target);
     // The deciding op: the op on entry, the terminator on leaving a region.
     let decider = match from {
         RegionPoint::Parent => Some(op),
@@ -129,16 +130,12 @@ pub(crate) fn single_block(ctx: &Context, region: Region) -> Result<Option<Block
     }
 }
 
-/// The values a hop moves: `sources[i]` goes to `targets[i]`.
-pub(crate) struct HopValues {
-    pub sources: Box<[Slot]>,
-    pub targets: Box<[Slot]>,
-}
-
-/// The values the hop from `from` to `to` of `op` moves. `terminator` is the terminator of region
-/// `from` (`None` when it has none: it forwards nothing). The slots of every region's block
-/// arguments and of the op's results must be defined before.
-pub(crate) fn hop_values(
+/// The edge from `from` to `to` of `op` (`target` names `to` as the engine does): the values it
+/// moves. `terminator` is the terminator of region `from` (`None` when it has none: it forwards
+/// nothing). The slots of every region's block arguments and of the op's results must be
+/// defined before.
+#[allow(clippy::too_many_arguments)]
+fn compile_edge<T>(
     ctx: &Context,
     slots: &SlotMap,
     op: Op,
@@ -146,7 +143,8 @@ pub(crate) fn hop_values(
     from: RegionPoint,
     to: RegionPoint,
     terminator: Option<Op>,
-) -> Result<HopValues, HopError> {
+    target: &impl Fn(RegionPoint) -> Result<T, String>,
+) -> Result<Edge<T>, HopError> {
     let sources = match (from, terminator) {
         (RegionPoint::Parent, _) => {
             slots.operands(ctx, op, branches.entry_operands(ctx, op, to)).map_err(HopError::at(op))?
@@ -193,5 +191,5 @@ pub(crate) fn hop_values(
             targets.len()
         ));
     }
-    Ok(HopValues { sources, targets })
+    Ok(Edge { to: target(to).map_err(HopError::at(op))?, sources, targets })
 }
